@@ -1,0 +1,130 @@
+"""The compiled, type-checked domain that every stage works from.
+
+Built from a :class:`graphgen.spec.DomainSpec` by :func:`graphgen.load.compile_domain`.
+Holds parsed IR, never raw strings to be parsed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from graphgen import ir
+from graphgen.types import EnumT, ListT, RefT, Ty
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    name: str
+    ty: Ty
+    unique: bool = False
+    givable: bool = False
+    min: int | None = None
+    max: int | None = None
+    vocab: str | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class EntityDef:
+    name: str
+    key: str
+    prefix: str
+    width: int
+    key_givable: bool
+    fields: dict[str, FieldDef]
+    description: str = ""
+    size: int = 8
+    display: str | None = None
+
+    def field_type(self, name: str) -> Ty | None:
+        """Type of ``name``; the key is a field of type ``RefT(self.name)``."""
+        if name == self.key:
+            return RefT(self.name)
+        f = self.fields.get(name)
+        return f.ty if f else None
+
+    def make_id(self, n: int) -> str:
+        """The deterministic id of the ``n``-th row ever created in this table."""
+        return f"{self.prefix}{n:0{self.width}d}"
+
+
+@dataclass(frozen=True)
+class ParamDef:
+    name: str
+    ty: Ty
+    source: tuple[str, str] | None = None  # (entity, field) for ``Entity.field`` params
+    description: str = ""
+    min: int | None = None
+    max: int | None = None
+    vocab: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    description: str
+    params: dict[str, ParamDef]
+    requires: tuple[ir.Check, ...]
+    effects: tuple[ir.Stmt, ...]
+    returns: ir.Expr | None
+    returns_source: str | None
+    intents: tuple[str, ...]
+
+    @property
+    def is_write(self) -> bool:
+        """A tool writes iff it has effects: derived, never declared."""
+        return bool(self.effects)
+
+    @property
+    def return_ty(self) -> Ty | None:
+        return self.returns.ty if self.returns is not None else None
+
+
+@dataclass
+class Domain:
+    """A loaded domain. ``source`` is the file it came from (for messages)."""
+
+    name: str
+    description: str
+    policy: str
+    entities: dict[str, EntityDef]
+    tools: dict[str, ToolDef]
+    enums: dict[str, EnumT] = field(default_factory=dict)
+    source: str = "<domain>"
+    spec_json: str = ""  # canonical JSON of the spec, for hashing
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 of the canonical spec: tasks record it to pin the domain version."""
+        return hashlib.sha256(self.spec_json.encode()).hexdigest()[:16]
+
+    def entity_of_ref(self, t: Ty) -> str | None:
+        if isinstance(t, RefT):
+            return t.entity
+        if isinstance(t, ListT) and isinstance(t.elem, RefT):
+            return t.elem.entity
+        return None
+
+    @property
+    def read_tools(self) -> list[ToolDef]:
+        return [t for t in self.tools.values() if not t.is_write]
+
+    @property
+    def write_tools(self) -> list[ToolDef]:
+        return [t for t in self.tools.values() if t.is_write]
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "entities": len(self.entities),
+            "tools": len(self.tools),
+            "write_tools": len(self.write_tools),
+            "read_tools": len(self.read_tools),
+        }
+
+
+def canonical_json(obj: object) -> str:
+    """Stable JSON: sorted keys, no whitespace variance. Used for hashes and files."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,80 @@
+"""Error types shared by every stage.
+
+Two families matter to users:
+
+* :class:`DomainError` — the domain file is wrong. It always says which file, which
+  tool (or entity), which expression and which column, so a domain author can fix it
+  without reading our code.
+* :class:`ToolError` — a tool call failed at run time (precondition, missing entity,
+  bound violated). Its message is written for an LLM agent: it names the condition and
+  the entity, never a Python traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Located:
+    """One located problem in a domain file."""
+
+    message: str
+    file: str = "<domain>"
+    where: str = ""  # e.g. "tool 'cancel_order', requires[0]"
+    expr: str = ""  # the expression text at fault, if any
+    col: int | None = None  # 1-based column inside ``expr``
+
+    def __str__(self) -> str:
+        parts = [self.file]
+        if self.where:
+            parts.append(self.where)
+        head = ": ".join(parts)
+        if self.expr:
+            caret = f" (col {self.col})" if self.col is not None else ""
+            return f"{head}: {self.message}\n    in: {self.expr}{caret}"
+        return f"{head}: {self.message}"
+
+
+class GraphgenError(Exception):
+    """Base class of all errors raised on purpose by graphgen."""
+
+
+@dataclass
+class DomainError(GraphgenError):
+    """A domain file (or in-memory spec) failed to load or type-check.
+
+    ``problems`` holds every located problem found, so one run reports all of them.
+    """
+
+    problems: list[Located] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        n = len(self.problems)
+        head = f"{n} problem{'s' if n != 1 else ''} in domain"
+        return head + ":\n" + "\n".join(f"  - {p}" for p in self.problems)
+
+
+class ExprError(GraphgenError):
+    """An expression could not be parsed or typed. Carries the column (1-based)."""
+
+    def __init__(self, message: str, col: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.col = col
+
+
+class ToolError(GraphgenError):
+    """A tool call was rejected: precondition failed, unknown entity, bad argument.
+
+    The message is meant to be shown to the agent as the tool's observation.
+    """
+
+    def __init__(self, message: str, *, tool: str = "", kind: str = "precondition") -> None:
+        super().__init__(message)
+        self.message = message
+        self.tool = tool
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return self.message

@@ -1,0 +1,317 @@
+"""The reference interpreter: evaluate IR on a concrete :class:`State`, run tool calls.
+
+This is the semantics every other backend is tested against. A tool call is atomic:
+arguments are checked, preconditions evaluated, effects applied in order, then schema
+invariants (bounds, uniqueness) checked; any failure rolls the state back and raises a
+:class:`ToolError` whose message an agent can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from graphgen import ir
+from graphgen.domain import Domain, ToolDef
+from graphgen.errors import ToolError
+from graphgen.parse import is_iso_date
+from graphgen.state import State
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
+from graphgen.unparse import to_source
+
+Env = Mapping[str, Any]
+
+
+def _row(st: State, ent: str, key: Any) -> dict[str, Any]:
+    row = st.tables[ent].get(key)
+    if row is None:
+        raise ToolError(f"{ent} {key!r} not found", kind="not_found")
+    return row
+
+
+def evaluate(e: ir.Expr, st: State, env: Env, domain: Domain | None = None) -> Any:
+    """Evaluate expression ``e`` on state ``st`` with variables ``env``.
+
+    ``domain`` is needed only to render whole rows (``Entity[id]``) with their key.
+
+    >>> from graphgen.types import INT
+    >>> evaluate(ir.Arith("*", ir.Lit(6, INT), ir.Lit(7, INT), INT), State({}, {}), {})
+    42
+    """
+    match e:
+        case ir.Lit(value=v):
+            return v
+        case ir.Var(name=n):
+            return env[n]
+        case ir.FieldOf(entity=ent, key=k, field=f):
+            return _row(st, ent, evaluate(k, st, env, domain))[f]
+        case ir.RowOf(entity=ent, key=k):
+            key = evaluate(k, st, env, domain)
+            row = _row(st, ent, key)
+            keyname = domain.entities[ent].key if domain else "id"
+            return {keyname: key, **row}
+        case ir.Exists(entity=ent, key=k):
+            return evaluate(k, st, env, domain) in st.tables[ent]
+        case ir.Compare(op=op, left=a, right=b):
+            x, y = evaluate(a, st, env, domain), evaluate(b, st, env, domain)
+            if op == "==":
+                return x == y
+            if op == "!=":
+                return x != y
+            if op == "<":
+                return x < y
+            if op == "<=":
+                return x <= y
+            if op == ">":
+                return x > y
+            return x >= y
+        case ir.BoolOp(op="and", values=vs):
+            return all(evaluate(v, st, env, domain) for v in vs)
+        case ir.BoolOp(values=vs):
+            return any(evaluate(v, st, env, domain) for v in vs)
+        case ir.Not(operand=o):
+            return not evaluate(o, st, env, domain)
+        case ir.Arith(op=op, left=a, right=b):
+            x, y = evaluate(a, st, env, domain), evaluate(b, st, env, domain)
+            return x + y if op == "+" else x - y if op == "-" else x * y
+        case ir.Neg(operand=o):
+            return -evaluate(o, st, env, domain)
+        case ir.Contains(item=a, container=b, negated=neg):
+            r = evaluate(a, st, env, domain) in evaluate(b, st, env, domain)
+            return not r if neg else r
+        case ir.Len(operand=o):
+            return len(evaluate(o, st, env, domain))
+        case ir.ListLit(items=items):
+            return [evaluate(x, st, env, domain) for x in items]
+        case ir.Comp():
+            return _comp(e, st, env, domain)
+        case ir.Agg(fn=fn, comp=c):
+            vals = _comp(c, st, env, domain)
+            if fn == "any":
+                return any(vals)
+            if fn == "all":
+                return all(vals)
+            if fn == "count":
+                return len(vals)
+            if fn == "sum":
+                return sum(vals)
+            if not vals:
+                raise ToolError(f"{fn}() over no {c.entity} rows", kind="empty")
+            return min(vals) if fn == "min" else max(vals)
+        case ir.IfExp(cond=c, then=t, orelse=o):
+            return evaluate(t if evaluate(c, st, env, domain) else o, st, env, domain)
+        case ir.DictLit(keys=ks, values=vs):
+            return {k: evaluate(v, st, env, domain) for k, v in zip(ks, vs, strict=True)}
+    raise TypeError(f"unknown IR node {type(e).__name__}")
+
+
+def _comp(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any]:
+    table = st.tables[c.entity]
+    inner = dict(env)
+    out = []
+    for key in sorted(table):  # key order is the one order every backend uses
+        inner[c.var] = key
+        if c.cond is None or evaluate(c.cond, st, inner, domain):
+            out.append(evaluate(c.proj, st, inner, domain))
+    return out
+
+
+# ------------------------------------------------------------------ argument checks
+
+
+def check_value(ty: Ty, value: Any) -> str | None:
+    """Why ``value`` is not a valid value of ``ty`` (``None`` when it is)."""
+    if ty == INT:
+        return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
+    if ty == BOOL:
+        return None if isinstance(value, bool) else "true or false"
+    if ty == STR or isinstance(ty, RefT):
+        return None if isinstance(value, str) else "a string"
+    if ty == DATE:
+        return None if isinstance(value, str) and is_iso_date(value) else "a date YYYY-MM-DD"
+    if isinstance(ty, EnumT):
+        return None if value in ty.values else "one of " + ", ".join(map(repr, ty.values))
+    if isinstance(ty, ListT):
+        if not isinstance(value, list):
+            return "a list"
+        for v in value:
+            why = check_value(ty.elem, v)
+            if why:
+                return f"a list of {why}"
+        return None
+    return f"a {ty.show()}"
+
+
+def check_args(tool: ToolDef, args: Mapping[str, Any], st: State) -> dict[str, Any]:
+    """Validate call arguments; return them as a plain dict or raise ToolError."""
+    if not isinstance(args, Mapping):
+        raise ToolError(f"{tool.name}: arguments must be a JSON object", tool=tool.name,
+                        kind="bad_args")
+    unknown = sorted(set(args) - set(tool.params))
+    if unknown:
+        raise ToolError(f"{tool.name}: unknown argument(s) {', '.join(unknown)}; expected "
+                        f"{', '.join(tool.params) or 'none'}", tool=tool.name, kind="bad_args")
+    missing = [p for p in tool.params if p not in args]
+    if missing:
+        raise ToolError(f"{tool.name}: missing argument(s) {', '.join(missing)}",
+                        tool=tool.name, kind="bad_args")
+    out: dict[str, Any] = {}
+    for name, p in tool.params.items():
+        v = args[name]
+        why = check_value(p.ty, v)
+        if why:
+            raise ToolError(f"{tool.name}: argument {name} must be {why}, got {v!r}",
+                            tool=tool.name, kind="bad_args")
+        if p.min is not None and v < p.min:
+            raise ToolError(f"{tool.name}: argument {name} must be at least {p.min}, got {v}",
+                            tool=tool.name, kind="bad_args")
+        if p.max is not None and v > p.max:
+            raise ToolError(f"{tool.name}: argument {name} must be at most {p.max}, got {v}",
+                            tool=tool.name, kind="bad_args")
+        if isinstance(p.ty, RefT) and v not in st.tables[p.ty.entity]:
+            raise ToolError(f"{tool.name}: {p.ty.entity} {v!r} not found", tool=tool.name,
+                            kind="not_found")
+        out[name] = v
+    return out
+
+
+def _explain(check: ir.Check, st: State, env: Env) -> str:
+    """The values a failed precondition read, for an actionable message."""
+    facts: list[str] = []
+    for node in ir.walk(check.expr):
+        if isinstance(node, ir.Comp):
+            break  # values inside comprehensions are not single facts
+        if isinstance(node, ir.FieldOf):
+            try:
+                key = evaluate(node.key, st, env)
+                val = st.tables[node.entity][key][node.field]
+            except (ToolError, KeyError, TypeError):
+                continue
+            fact = f"{node.entity} {key!r} has {node.field} = {val!r}"
+            if fact not in facts:
+                facts.append(fact)
+    return "; ".join(facts)
+
+
+# ------------------------------------------------------------------ tool calls
+
+
+def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Any:
+    """Run tool ``name`` on ``st`` (mutated in place) and return its result.
+
+    Atomic: on any :class:`ToolError` the state is left exactly as it was.
+    """
+    tool = domain.tools.get(name)
+    if tool is None:
+        raise ToolError(f"unknown tool {name!r}; available: {', '.join(domain.tools)}",
+                        tool=name, kind="unknown_tool")
+    env = check_args(tool, args, st)
+    for chk in tool.requires:
+        try:
+            ok = evaluate(chk.expr, st, env, domain)
+        except ToolError as exc:
+            raise ToolError(f"{name}: {exc.message}", tool=name, kind=exc.kind) from None
+        if not ok:
+            facts = _explain(chk, st, env)
+            msg = chk.message.format(**env) if chk.message else "precondition failed"
+            detail = f" (requires {chk.source}" + (f"; {facts})" if facts else ")")
+            raise ToolError(f"{name}: {msg}{detail}", tool=name, kind="precondition")
+    env = dict(env)
+    undo: list[tuple[Any, ...]] = []
+    try:
+        for stmt in tool.effects:
+            apply_effect(domain, st, stmt.effect, env, undo)
+        check_invariants(domain, st, undo)
+        return evaluate(tool.returns, st, env, domain) if tool.returns is not None else "ok"
+    except ToolError as exc:
+        rollback(st, undo)
+        raise ToolError(f"{name}: {exc.message}" if not exc.message.startswith(name) else
+                        exc.message, tool=name, kind=exc.kind) from None
+
+
+def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
+                 undo: list[tuple[Any, ...]]) -> None:
+    """Apply one effect, recording how to undo it."""
+    match eff:
+        case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
+            key = evaluate(k, st, env, domain)
+            row = _row(st, ent, key)
+            val = evaluate(v, st, env, domain)
+            old = row[f]
+            undo.append(("set", ent, key, f, old))
+            row[f] = val if op == "=" else old + val if op == "+=" else old - val
+        case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
+            key = evaluate(k, st, env, domain)
+            row = _row(st, ent, key)
+            val = evaluate(v, st, env, domain)
+            old = row[f]
+            # List fields are sets kept sorted, so two orders of the same appends reach
+            # the same state and every backend agrees on equality.
+            if op == "append":
+                if val in old:
+                    raise ToolError(f"{val!r} is already in {ent} {key!r} {f}",
+                                    kind="precondition")
+                new = sorted([*old, val])
+            else:
+                if val not in old:
+                    raise ToolError(f"{val!r} is not in {ent} {key!r} {f}", kind="precondition")
+                new = list(old)
+                new.remove(val)
+            undo.append(("set", ent, key, f, old))
+            row[f] = new
+        case ir.Create(entity=ent, bind=b, values=vs):
+            edef = domain.entities[ent]
+            n = st.counters[ent]
+            key = edef.make_id(n)
+            row = {f: evaluate(x, st, env, domain) for f, x in vs}
+            undo.append(("create", ent, key, n))
+            st.tables[ent][key] = row
+            st.counters[ent] = n + 1
+            if b is not None:
+                env[b] = key
+        case ir.Delete(entity=ent, key=k):
+            key = evaluate(k, st, env, domain)
+            row = _row(st, ent, key)
+            undo.append(("delete", ent, key, row))
+            del st.tables[ent][key]
+        case _:
+            raise TypeError(f"unknown effect {type(eff).__name__}")
+
+
+def check_invariants(domain: Domain, st: State, undo: list[tuple[Any, ...]]) -> None:
+    """Bounds and uniqueness on the rows this call touched."""
+    touched = {(u[1], u[2]) for u in undo if u[0] in ("set", "create")}
+    for ent, key in sorted(touched):
+        row = st.tables[ent].get(key)
+        if row is None:
+            continue
+        for f in domain.entities[ent].fields.values():
+            v = row[f.name]
+            if f.min is not None and v < f.min:
+                raise ToolError(f"{ent} {key!r} {f.name} would be {v}, below the minimum "
+                                f"{f.min}", kind="invariant")
+            if f.max is not None and v > f.max:
+                raise ToolError(f"{ent} {key!r} {f.name} would be {v}, above the maximum "
+                                f"{f.max}", kind="invariant")
+            if f.unique:
+                for k2, r2 in st.tables[ent].items():
+                    if k2 != key and r2[f.name] == v:
+                        raise ToolError(f"{ent} {f.name} {v!r} is already used by {k2!r}",
+                                        kind="invariant")
+
+
+def rollback(st: State, undo: list[tuple[Any, ...]]) -> None:
+    """Undo recorded effects, newest first."""
+    for u in reversed(undo):
+        if u[0] == "set":
+            st.tables[u[1]][u[2]][u[3]] = u[4]
+        elif u[0] == "create":
+            del st.tables[u[1]][u[2]]
+            st.counters[u[1]] = u[3]
+        else:
+            st.tables[u[1]][u[2]] = u[3]
+
+
+def condition_source(e: ir.Expr) -> str:
+    """Source text of a condition (re-exported for message builders)."""
+    return to_source(e)

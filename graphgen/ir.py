@@ -1,0 +1,294 @@
+"""The expression IR: one typed tree that every backend reads.
+
+Preconditions, effects, return values, queries and goals are all built from these
+nodes. The interpreter (:mod:`graphgen.interp`), the z3 encoding (``verify``) and the
+Python code generator (``envs``) each walk the same tree, so they cannot drift apart.
+
+Every expression node carries its type in ``ty`` (set by the elaborator in
+:mod:`graphgen.parse`). Nodes are frozen so they can be shared and hashed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal as TLiteral
+
+from graphgen.types import Ty
+
+Scalar = int | str | bool
+
+
+class Expr:
+    """Base of expression nodes."""
+
+    __slots__ = ()
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Lit(Expr):
+    value: Scalar
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Var(Expr):
+    """A tool parameter, a name bound by ``x = E.create(...)``, or a comprehension
+    variable (bound to the key of the row being visited)."""
+
+    name: str
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class FieldOf(Expr):
+    """``Entity[key].field``; also ``o.field`` inside a comprehension over Entity."""
+
+    entity: str
+    key: Expr
+    field: str
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class RowOf(Expr):
+    """``Entity[key]`` as a whole record (only in return values)."""
+
+    entity: str
+    key: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Exists(Expr):
+    """``key in Entity``: the table has a row with this key."""
+
+    entity: str
+    key: Expr
+    ty: Ty
+
+
+CmpOp = TLiteral["==", "!=", "<", "<=", ">", ">="]
+
+
+@dataclass(frozen=True, slots=True)
+class Compare(Expr):
+    op: CmpOp
+    left: Expr
+    right: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class BoolOp(Expr):
+    op: TLiteral["and", "or"]
+    values: tuple[Expr, ...]
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Expr):
+    operand: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Arith(Expr):
+    op: TLiteral["+", "-", "*"]
+    left: Expr
+    right: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Neg(Expr):
+    operand: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Contains(Expr):
+    """``item in container`` (or ``not in`` when ``negated``) over a list value."""
+
+    item: Expr
+    container: Expr
+    negated: bool
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Len(Expr):
+    operand: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class ListLit(Expr):
+    items: tuple[Expr, ...]
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Comp(Expr):
+    """``[proj for var in Entity if cond]``: rows visited in key order."""
+
+    var: str
+    entity: str
+    cond: Expr | None
+    proj: Expr
+    ty: Ty
+
+
+AggFn = TLiteral["any", "all", "count", "sum", "min", "max"]
+
+
+@dataclass(frozen=True, slots=True)
+class Agg(Expr):
+    """``fn(proj for var in Entity if cond)``. ``count`` counts the rows."""
+
+    fn: AggFn
+    comp: Comp
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class IfExp(Expr):
+    cond: Expr
+    then: Expr
+    orelse: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class DictLit(Expr):
+    keys: tuple[str, ...]
+    values: tuple[Expr, ...]
+    ty: Ty
+
+
+# --------------------------------------------------------------------------- effects
+
+
+class Effect:
+    """Base of effect statements. Effects of one call apply in order, atomically."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Assign(Effect):
+    """``Entity[key].field = value`` (``op`` '=') or ``+=`` / ``-=``."""
+
+    entity: str
+    key: Expr
+    field: str
+    op: TLiteral["=", "+=", "-="]
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Create(Effect):
+    """``name = Entity.create(f=v, ...)``: a new row with the next deterministic id."""
+
+    entity: str
+    bind: str | None
+    values: tuple[tuple[str, Expr], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete(Effect):
+    """``del Entity[key]``."""
+
+    entity: str
+    key: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class ListEdit(Effect):
+    """``Entity[key].field.append(v)`` or ``.remove(v)`` on a list field."""
+
+    entity: str
+    key: Expr
+    field: str
+    op: TLiteral["append", "remove"]
+    value: Expr
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One precondition: an expression that must be true, plus an optional message."""
+
+    expr: Expr
+    source: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    """An effect with the text it was parsed from (for messages and generated code)."""
+
+    effect: Effect
+    source: str
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``e`` (used by generic walks)."""
+    match e:
+        case Lit() | Var():
+            return ()
+        case FieldOf(key=k) | RowOf(key=k) | Exists(key=k):
+            return (k,)
+        case Compare(left=a, right=b) | Arith(left=a, right=b):
+            return (a, b)
+        case BoolOp(values=vs) | ListLit(items=vs):
+            return vs
+        case Not(operand=o) | Neg(operand=o) | Len(operand=o):
+            return (o,)
+        case Contains(item=a, container=b):
+            return (a, b)
+        case Comp(cond=c, proj=p):
+            return (p,) if c is None else (c, p)
+        case Agg(comp=c):
+            return (c,)
+        case IfExp(cond=c, then=t, orelse=o):
+            return (c, t, o)
+        case DictLit(values=vs):
+            return vs
+    raise TypeError(f"unknown IR node {type(e).__name__}")
+
+
+def walk(e: Expr) -> list[Expr]:
+    """All nodes of ``e`` in pre-order."""
+    out: list[Expr] = []
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(children(n)))
+    return out
+
+
+def effect_exprs(eff: Effect) -> tuple[Expr, ...]:
+    """The expressions an effect reads."""
+    match eff:
+        case Assign(key=k, value=v) | ListEdit(key=k, value=v):
+            return (k, v)
+        case Create(values=vs):
+            return tuple(v for _, v in vs)
+        case Delete(key=k):
+            return (k,)
+    raise TypeError(f"unknown effect {type(eff).__name__}")
+
+
+@dataclass(frozen=True)
+class FieldRef:
+    """A (entity, field) pair; ``field`` is '*' for the row's existence."""
+
+    entity: str
+    field: str = field(default="*")
+
+    def __str__(self) -> str:
+        return f"{self.entity}.{self.field}"

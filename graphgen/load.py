@@ -1,0 +1,316 @@
+"""Load domain files: YAML → :class:`~graphgen.spec.DomainSpec` → :class:`Domain`.
+
+Every problem is collected with its location (file, line, tool or entity, expression,
+column) and raised together as one :class:`~graphgen.errors.DomainError`, so an author
+sees all mistakes in one run.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import string
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from graphgen import ir
+from graphgen.domain import Domain, EntityDef, FieldDef, ParamDef, ToolDef, canonical_json
+from graphgen.errors import DomainError, ExprError, Located
+from graphgen.parse import Elaborator, prim_of
+from graphgen.spec import DomainSpec, FieldSpec, ParamSpec
+from graphgen.types import INT, EnumT, ListT, RefT, Ty, is_scalar
+
+TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]$")
+
+
+def _lines(text: str) -> dict[tuple[str, str], int]:
+    """Line numbers of ``entities.X`` and ``tools.Y`` keys, and duplicate-key checks."""
+    out: dict[tuple[str, str], int] = {}
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    dups: list[Located] = []
+
+    def visit(node: yaml.Node, path: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for k, v in node.value:
+                key = str(k.value)
+                line = k.start_mark.line + 1
+                if key in seen:
+                    where = ".".join(path) or "top level"
+                    what = "tool" if path == ("tools",) else "key"
+                    dups.append(Located(
+                        f"duplicate {what} {key!r} (line {line}; first at line {seen[key]})",
+                        where=f"{where} (line {line})"))
+                seen[key] = line
+                if len(path) == 1 and path[0] in ("entities", "tools"):
+                    out.setdefault((path[0], key), line)
+                visit(v, (*path, key))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                visit(v, (*path, str(i)))
+
+    if root is not None:
+        visit(root, ())
+    if dups:
+        raise DomainError(dups)
+    return out
+
+
+def load_domain(path: str | Path) -> Domain:
+    """Load, validate and type-check a domain YAML file.
+
+    Raises :class:`DomainError` listing every problem found, each naming the file.
+
+    >>> from graphgen.domains import builtin_path
+    >>> load_domain(builtin_path("mock")).name
+    'mock'
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DomainError([Located(f"cannot read file: {exc}", file=str(p))]) from None
+    return loads_domain(text, source=str(p))
+
+
+def loads_domain(text: str, source: str = "<domain>") -> Domain:
+    """Load a domain from YAML text; ``source`` names it in error messages."""
+    try:
+        lines = _lines(text)
+        raw = yaml.safe_load(text)
+    except DomainError as err:
+        for pr in err.problems:
+            pr.file = source
+        raise
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise DomainError([Located(f"YAML syntax error: {exc}", file=source, where=where)]) \
+            from None
+    if not isinstance(raw, dict):
+        raise DomainError([Located("a domain file is a YAML mapping", file=source)])
+    try:
+        spec = DomainSpec.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors():
+            loc = ".".join(str(x) for x in e["loc"])
+            where = loc
+            if len(e["loc"]) >= 2 and e["loc"][0] in ("tools", "entities"):
+                kind = "tool" if e["loc"][0] == "tools" else "entity"
+                rest = ".".join(str(x) for x in e["loc"][2:])
+                line = lines.get((str(e["loc"][0]), str(e["loc"][1])))
+                where = f"{kind} {e['loc'][1]!r}" + (f" (line {line})" if line else "")
+                where += f", {rest}" if rest else ""
+            problems.append(Located(e["msg"], file=source, where=where))
+        raise DomainError(problems) from None
+    return compile_domain(spec, source=source, lines=lines)
+
+
+class _Compiler:
+    def __init__(self, spec: DomainSpec, source: str, lines: dict[tuple[str, str], int]) -> None:
+        self.spec = spec
+        self.source = source
+        self.lines = lines
+        self.problems: list[Located] = []
+        self.enums: dict[str, EnumT] = {}
+
+    def where(self, kind: str, name: str, part: str = "") -> str:
+        line = self.lines.get(("tools" if kind == "tool" else "entities", name))
+        s = f"{kind} {name!r}" + (f" (line {line})" if line else "")
+        return s + (f", {part}" if part else "")
+
+    def err(self, msg: str, where: str, expr: str = "", col: int | None = None) -> None:
+        self.problems.append(Located(msg, self.source, where, expr, col))
+
+    def resolve(self, s: FieldSpec | ParamSpec, owner: str, fname: str,
+                where: str) -> tuple[Ty | None, tuple[str, str] | None]:
+        t = s.type.strip()
+        if t == "enum":
+            if s.enum is not None:
+                if s.enum not in self.enums:
+                    self.err(f"unknown enum {s.enum!r}", where)
+                    return None, None
+                return self.enums[s.enum], None
+            if not s.values:
+                self.err("an enum needs 'values' (or 'enum: <shared enum name>')", where)
+                return None, None
+            if len(set(s.values)) != len(s.values):
+                self.err("enum values repeat", where)
+            return EnumT(f"{owner}.{fname}", tuple(s.values)), None
+        if s.values is not None:
+            self.err(f"'values' only goes with type enum, not {t!r}", where)
+        p = prim_of(t)
+        if p is not None:
+            return p, None
+        if t in self.spec.entities:
+            return RefT(t), None
+        if t in self.enums:
+            return self.enums[t], None
+        m = _LIST.match(t)
+        if m:
+            inner = m.group(1)
+            if inner in self.spec.entities:
+                return ListT(RefT(inner)), None
+            pi = prim_of(inner)
+            if pi is not None:
+                return ListT(pi), None
+            self.err(f"unknown type {inner!r} in {t!r} (not an entity or primitive)", where)
+            return None, None
+        if isinstance(s, ParamSpec) and "." in t:
+            ent, _, fld = t.partition(".")
+            e = self.spec.entities.get(ent)
+            if e is None:
+                self.err(f"unknown entity {ent!r} in parameter type {t!r}", where)
+                return None, None
+            if fld == e.key.name:
+                return RefT(ent), None
+            fs = e.fields.get(fld)
+            if fs is None:
+                self.err(f"{ent} has no field {fld!r} (parameter type {t!r})", where)
+                return None, None
+            ft, _ = self.resolve(fs, ent, fld, where)
+            if ft is not None and not is_scalar(ft):
+                self.err(f"parameter type {t!r} is not a scalar field", where)
+                return None, None
+            return ft, (ent, fld)
+        self.err(f"unknown type {t!r} (int, str, bool, date, enum, an entity, list[...])", where)
+        return None, None
+
+    def entities(self) -> dict[str, EntityDef]:
+        out: dict[str, EntityDef] = {}
+        for name, es in self.spec.entities.items():
+            if not TOOL_NAME.match(name) or keyword.iskeyword(name):
+                self.err("entity names are identifiers", self.where("entity", name))
+            fields: dict[str, FieldDef] = {}
+            if es.key.name in es.fields:
+                self.err(f"key {es.key.name!r} is also listed as a field",
+                         self.where("entity", name, f"fields.{es.key.name}"))
+            for fname, fs in es.fields.items():
+                w = self.where("entity", name, f"fields.{fname}")
+                if fname.startswith("_") or not fname.isidentifier() or keyword.iskeyword(fname):
+                    self.err(f"field name {fname!r} is not allowed", w)
+                ty, _ = self.resolve(fs, name, fname, w)
+                if ty is None:
+                    continue
+                if (fs.min is not None or fs.max is not None) and ty != INT:
+                    self.err("min/max bounds only apply to int fields", w)
+                if fs.min is not None and fs.max is not None and fs.min > fs.max:
+                    self.err(f"min {fs.min} is above max {fs.max}", w)
+                if fs.unique and not is_scalar(ty):
+                    self.err("only scalar fields can be unique", w)
+                fields[fname] = FieldDef(fname, ty, fs.unique, fs.givable, fs.min, fs.max,
+                                         fs.vocab, fs.description)
+            if es.display is not None and es.display not in es.fields:
+                self.err(f"display field {es.display!r} is not a field of {name}",
+                         self.where("entity", name, "display"))
+            out[name] = EntityDef(name, es.key.name, es.key.prefix, es.key.width, es.key.givable,
+                                  fields, es.description, es.size, es.display)
+        return out
+
+    def tool(self, name: str, el: Elaborator) -> ToolDef | None:
+        ts = self.spec.tools[name]
+        ok = True
+        if not TOOL_NAME.match(name):
+            self.err("tool names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$", self.where("tool", name))
+            ok = False
+        params: dict[str, ParamDef] = {}
+        for pname, ps in ts.params.items():
+            w = self.where("tool", name, f"params.{pname}")
+            if not pname.isidentifier() or keyword.iskeyword(pname) or pname.startswith("_"):
+                self.err(f"parameter name {pname!r} is not allowed", w)
+                ok = False
+                continue
+            if pname in self.spec.entities:
+                self.err(f"parameter {pname!r} shadows the entity of that name", w)
+                ok = False
+                continue
+            ty, src = self.resolve(ps, name, pname, w)
+            if ty is None:
+                ok = False
+                continue
+            if not is_scalar(ty):
+                self.err(f"parameters are scalars, {pname!r} is {ty.show()}", w)
+                ok = False
+                continue
+            params[pname] = ParamDef(pname, ty, src, ps.description, ps.min, ps.max, ps.vocab)
+        scope: dict[str, Ty] = {p.name: p.ty for p in params.values()}
+
+        checks: list[ir.Check] = []
+        for i, c in enumerate(ts.requires):
+            try:
+                checks.append(ir.Check(el.condition(c.check, scope), c.check, c.message))
+            except ExprError as exc:
+                self.err(exc.message, self.where("tool", name, f"requires[{i}]"), c.check, exc.col)
+                ok = False
+        effects: list[ir.Stmt] = []
+        escope = dict(scope)
+        for i, src_e in enumerate(ts.effects):
+            try:
+                effects.append(ir.Stmt(el.effect(src_e, escope), src_e))
+            except ExprError as exc:
+                self.err(exc.message, self.where("tool", name, f"effects[{i}]"), src_e, exc.col)
+                ok = False
+        ret: ir.Expr | None = None
+        if ts.returns is not None:
+            try:
+                ret = el.expr(ts.returns, escope)
+            except ExprError as exc:
+                self.err(exc.message, self.where("tool", name, "returns"), ts.returns, exc.col)
+                ok = False
+        if not ts.effects and ts.returns is None:
+            self.err("a tool needs effects or a return value", self.where("tool", name))
+            ok = False
+        for i, tmpl in enumerate(ts.intents):
+            try:
+                names = [f for _, f, _, _ in string.Formatter().parse(tmpl) if f is not None]
+            except ValueError as exc:
+                self.err(f"bad template: {exc}", self.where("tool", name, f"intents[{i}]"), tmpl)
+                ok = False
+                continue
+            for f in names:
+                if f not in params:
+                    self.err(f"placeholder {{{f}}} is not a parameter of {name}",
+                             self.where("tool", name, f"intents[{i}]"), tmpl)
+                    ok = False
+        if not ok:
+            return None
+        return ToolDef(name, ts.description, params, tuple(checks), tuple(effects), ret,
+                       ts.returns, tuple(ts.intents))
+
+    def run(self) -> Domain:
+        for ename, vals in self.spec.enums.items():
+            if not vals or len(set(vals)) != len(vals):
+                self.err("a shared enum needs distinct values", f"enum {ename!r}")
+            self.enums[ename] = EnumT(ename, tuple(vals))
+        ents = self.entities()
+        el = Elaborator(ents)
+        tools: dict[str, ToolDef] = {}
+        for name in self.spec.tools:
+            t = self.tool(name, el)
+            if t is not None:
+                tools[name] = t
+        if self.problems:
+            raise DomainError(self.problems)
+        return Domain(self.spec.name, self.spec.description, self.spec.policy, ents, tools,
+                      self.enums, self.source, canonical_json(self.spec.model_dump(mode="json")))
+
+
+def compile_domain(spec: DomainSpec, source: str = "<domain>",
+                   lines: dict[tuple[str, str], int] | None = None) -> Domain:
+    """Type-check a :class:`DomainSpec` (from YAML or built in Python) into a Domain."""
+    return _Compiler(spec, source, lines or {}).run()
+
+
+def domain_from_dict(data: dict[str, Any], source: str = "<dict>") -> Domain:
+    """Build a domain from plain Python data shaped like the YAML file."""
+    try:
+        spec = DomainSpec.model_validate(data)
+    except ValidationError as exc:
+        raise DomainError([Located(f"{'.'.join(map(str, e['loc']))}: {e['msg']}", source)
+                           for e in exc.errors()]) from None
+    return compile_domain(spec, source)
