@@ -196,10 +196,10 @@ def _explain(check: ir.Check, st: State, env: Env) -> str:
 # ------------------------------------------------------------------ tool calls
 
 
-def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Any:
-    """Run tool ``name`` on ``st`` (mutated in place) and return its result.
+def precheck(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate arguments and preconditions without applying effects.
 
-    Atomic: on any :class:`ToolError` the state is left exactly as it was.
+    Raises the same :class:`ToolError` a call would (effects may still hit an invariant).
     """
     tool = domain.tools.get(name)
     if tool is None:
@@ -216,7 +216,45 @@ def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> 
             msg = chk.message.format(**env) if chk.message else "precondition failed"
             detail = f" (requires {chk.source}" + (f"; {facts})" if facts else ")")
             raise ToolError(f"{name}: {msg}{detail}", tool=name, kind="precondition")
-    env = dict(env)
+    return env
+
+
+def failed_check(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> ir.Check | None:
+    """The first precondition of ``name`` that is false for ``args`` (None if all hold)."""
+    tool = domain.tools[name]
+    env = check_args(tool, args, st)
+    for chk in tool.requires:
+        try:
+            if not evaluate(chk.expr, st, env, domain):
+                return chk
+        except ToolError:
+            return chk
+    return None
+
+
+def apply_unchecked(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> None:
+    """Apply ``name``'s effects ignoring its preconditions (what a refused call *asks* for).
+
+    Raises ToolError if the effects themselves cannot apply; the state is then unchanged.
+    """
+    tool = domain.tools[name]
+    env = dict(check_args(tool, args, st))
+    undo: list[tuple[Any, ...]] = []
+    try:
+        for stmt in tool.effects:
+            apply_effect(domain, st, stmt.effect, env, undo)
+    except ToolError:
+        rollback(st, undo)
+        raise
+
+
+def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Any:
+    """Run tool ``name`` on ``st`` (mutated in place) and return its result.
+
+    Atomic: on any :class:`ToolError` the state is left exactly as it was.
+    """
+    env = dict(precheck(domain, st, name, args))
+    tool = domain.tools[name]
     undo: list[tuple[Any, ...]] = []
     try:
         for stmt in tool.effects:

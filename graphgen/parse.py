@@ -59,6 +59,13 @@ def _col(node: ast.AST) -> int:
     return int(getattr(node, "col_offset", 0)) + 1
 
 
+def _attr_col(node: ast.Attribute) -> int:
+    # Column of the attribute name itself, from the node's end: robust to spaces and
+    # parentheses, and needs no ast.unparse (which recurses without bound).
+    end = node.end_col_offset
+    return end - len(node.attr) + 1 if end is not None and end > len(node.attr) else _col(node)
+
+
 def is_iso_date(s: str) -> bool:
     """True for a ``YYYY-MM-DD`` calendar date."""
     if len(s) != 10:
@@ -82,7 +89,10 @@ class Elaborator:
         """Parse and type ``src`` as an expression over ``scope`` (name → type)."""
         tree = self._parse(src, "eval")
         assert isinstance(tree, ast.Expression)
-        return self._e(tree.body, dict(scope), 0)
+        try:
+            return self._e(tree.body, dict(scope), 0)
+        except RecursionError:  # e.g. a very long a.b.c... chain; only ExprError escapes
+            raise ExprError("expression nested too deeply", None) from None
 
     def condition(self, src: str, scope: Mapping[str, Ty]) -> ir.Expr:
         """An expression that must be boolean (preconditions, goals)."""
@@ -97,7 +107,10 @@ class Elaborator:
         assert isinstance(tree, ast.Module)
         if len(tree.body) != 1:
             raise ExprError("an effect must be exactly one statement", 1)
-        return self._stmt(tree.body[0], scope)
+        try:
+            return self._stmt(tree.body[0], scope)
+        except RecursionError:
+            raise ExprError("expression nested too deeply", None) from None
 
     # ----------------------------------------------------------------- parsing
 
@@ -109,6 +122,8 @@ class Elaborator:
         try:
             return ast.parse(src.strip(), mode=mode)
         except SyntaxError as exc:
+            if not exc.offset:  # CPython reports offset 0 at end of input: point past the end
+                exc.offset = len(src.strip()) + 1
             return self._syntax(exc)
         except (ValueError, RecursionError, MemoryError) as exc:
             raise ExprError(f"cannot parse: {exc.__class__.__name__}", None) from None
@@ -221,7 +236,7 @@ class Elaborator:
 
     def _attribute(self, n: ast.Attribute, scope: dict[str, Ty], d: int) -> ir.Expr:
         if n.attr.startswith("_"):
-            raise ExprError(f"forbidden attribute {n.attr!r}", _col(n) + len(ast.unparse(n.value)))
+            raise ExprError(f"forbidden attribute {n.attr!r}", _attr_col(n))
         base = self._e(n.value, scope, d)
         if not isinstance(base, ir.RowOf):
             raise ExprError(
@@ -237,7 +252,7 @@ class Elaborator:
             known = ", ".join([ent.key, *ent.fields])
             raise ExprError(
                 f"{base.entity} has no field {n.attr!r} (fields: {known})",
-                _col(n) + len(ast.unparse(n.value)) + 1,
+                _attr_col(n),
             )
         return ir.FieldOf(base.entity, base.key, n.attr, f.ty)
 
@@ -340,6 +355,13 @@ class Elaborator:
             return self._coerce(a, b.ty, n), b
         except ExprError:
             pass
+        for lit, other in ((b, a), (a, b)):
+            # A str literal next to an enum or a date: say why it does not fit (not a
+            # member, not ISO), which "cannot compare enum with str" hides.
+            if isinstance(lit, ir.Lit) and lit.ty == STR and (
+                isinstance(other.ty, EnumT) or other.ty == DATE
+            ):
+                self._coerce(lit, other.ty, n)
         raise ExprError(f"cannot compare {a.ty.show()} with {b.ty.show()}", _col(n))
 
     def _call(self, n: ast.Call, scope: dict[str, Ty], d: int) -> ir.Expr:

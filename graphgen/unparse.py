@@ -1,12 +1,18 @@
 """IR → Python-syntax source text (the same surface syntax domains are written in).
 
 Used for messages shown to agents and authors, and as the base printer that the code
-generator in ``envs`` specialises.
+generator in ``envs`` specialises: :class:`Printer` renders the operators (and their
+precedence) once, and subclasses override only the leaves that name state (fields, rows,
+tables, comprehensions), so every target prints ``and``/``+``/``in`` the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from graphgen import ir
+from graphgen.types import RefT
 
 _PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "neg": 7, "atom": 9}
 
@@ -28,69 +34,130 @@ def _p(e: ir.Expr) -> int:
     return _PREC["atom"]
 
 
-def to_source(e: ir.Expr, rows: frozenset[str] = frozenset()) -> str:
+class Printer:
+    """Renders IR as domain syntax; the hooks below are what other targets override.
+
+    ``rows`` is the set of comprehension variables in scope (each stands for a row of
+    the table being visited). ``keys`` maps entity → key field name; without it the key
+    of a comprehension variable ``v`` prints as bare ``v``, which reads back as the row.
+    """
+
+    keys: Mapping[str, str] = MappingProxyType({})
+
+    def __init__(self, keys: Mapping[str, str] | None = None) -> None:
+        if keys is not None:
+            self.keys = keys
+
+    def expr(self, e: ir.Expr, rows: frozenset[str] = frozenset()) -> str:
+        """Render ``e``; operands are parenthesised only where precedence needs it."""
+        match e:
+            case ir.Lit():
+                return self.lit(e)
+            case ir.Var():
+                return self.var(e, rows)
+            case ir.FieldOf():
+                return self.field_of(e, rows)
+            case ir.RowOf():
+                return self.row_of(e, rows)
+            case ir.Exists(entity=ent, key=k):
+                return f"{self.wrap(k, 5, rows)} in {self.table(ent)}"
+            case ir.Compare(op=op, left=a, right=b):
+                return f"{self.wrap(a, 5, rows)} {op} {self.wrap(b, 5, rows)}"
+            case ir.BoolOp(op=op, values=vs):
+                return f" {op} ".join(self.wrap(v, _PREC[op] + 1, rows) for v in vs)
+            case ir.Not(operand=ir.Exists(entity=ent, key=k)):
+                return f"{self.wrap(k, 5, rows)} not in {self.table(ent)}"
+            case ir.Not(operand=o):
+                return f"not {self.wrap(o, _PREC['not'], rows)}"
+            case ir.Arith(op=op, left=a, right=b):
+                left, right = self.wrap(a, _PREC[op], rows), self.wrap(b, _PREC[op] + 1, rows)
+                return f"{left} {op} {right}"
+            case ir.Neg(operand=o):
+                return f"-{self.wrap(o, _PREC['neg'], rows)}"
+            case ir.Contains(item=a, container=b, negated=neg):
+                word = "not in" if neg else "in"
+                return f"{self.wrap(a, 5, rows)} {word} {self.wrap(b, 5, rows)}"
+            case ir.Len(operand=o):
+                return f"len({self.expr(o, rows)})"
+            case ir.ListLit(items=items):
+                return "[" + ", ".join(self.expr(x, rows) for x in items) + "]"
+            case ir.Comp():
+                return self.comp(e, rows)
+            case ir.Agg():
+                return self.agg(e, rows)
+            case ir.IfExp(cond=c, then=t, orelse=o):
+                then, cond = self.wrap(t, 1, rows), self.wrap(c, 1, rows)
+                return f"{then} if {cond} else {self.wrap(o, 0, rows)}"
+            case ir.DictLit(keys=ks, values=vs):
+                pairs = zip(ks, vs, strict=True)
+                body = ", ".join(f"{k!r}: {self.expr(v, rows)}" for k, v in pairs)
+                return "{" + body + "}"
+        raise TypeError(f"unknown IR node {type(e).__name__}")
+
+    def wrap(self, x: ir.Expr, min_prec: int, rows: frozenset[str]) -> str:
+        """Render ``x`` as an operand that binds at least as tightly as ``min_prec``."""
+        s = self.expr(x, rows)
+        return f"({s})" if _p(x) < min_prec else s
+
+    # ------------------------------------------------------------ leaves (overridable)
+
+    def lit(self, e: ir.Lit) -> str:
+        return repr(e.value)
+
+    def var(self, e: ir.Var, rows: frozenset[str]) -> str:
+        # Inside a comprehension ``v.<key>`` elaborates to Var(v, RefT): print it back as
+        # ``v.<key>``, since bare ``v`` means the whole row.
+        if e.name in rows and isinstance(e.ty, RefT) and e.ty.entity in self.keys:
+            return f"{e.name}.{self.keys[e.ty.entity]}"
+        return e.name
+
+    def table(self, entity: str) -> str:
+        """How a whole table is named (right of ``in``)."""
+        return entity
+
+    def field_of(self, e: ir.FieldOf, rows: frozenset[str]) -> str:
+        if isinstance(e.key, ir.Var) and e.key.name in rows:
+            return f"{e.key.name}.{e.field}"
+        return f"{e.entity}[{self.expr(e.key, rows)}].{e.field}"
+
+    def row_of(self, e: ir.RowOf, rows: frozenset[str]) -> str:
+        if isinstance(e.key, ir.Var) and e.key.name in rows:
+            return e.key.name
+        return f"{e.entity}[{self.expr(e.key, rows)}]"
+
+    def comp(self, c: ir.Comp, rows: frozenset[str]) -> str:
+        return f"[{self.comp_body(c, rows)}]"
+
+    def agg(self, a: ir.Agg, rows: frozenset[str]) -> str:
+        return f"{a.fn}({self.comp_body(a.comp, rows)})"
+
+    def comp_body(self, c: ir.Comp, rows: frozenset[str]) -> str:
+        inner = rows | {c.var}
+        s = f"{self.expr(c.proj, inner)} for {c.var} in {c.entity}"
+        if c.cond is not None:
+            s += f" if {self.wrap(c.cond, 1, inner)}"  # `if a if b else c` does not parse
+        return s
+
+
+_SOURCE = Printer()
+
+
+def to_source(e: ir.Expr, rows: frozenset[str] = frozenset(),
+              keys: Mapping[str, str] | None = None) -> str:
     """Render ``e`` back to expression syntax.
+
+    Pass ``keys`` (entity → key field, e.g. ``{n: d.key for n, d in domain.entities.items()}``)
+    so that the text parses back to the same tree.
 
     >>> from graphgen.types import INT
     >>> to_source(ir.Arith("+", ir.Lit(1, INT), ir.Var("x", INT), INT))
     '1 + x'
     """
-
-    def wrap(x: ir.Expr, min_prec: int) -> str:
-        s = to_source(x, rows)
-        return f"({s})" if _p(x) < min_prec else s
-
-    match e:
-        case ir.Lit(value=v):
-            return repr(v)
-        case ir.Var(name=n):
-            return n
-        case ir.FieldOf(key=ir.Var(name=v), field=f) if v in rows:
-            return f"{v}.{f}"
-        case ir.FieldOf(entity=ent, key=k, field=f):
-            return f"{ent}[{to_source(k, rows)}].{f}"
-        case ir.RowOf(key=ir.Var(name=v)) if v in rows:
-            return v
-        case ir.RowOf(entity=ent, key=k):
-            return f"{ent}[{to_source(k, rows)}]"
-        case ir.Exists(entity=ent, key=k):
-            return f"{wrap(k, 5)} in {ent}"
-        case ir.Compare(op=op, left=a, right=b):
-            return f"{wrap(a, 5)} {op} {wrap(b, 5)}"
-        case ir.BoolOp(op=op, values=vs):
-            return f" {op} ".join(wrap(v, _PREC[op] + 1) for v in vs)
-        case ir.Not(operand=ir.Exists(entity=ent, key=k)):
-            return f"{wrap(k, 5)} not in {ent}"
-        case ir.Not(operand=o):
-            return f"not {wrap(o, _PREC['not'])}"
-        case ir.Arith(op=op, left=a, right=b):
-            return f"{wrap(a, _PREC[op])} {op} {wrap(b, _PREC[op] + 1)}"
-        case ir.Neg(operand=o):
-            return f"-{wrap(o, _PREC['neg'])}"
-        case ir.Contains(item=a, container=b, negated=neg):
-            return f"{wrap(a, 5)} {'not in' if neg else 'in'} {wrap(b, 5)}"
-        case ir.Len(operand=o):
-            return f"len({to_source(o, rows)})"
-        case ir.ListLit(items=items):
-            return "[" + ", ".join(to_source(x, rows) for x in items) + "]"
-        case ir.Comp():
-            return f"[{_comp_body(e, rows)}]"
-        case ir.Agg(fn=fn, comp=c):
-            return f"{fn}({_comp_body(c, rows)})"
-        case ir.IfExp(cond=c, then=t, orelse=o):
-            return f"{wrap(t, 1)} if {wrap(c, 1)} else {wrap(o, 0)}"
-        case ir.DictLit(keys=ks, values=vs):
-            body = ", ".join(f"{k!r}: {to_source(v, rows)}" for k, v in zip(ks, vs, strict=True))
-            return "{" + body + "}"
-    raise TypeError(f"unknown IR node {type(e).__name__}")
+    return (_SOURCE if keys is None else Printer(keys)).expr(e, rows)
 
 
 def _comp_body(c: ir.Comp, rows: frozenset[str]) -> str:
-    inner = rows | {c.var}
-    s = f"{to_source(c.proj, inner)} for {c.var} in {c.entity}"
-    if c.cond is not None:
-        s += f" if {to_source(c.cond, inner)}"
-    return s
+    return _SOURCE.comp_body(c, rows)
 
 
 def effect_source(eff: ir.Effect) -> str:

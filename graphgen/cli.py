@@ -1,0 +1,249 @@
+"""The ``graphgen`` command line: the one place where all stages are composed.
+
+typer gives typed options and help text from annotations; rich gives tables and a
+progress bar for long runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from graphgen.domains import builtin_names, load_builtin, resolve
+from graphgen.errors import DomainError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Synthesize provably solvable tool-use tasks and environments from typed domains.",
+)
+out = Console()
+err = Console(stderr=True)
+
+DomainArg = Annotated[str, typer.Argument(help="A built-in domain name or a domain YAML file.")]
+
+
+def _load(name: str):  # type: ignore[no-untyped-def]
+    try:
+        return resolve(name)
+    except DomainError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+    except FileNotFoundError:
+        err.print(f"[red]error:[/red] no built-in domain or file {name!r} "
+                  f"(built-ins: {', '.join(builtin_names())})")
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def domains() -> None:
+    """List the built-in domains with their entity and tool counts."""
+    t = Table(title="built-in domains")
+    for col in ("domain", "entities", "tools", "write tools", "read tools", "description"):
+        t.add_column(col)
+    for name in builtin_names():
+        d = load_builtin(name)
+        s = d.summary()
+        t.add_row(name, str(s["entities"]), str(s["tools"]), str(s["write_tools"]),
+                  str(s["read_tools"]), d.description)
+    out.print(t)
+
+
+@app.command()
+def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check.")]) -> None:
+    """Load and type-check a domain file, run the graph analyses, print a report.
+
+    Exits 1 with every located error when the file is bad.
+    """
+    from graphgen.analysis import report
+    from graphgen.load import load_domain
+
+    try:
+        d = load_domain(file)
+    except DomainError as exc:
+        for p in exc.problems:
+            err.print(f"[red]error:[/red] {escape(str(p))}", highlight=False)
+        err.print(f"{len(exc.problems)} error(s) in {file}")
+        raise typer.Exit(1) from None
+    r = report(d)
+    s = d.summary()
+    out.print(f"[green]ok[/green] {file}: domain {d.name!r}, {s['entities']} entities, "
+              f"{s['tools']} tools ({s['write_tools']} write, {s['read_tools']} read)")
+    t = Table(title="analyses", show_lines=False)
+    t.add_column("check")
+    t.add_column("result")
+    for name, items in r.findings().items():
+        t.add_row(name, ", ".join(items) if items else "none")
+    out.print(t)
+
+
+@app.command()
+def graph(
+    domain: DomainArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="json | dot | png")] = "json",
+) -> None:
+    """Export the typed dependency graph of a domain as JSON, DOT or PNG."""
+    from graphgen.export import to_dot, to_json, to_png
+    from graphgen.graph import build_graph
+
+    d = _load(domain)
+    g = build_graph(d)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "json":
+        output.write_text(to_json(g), encoding="utf-8")
+    elif fmt == "dot":
+        output.write_text(to_dot(g), encoding="utf-8")
+    elif fmt == "png":
+        to_png(g, output)
+    else:
+        err.print(f"[red]error:[/red] unknown format {fmt!r}; use json, dot or png")
+        raise typer.Exit(2)
+    out.print(f"wrote {output} ({g.number_of_nodes()} nodes, {g.number_of_edges()} edges)")
+
+
+@app.command()
+def state(
+    domain: DomainArg,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = 0,
+    size: Annotated[
+        list[str] | None, typer.Option("--size", help="Rows per table, e.g. --size Order=50.")
+    ] = None,
+) -> None:
+    """Print a seeded initial state of a domain as JSON (same seed, same bytes)."""
+    from graphgen.stategen import generate_state
+
+    d = _load(domain)
+    sizes: dict[str, int] = {}
+    for item in size or []:
+        ent, _, n = item.partition("=")
+        if ent not in d.entities or not n.isdigit():
+            err.print(f"[red]error:[/red] bad --size {item!r}: use Entity=N with one of "
+                      f"{', '.join(d.entities)}")
+            raise typer.Exit(2)
+        sizes[ent] = int(n)
+    st = generate_state(d, seed, sizes)
+    sys.stdout.write(st.to_json() + "\n")
+
+
+@app.command()
+def generate(
+    domain: DomainArg,
+    n: Annotated[int, typer.Option("-n", help="How many accepted tasks to produce.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = 0,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Task-set JSONL file.")] = Path(
+        "tasks.jsonl"),
+    max_intents: Annotated[int, typer.Option(help="Most writes in one action task.")] = 3,
+    walk_ratio: Annotated[float, typer.Option(help="Share of action tasks by forward walk.")
+                          ] = 0.3,
+    prove: Annotated[bool, typer.Option("--prove/--no-prove",
+                                        help="Also require the z3 proofs (verify gate).")
+                     ] = True,
+) -> None:
+    """Generate a task set: expand the graph, gate every candidate, write JSONL."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from tasks.expand import GenOptions
+    from tasks.taskset import generate as gen
+    from tasks.taskset import write_taskset
+
+    d = _load(domain)
+    opts = GenOptions(max_intents=max_intents, walk_ratio=walk_ratio)
+    checks = _proof_checks() if prove else []
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[attempts]} attempts"), console=err,
+                  transient=False) as bar:
+        job = bar.add_task(f"generating {d.name}", total=n, attempts=0)
+
+        def tick(accepted: int, attempts: int) -> None:
+            bar.update(job, completed=accepted, attempts=attempts)
+
+        res = gen(d, n, seed, opts, progress=tick, extra_checks=checks)
+    write_taskset(output, res.manifest, res.tasks)
+    _summary(res.manifest.model_dump())
+    out.print(f"wrote {len(res.tasks)} tasks to {output}")
+    if len(res.tasks) < n:
+        err.print(f"[yellow]warning:[/yellow] only {len(res.tasks)} of {n} tasks accepted")
+
+
+def _proof_checks() -> list:  # type: ignore[type-arg]
+    try:
+        from verify.gate import proof_check
+    except ImportError:  # the verify package is optional until it is installed
+        return []
+    return [proof_check]
+
+
+def _summary(m: dict) -> None:  # type: ignore[type-arg]
+    t = Table(title=f"task set: {m['domain']} (seed {m['seed']})")
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    t.add_row("accepted", str(m["accepted"]))
+    for k, v in m["by_kind"].items():
+        t.add_row(f"kind {k}", str(v))
+    for k, v in m["by_length"].items():
+        t.add_row(f"chain length {k}", str(v))
+    for k, v in m["rejected"].items():
+        t.add_row(f"rejected: {k}", str(v))
+    out.print(t)
+
+
+@app.command()
+def show(
+    file: Annotated[Path, typer.Argument(help="Task-set JSONL file.")],
+    task: Annotated[str | None, typer.Option("--task", "-t", help="Show one task by id.")
+                    ] = None,
+    limit: Annotated[int, typer.Option(help="Tasks to list without --task.")] = 20,
+) -> None:
+    """Pretty-print a task set's manifest and tasks, or one task in full."""
+    from rich.panel import Panel
+
+    from tasks.taskset import TaskSetError, read_taskset
+
+    try:
+        manifest, tasks = read_taskset(file)
+    except (OSError, TaskSetError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    if task is None:
+        _summary(manifest.model_dump())
+        t = Table(title=f"first {min(limit, len(tasks))} of {len(tasks)} tasks")
+        for col in ("id", "kind", "calls", "instruction"):
+            t.add_column(col)
+        for tk in tasks[:limit]:
+            t.add_row(tk.id, tk.kind, str(tk.difficulty), tk.instruction)
+        out.print(t)
+        return
+    found = [tk for tk in tasks if tk.id == task]
+    if not found:
+        err.print(f"[red]error:[/red] no task {task!r} in {file}")
+        raise typer.Exit(1)
+    tk = found[0]
+    lines = [f"[bold]{tk.instruction}[/bold]", "",
+             f"kind {tk.kind}; {tk.difficulty} calls; proven minimum {tk.min_calls}", "",
+             "reference chain:"]
+    lines += [f"  {i + 1}. {c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
+              for i, c in enumerate(tk.chain)]
+    if tk.refused_call:
+        lines.append(f"refused: {tk.refused_call.tool}({tk.refused_call.args})")
+    lines.append("goal:")
+    lines += [f"  {c.entity} {c.key} {c.field}: {c.before!r} -> {c.after!r}"
+              for c in tk.goal.changes]
+    if tk.goal.answer:
+        lines.append(f"  answer must mention: {tk.goal.answer}")
+    for tg in tk.targets:
+        lines.append(f"target {tg.entity} {tg.key}: {tg.phrase!r}  [{tg.description}]")
+    if tk.certificate:
+        lines.append("certificate: " + ", ".join(
+            f"{p.name}={'ok' if p.ok else 'FAIL'}" for p in tk.certificate.proofs))
+    out.print(Panel("\n".join(lines), title=tk.id), highlight=False)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()

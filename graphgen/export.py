@@ -1,0 +1,224 @@
+"""Export the dependency graph: JSON (node-link), Graphviz DOT, and a PNG drawing.
+
+All three are deterministic: the same graph gives the same bytes (nodes and edges are
+written in sorted order, the PNG layout has no randomness and no timestamp).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+__all__ = ["EDGE_STYLE", "NODE_STYLE", "to_dot", "to_json", "to_png"]
+
+# One palette for DOT and PNG, so the two pictures read the same way.
+NODE_STYLE: dict[str, dict[str, str]] = {
+    "tool": {"shape": "box", "fill": "#dbe8fb", "write_fill": "#fde0d0", "label": "tool"},
+    "sort": {"shape": "ellipse", "fill": "#eeeeee", "givable_fill": "#d8f2d8",
+             "label": "value sort"},
+    "state": {"shape": "note", "fill": "#fff6cc", "label": "state field"},
+}
+EDGE_STYLE: dict[str, dict[str, str]] = {
+    "data": {"color": "#333333", "dot": "solid", "mpl": "-",
+             "label": "data (sort feeds param / tool reveals sort)"},
+    "reads": {"color": "#1f5fbf", "dot": "dashed", "mpl": "--", "label": "reads (before commit)"},
+    "queries": {"color": "#7aa6e0", "dot": "dotted", "mpl": ":", "label": "queries (return value)"},
+    "writes": {"color": "#c62828", "dot": "bold", "mpl": "-", "label": "writes"},
+    "enables": {"color": "#2e7d32", "dot": "dashed", "mpl": "-.", "label": "enables"},
+}
+
+
+def _edges(g: nx.MultiDiGraph) -> list[tuple[str, str, str, dict[str, Any]]]:
+    return sorted(((u, v, str(k), d) for u, v, k, d in g.edges(keys=True, data=True)),
+                  key=lambda e: (e[0], e[1], e[2]))
+
+
+# ------------------------------------------------------------------ JSON
+
+
+def to_json(g: nx.MultiDiGraph) -> str:
+    """networkx node-link data (``edges="edges"``) as JSON text, nodes sorted by id,
+    edges by (source, target, key), object keys sorted; ends with a newline.
+
+    ``networkx.node_link_graph(json.loads(text), edges="edges")`` reads it back.
+    """
+    data = nx.node_link_data(g, edges="edges")
+    data["nodes"] = sorted(data["nodes"], key=lambda n: str(n["id"]))
+    data["edges"] = sorted(
+        data["edges"], key=lambda e: (str(e["source"]), str(e["target"]), str(e["key"]))
+    )
+    return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+# ------------------------------------------------------------------ DOT
+
+
+def _q(s: object) -> str:
+    """A DOT double-quoted string."""
+    text = str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{text}"'
+
+
+def _node_label(g: nx.MultiDiGraph, n: str) -> str:
+    a = g.nodes[n]
+    if a.get("kind") == "tool":
+        return str(a.get("name", n))
+    if a.get("kind") == "state":
+        return n.removeprefix("state:")
+    return n
+
+
+def _dot_attrs(attrs: dict[str, str]) -> str:
+    return ", ".join(f"{k}={_q(v)}" for k, v in attrs.items())
+
+
+def to_dot(g: nx.MultiDiGraph) -> str:
+    """Graphviz DOT text: tools as boxes (write tools shaded red), value sorts as
+    ellipses (givable ones green), state fields as notes; edge colour and style by
+    kind, parameter names on data edges. Sorted, so deterministic."""
+    title = str(g.graph.get("domain", "graph"))
+    lines = [
+        f"digraph {_q(title)} {{",
+        f"  graph [rankdir=LR, fontname=Helvetica, labelloc=t, "
+        f"label={_q(title + ': typed dependency graph')}];",
+        "  node [fontname=Helvetica, fontsize=10, style=filled];",
+        "  edge [fontname=Helvetica, fontsize=8];",
+    ]
+    for n in sorted(g.nodes):
+        a = g.nodes[n]
+        kind = str(a.get("kind", "sort"))
+        st = NODE_STYLE.get(kind, NODE_STYLE["sort"])
+        fill = st["fill"]
+        if kind == "tool" and a.get("write"):
+            fill = st["write_fill"]
+        if kind == "sort" and a.get("givable"):
+            fill = st["givable_fill"]
+        attrs = {"shape": st["shape"], "fillcolor": fill, "label": _node_label(g, n)}
+        if kind == "tool":
+            attrs["style"] = "rounded,filled"
+            attrs["tooltip"] = str(a.get("description", ""))
+        lines.append(f"  {_q(n)} [{_dot_attrs(attrs)}];")
+    for u, v, _, d in _edges(g):
+        kind = str(d.get("kind", "data"))
+        es = EDGE_STYLE.get(kind, EDGE_STYLE["data"])
+        attrs = {"color": es["color"], "style": es["dot"]}
+        if kind == "data" and "param" in d:
+            attrs["label"] = str(d["param"])
+        if kind == "enables":
+            attrs["constraint"] = "false"  # keep the data flow driving the layout
+            attrs["tooltip"] = ", ".join(d.get("fields", []))
+        if kind == "writes":
+            attrs["label"] = " ".join(d.get("ops", []))
+        lines.append(f"  {_q(u)} -> {_q(v)} [{_dot_attrs(attrs)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ PNG
+
+
+def _layout(g: nx.MultiDiGraph) -> dict[str, tuple[float, float]]:
+    """Three columns — value sorts, tools, state fields — with tools sorted (reads
+    first, then writes) and the other columns ordered by the mean row of the tools they
+    touch, which shortens edges. Fully deterministic, so no seed is needed."""
+    tools = sorted((n for n, k in g.nodes(data="kind") if k == "tool"),
+                   key=lambda n: (bool(g.nodes[n].get("write")), n))
+    row = {t: i for i, t in enumerate(tools)}
+
+    def order(kind: str) -> list[str]:
+        nodes = [n for n, k in g.nodes(data="kind") if k == kind]
+
+        def center(n: str) -> float:
+            near = [row[m] for m in (*g.successors(n), *g.predecessors(n)) if m in row]
+            return sum(near) / len(near) if near else float(len(tools))
+
+        return sorted(nodes, key=lambda n: (center(n), n))
+
+    cols = [order("sort"), tools, order("state")]
+    pos: dict[str, tuple[float, float]] = {}
+    for x, col in enumerate(cols):
+        for i, n in enumerate(col):
+            y = 1.0 - (i + 0.5) / max(len(col), 1)
+            pos[n] = (float(x), y)
+    return pos
+
+
+def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
+    """Draw the graph to a PNG file with matplotlib's Agg canvas (no display, no pyplot
+    global state); returns the path. Same graph, same bytes (no timestamp metadata)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    pos = _layout(g)
+    per_col: float = max(
+        sum(1 for _, k in g.nodes(data="kind") if k == kind) for kind in ("sort", "tool", "state")
+    ) if g.number_of_nodes() else 1
+    height = max(6.0, 0.34 * per_col + 2.0)
+    top = 1.3 / height  # inches kept for the title and the legend
+    fig = Figure(figsize=(16, height), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0.01, 0.01, 0.98, 0.98 - top))
+    ax.set_xlim(-0.45, 2.45)
+    ax.set_ylim(-0.02, 1.02)
+    ax.axis("off")
+    for col, head in enumerate(("value sorts", "tools", "state fields")):
+        ax.text(col, 1.02, head, ha="center", va="bottom", fontsize=11, weight="bold")
+
+    texts = {}
+    for n in sorted(g.nodes):
+        a = g.nodes[n]
+        kind = str(a.get("kind", "sort"))
+        st = NODE_STYLE.get(kind, NODE_STYLE["sort"])
+        fill = st["fill"]
+        if kind == "tool" and a.get("write"):
+            fill = st["write_fill"]
+        if kind == "sort" and a.get("givable"):
+            fill = st["givable_fill"]
+        box = {"tool": "round,pad=0.3", "sort": "round4,pad=0.3"}.get(kind, "square,pad=0.3")
+        x, y = pos[n]
+        texts[n] = ax.text(x, y, _node_label(g, n), ha="center", va="center", fontsize=8,
+                           zorder=4, bbox={"boxstyle": box, "fc": fill, "ec": "#555555",
+                                           "lw": 0.6})
+    # One draw sizes the label boxes, so the arrows below (drawn under the labels) can
+    # end at the box borders.
+    fig.canvas.draw()
+    for u, v, _, d in _edges(g):
+        kind = str(d.get("kind", "data"))
+        es = EDGE_STYLE.get(kind, EDGE_STYLE["data"])
+        same_col = pos[u][0] == pos[v][0]
+        rad = 0.5 if same_col else {"reads": 0.06, "queries": 0.12, "writes": -0.06}.get(kind, 0.0)
+        if kind == "data" and pos[u][0] > pos[v][0]:
+            rad = -0.12  # tool → sort runs back leftwards; bend it off the sort → tool edges
+        ax.annotate(
+            "", xy=pos[v], xytext=pos[u], zorder=2,
+            arrowprops={
+                "arrowstyle": "-|>", "color": es["color"], "linestyle": es["mpl"],
+                "lw": 1.4 if kind in ("writes", "enables") else 0.7, "alpha": 0.7,
+                "mutation_scale": 8, "connectionstyle": f"arc3,rad={rad}",
+                "patchA": texts[u].get_bbox_patch(), "patchB": texts[v].get_bbox_patch(),
+                "shrinkA": 1, "shrinkB": 1,
+            },
+        )
+    handles: list[Any] = [
+        Patch(fc=NODE_STYLE["tool"]["fill"], ec="#555555", label="read tool"),
+        Patch(fc=NODE_STYLE["tool"]["write_fill"], ec="#555555", label="write tool"),
+        Patch(fc=NODE_STYLE["sort"]["givable_fill"], ec="#555555",
+              label="value sort, known without a tool"),
+        Patch(fc=NODE_STYLE["sort"]["fill"], ec="#555555", label="value sort, from tools only"),
+        Patch(fc=NODE_STYLE["state"]["fill"], ec="#555555", label="state field (E.* = rows)"),
+    ]
+    handles += [Line2D([0], [0], color=es["color"], linestyle=es["mpl"],  # type: ignore[arg-type]
+                       lw=1.4, label=es["label"]) for es in EDGE_STYLE.values()]
+    title = str(g.graph.get("domain", "graph"))
+    fig.suptitle(f"{title}: typed dependency graph", y=1 - 0.08 / height, fontsize=13,
+                 va="top")
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.38 / height),
+               ncol=5, fontsize=8, frameon=False)
+    out = Path(path)
+    fig.savefig(out, format="png", metadata={"Software": None})
+    return out

@@ -1,0 +1,513 @@
+"""Graph expansion: candidate tasks from a domain and a concrete initial state.
+
+Two strategies build action tasks, mixed by :attr:`GenOptions.walk_ratio`:
+
+* **backward** — pick a write tool (coverage-guided: least used first), bind its
+  arguments on the state so the precondition holds, then expand backwards over the data
+  edges until every argument is a given, an enum member, or revealed by an earlier read;
+* **walk** — a forward random walk from the user's givens: call tools whose arguments
+  are already known, keep the writes that changed state and the reads they needed.
+
+Information tasks ask for a field value a read reveals; refusal tasks ask for a write
+whose precondition fails for the (unique) target. Everything is driven by one seeded
+``random.Random`` per candidate, so output depends only on (domain, seed, options).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graphgen import ir
+from graphgen.domain import Domain, ToolDef
+from graphgen.errors import ToolError
+from graphgen.interp import apply_unchecked, call_tool, evaluate, failed_check, precheck
+from graphgen.knowledge import Sort, param_sort
+from graphgen.state import State, diff
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT
+from tasks.model import Call, Change, Given, Goal, Target, TaskKind
+from tasks.plan import Planner
+from tasks.referring import describe, humanize
+from tasks.render import intent_text, join_intents, opener
+from tasks.values import free_value
+
+Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
+WRITE_TRIES = 60
+
+
+class GenOptions(BaseModel):
+    """Knobs of the generator; recorded in the task-set manifest."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_intents: int = Field(default=3, ge=1, le=6, description="writes per action task")
+    kinds: dict[str, float] = Field(
+        default_factory=lambda: {"action": 0.6, "information": 0.25, "refusal": 0.15})
+    walk_ratio: float = Field(default=0.3, ge=0, le=1, description="action tasks by walk")
+    tasks_per_state: int = Field(default=25, ge=1)
+    sizes: dict[str, int] = Field(default_factory=dict)
+
+
+@dataclass
+class Candidate:
+    """A task before the gate: everything needed to check and then emit it."""
+
+    kind: TaskKind
+    strategy: str
+    initial: State
+    chain: list[Call]
+    givens: list[Given]
+    targets: list[Target]
+    instruction: str
+    goal: Goal
+    refused_call: Call | None = None
+    intents: list[Call] = field(default_factory=list)
+
+
+class NoCandidate(Exception):
+    """This attempt found nothing usable; ``reason`` is counted in the manifest."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def principal_entity(domain: Domain) -> str | None:
+    """The entity a user *is*: the one with a unique givable field most others reference."""
+    best: tuple[int, str] | None = None
+    for e in domain.entities.values():
+        if not any(f.givable and f.unique for f in e.fields.values()):
+            continue
+        refs = sum(1 for o in domain.entities.values() for f in o.fields.values()
+                   if domain.entity_of_ref(f.ty) == e.name)
+        if best is None or refs > best[0]:
+            best = (refs, e.name)
+    return best[1] if best else None
+
+
+class Expander:
+    """Produces candidates; keeps per-tool usage counts for coverage-guided choice."""
+
+    def __init__(self, domain: Domain, options: GenOptions | None = None,
+                 execute: Executor = call_tool) -> None:
+        self.domain = domain
+        self.options = options or GenOptions()
+        self.execute = execute
+        self.usage: dict[str, int] = {t: 0 for t in domain.tools}
+        self.principal = principal_entity(domain)
+
+    # ----------------------------------------------------------------- helpers
+
+    def _owner(self, st: State, entity: str, key: Any) -> tuple[str, str] | None:
+        """The principal row that owns (entity, key), if the schema says so."""
+        p = self.principal
+        if p is None:
+            return None
+        if entity == p:
+            return (p, key)
+        row = st.tables[entity].get(key)
+        if row is None:
+            return None
+        for fname, fd in self.domain.entities[entity].fields.items():
+            if isinstance(fd.ty, RefT) and fd.ty.entity == p:
+                return (p, row[fname])
+        return None
+
+    def _pick_tool(self, tools: list[ToolDef], rng: random.Random) -> list[ToolDef]:
+        """Tools ordered for coverage: least used first, ties broken by the seeded RNG."""
+        order = list(tools)
+        rng.shuffle(order)
+        order.sort(key=lambda t: self.usage[t.name])
+        return order
+
+    def _pools(self, tool: ToolDef, st: State, planner: Planner,
+               rng: random.Random) -> dict[str, list[Any]]:
+        pools: dict[str, list[Any]] = {}
+        for name, p in tool.params.items():
+            s = param_sort(p)
+            if s.kind == "free":
+                pools[name] = [free_value(self.domain, tool, p, rng, st) for _ in range(3)]
+            else:
+                vals = planner.candidates(s)
+                known = [v for v in planner.know.values(s) if v in vals] if s.kind == "key" else []
+                rng.shuffle(vals)
+                pools[name] = known + vals if rng.random() < 0.5 else vals + known
+        return pools
+
+    def _bind(self, tool: ToolDef, st: State, planner: Planner, rng: random.Random,
+              want_fail: bool = False) -> dict[str, Any] | None:
+        """Arguments for ``tool`` whose precondition holds (or fails, ``want_fail``)."""
+        pools = self._pools(tool, st, planner, rng)
+        if any(not v for v in pools.values()):
+            return None
+        for _ in range(WRITE_TRIES):
+            args = {n: rng.choice(vals) for n, vals in pools.items()}
+            try:
+                precheck(self.domain, st, tool.name, args)
+            except ToolError as exc:
+                if want_fail and exc.kind == "precondition":
+                    return args
+                continue
+            if not want_fail:
+                return args
+        return None
+
+    def _identify(self, planner: Planner, initial: State, tool: ToolDef, args: dict[str, Any],
+                  created: set[Any], rng: random.Random, targets: dict[tuple[str, str], Target],
+                  principal: tuple[str, str] | None) -> bool:
+        """Describe each id argument for the instruction and make the agent able to
+        check it: if the description uses fields no call has shown yet, read the row."""
+        for name, v in args.items():
+            s = param_sort(tool.params[name])
+            if s.kind != "key" or v in created or (s.name, v) == principal:
+                continue
+            if (s.name, v) in targets:
+                continue
+            if self.domain.entities[s.name].key_givable:
+                continue
+            if v not in initial.tables[s.name]:
+                return False
+            t = describe(self.domain, initial, s.name, v, rng, principal)
+            if t is None:
+                return False
+            targets[(s.name, v)] = t
+            self._reveal(planner, s.name, v)
+        return True
+
+    def _reveal(self, planner: Planner, entity: str, key: Any) -> None:
+        """Add a read that shows the whole row (so the agent can match the description)."""
+        for t in self._pick_tool(self.domain.read_tools, planner.rng):
+            if not (isinstance(t.returns, ir.RowOf) and isinstance(t.returns.key, ir.Var)):
+                continue
+            if t.returns.entity != entity or len(t.params) != 1:
+                continue
+            pname = t.returns.key.name
+            if any(c.tool == t.name and c.args.get(pname) == key for c in planner.chain):
+                return
+            planner.call(t.name, {pname: key})
+            return
+
+    # ----------------------------------------------------------------- kinds
+
+    def action(self, initial: State, rng: random.Random, walk: bool) -> Candidate:
+        st = initial.copy()
+        planner = Planner(self.domain, st, rng, self.execute, self.usage)
+        if walk:
+            self._walk_prefix(planner, initial, rng)
+        n = rng.randint(1, self.options.max_intents)
+        intents: list[Call] = []
+        targets: dict[tuple[str, str], Target] = {}
+        created: dict[Any, str] = {}
+        principal: tuple[str, str] | None = None
+        intent_writes: list[set[tuple[str, str, str]]] = []
+        for i in range(n):
+            done = False
+            for tool in self._pick_tool(self.domain.write_tools, rng):
+                if walk:
+                    args = self._bind_known(tool, st, planner, rng)
+                else:
+                    args = self._bind(tool, st, planner, rng)
+                if args is None:
+                    continue
+                try:
+                    owner = self._owner_of_args(st, tool, args)
+                except NoCandidate:
+                    continue
+                if principal is not None and owner is not None and owner != principal:
+                    continue
+                if any(c.tool == tool.name and c.args == args for c in intents):
+                    continue
+                snap = planner.snapshot()
+                before = st.copy()
+                ok_targets = dict(targets)
+                if not self._identify(planner, initial, tool, args, set(created), rng,
+                                      ok_targets, principal or owner):
+                    planner.restore(snap)
+                    continue
+                ok, result = planner.call(tool.name, args)
+                if not ok or st == before:
+                    planner.restore(snap)  # failed or changed nothing: not an intent
+                    continue
+                written = {(e, k, f) for e, k, f, _, _ in diff(before, st)}
+                if any(written & w for w in intent_writes):
+                    planner.restore(snap)  # a later intent would hide an earlier one
+                    st.tables, st.counters = before.tables, before.counters
+                    planner.forget_reads()
+                    continue
+                intent_writes.append(written)
+                targets = ok_targets
+                principal = principal or owner
+                intents.append(Call(tool=tool.name, args=args))
+                for s, v in _created(self.domain, before, st):
+                    created[v] = f"the new {humanize(s).lower()}"
+                done = True
+                break
+            if not done:
+                if i == 0:
+                    raise NoCandidate("no_valid_binding")
+                break
+        goal = Goal(changes=_changes(initial, st))
+        sentences = [intent_text(self.domain, self.domain.tools[c.tool], c.args, rng, targets,
+                                 created, principal) for c in intents]
+        body = join_intents(sentences, rng)
+        text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
+        return Candidate("action", "walk" if walk else "backward", initial, list(planner.chain),
+                         list(planner.givens), list(targets.values()), text, goal,
+                         intents=intents)
+
+    def _owner_of_args(self, st: State, tool: ToolDef, args: dict[str, Any]
+                       ) -> tuple[str, str] | None:
+        """The one principal owning the call's id arguments.
+
+        Raises NoCandidate("mixed_owners") when ids of two users are mixed: a user can
+        only speak about their own things.
+        """
+        owners = set()
+        for name, v in args.items():
+            s = param_sort(tool.params[name])
+            if s.kind == "key":
+                o = self._owner(st, s.name, v)
+                if o is not None:
+                    owners.add(o)
+        if len(owners) > 1:
+            raise NoCandidate("mixed_owners")
+        return owners.pop() if owners else None
+
+    def _walk_prefix(self, planner: Planner, initial: State, rng: random.Random) -> None:
+        """Start a walk: the user states who they are, then a few exploratory reads."""
+        p = self.principal
+        if p is None or not initial.tables[p]:
+            return
+        key = rng.choice(sorted(initial.tables[p]))
+        planner.acquire(Sort("key", p), key)
+        for _ in range(rng.randint(1, 3)):
+            options = []
+            for t in self.domain.read_tools:
+                args = self._bind_known(t, planner.state, planner, rng)
+                if args is not None and not any(c.tool == t.name and c.args == args
+                                                for c in planner.chain):
+                    options.append((t, args))
+            if not options:
+                return
+            options.sort(key=lambda ta: self.usage[ta[0].name])
+            t, args = options[min(len(options) - 1, rng.randint(0, 2))]
+            planner.call(t.name, args)
+
+    def _bind_known(self, tool: ToolDef, st: State, planner: Planner,
+                    rng: random.Random) -> dict[str, Any] | None:
+        """Arguments drawn only from what the walk already knows (plus enums/free)."""
+        pools: dict[str, list[Any]] = {}
+        for name, p in tool.params.items():
+            s = param_sort(p)
+            if s.kind == "free":
+                pools[name] = [free_value(self.domain, tool, p, rng, st) for _ in range(3)]
+            elif s.kind == "enum":
+                pools[name] = list(p.ty.values)  # type: ignore[attr-defined]
+            else:
+                pools[name] = planner.know.values(s)
+            if not pools[name]:
+                return None
+        for _ in range(WRITE_TRIES // 2):
+            args = {n: rng.choice(v) for n, v in pools.items()}
+            try:
+                precheck(self.domain, st, tool.name, args)
+            except ToolError:
+                continue
+            return args
+        return None
+
+    def information(self, initial: State, rng: random.Random) -> Candidate:
+        ask = [t for t in self.domain.read_tools if _direct_answer(self.domain, t)]
+        if ask and rng.random() < 0.3:
+            try:
+                return self._ask(initial, rng, ask)
+            except NoCandidate:
+                pass
+        return self._row_question(initial, rng)
+
+    def _ask(self, initial: State, rng: random.Random, tools: list[ToolDef]) -> Candidate:
+        """A question one read answers with plain values (a price, a count)."""
+        st = initial.copy()
+        planner = Planner(self.domain, st, rng, self.execute, self.usage)
+        for tool in self._pick_tool(tools, rng):
+            for _ in range(WRITE_TRIES // 3):
+                snap = planner.snapshot()
+                args: dict[str, Any] = {}
+                for name, p in tool.params.items():
+                    vals = planner.candidates(param_sort(p))
+                    if not vals:
+                        break
+                    args[name] = rng.choice(vals)
+                if len(args) != len(tool.params):
+                    continue
+                try:
+                    result = planner.read(tool, args)
+                    principal = self._owner_of_args(st, tool, args)
+                except (ToolError, NoCandidate):
+                    continue
+                values = result if isinstance(result, list) else [result]
+                if not values or len(values) > 3 or len(set(map(repr, values))) != len(values):
+                    continue
+                targets: dict[tuple[str, str], Target] = {}
+                if not self._identify(planner, initial, tool, args, set(), rng, targets,
+                                      principal):
+                    planner.restore(snap)
+                    continue
+                ok, _ = planner.call(tool.name, args)
+                if not ok:
+                    planner.restore(snap)
+                    continue
+                body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
+                if any(str(v) in body for v in values):
+                    planner.restore(snap)
+                    continue
+                text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
+                return Candidate("information", "ask", initial, list(planner.chain),
+                                 list(planner.givens), list(targets.values()), text,
+                                 Goal(changes=[], answer=list(values)))
+        raise NoCandidate("no_information_target")
+
+    def _row_question(self, initial: State, rng: random.Random) -> Candidate:
+        st = initial.copy()
+        planner = Planner(self.domain, st, rng, self.execute, self.usage)
+        row_tools = [t for t in self.domain.read_tools
+                     if isinstance(t.returns, ir.RowOf) and isinstance(t.returns.key, ir.Var)
+                     and len(t.params) == 1]
+        snap: tuple[Any, int, int] | None = None
+        for tool in self._pick_tool(row_tools, rng):
+            assert isinstance(tool.returns, ir.RowOf)
+            ent = tool.returns.entity
+            keys = sorted(initial.tables[ent])
+            rng.shuffle(keys)
+            for key in keys[:5]:
+                if snap is not None:
+                    planner.restore(snap)
+                snap = planner.snapshot()
+                principal = self._owner(initial, ent, key)
+                edef = self.domain.entities[ent]
+                askable = [f for f, fd in edef.fields.items()
+                           if fd.ty in (INT, STR, DATE) and not fd.givable]
+                if not askable:
+                    break
+                if not planner.acquire(Sort("key", ent), key):
+                    continue
+                target = None
+                if (ent, key) != principal and not edef.key_givable:
+                    target = describe(self.domain, initial, ent, key, rng, principal)
+                    if target is None:
+                        continue
+                fname = rng.choice(askable)
+                value = initial.tables[ent][key][fname]
+                if target is not None and f"x.{fname} ==" in target.description:
+                    continue
+                if any(str(g.value) == str(value) for g in planner.givens):
+                    continue
+                pname = tool.returns.key.name  # type: ignore[attr-defined]
+                ok, _ = planner.call(tool.name, {pname: key})
+                if not ok:
+                    continue
+                if target is None and not edef.key_givable:
+                    q = rng.choice(("What is my {f}?", "Could you tell me my {f}?",
+                                    "I need to know my {f}."))
+                    body = q.format(f=humanize(fname))
+                else:
+                    subject = target.phrase if target else f"{humanize(ent)} {key}"
+                    q = rng.choice(("What is the {f} of {s}?", "Could you tell me the {f} of {s}?",
+                                    "I need to know the {f} of {s}."))
+                    body = q.format(f=humanize(fname), s=subject)
+                text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
+                return Candidate("information", "backward", initial, list(planner.chain),
+                                 list(planner.givens), [target] if target else [], text,
+                                 Goal(changes=[], answer=[value]))
+        raise NoCandidate("no_information_target")
+
+    def refusal(self, initial: State, rng: random.Random) -> Candidate:
+        st = initial.copy()
+        planner = Planner(self.domain, st, rng, self.execute, self.usage)
+        for tool in self._pick_tool([t for t in self.domain.write_tools if t.requires], rng):
+            args = self._bind(tool, st, planner, rng, want_fail=True)
+            if args is None:
+                continue
+            chk = failed_check(self.domain, st, tool.name, args)
+            if chk is None:
+                continue
+            blocking = _blocking_values(self.domain, st, chk, args)
+            if not blocking:
+                continue
+            probe = st.copy()
+            try:
+                apply_unchecked(self.domain, probe, tool.name, args)
+            except ToolError:
+                continue
+            if probe == st:
+                continue  # asking for nothing: not a meaningful refusal
+            try:
+                principal = self._owner_of_args(st, tool, args)
+            except NoCandidate:
+                continue
+            targets: dict[tuple[str, str], Target] = {}
+            snap = planner.snapshot()
+            if not all(planner.acquire(param_sort(tool.params[p]), a) for p, a in args.items()):
+                planner.restore(snap)
+                continue
+            if not self._identify(planner, initial, tool, args, set(), rng, targets, principal):
+                planner.restore(snap)
+                continue
+            body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
+            text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
+            self.usage[tool.name] += 1
+            return Candidate("refusal", "backward", initial, list(planner.chain),
+                             list(planner.givens), list(targets.values()), text,
+                             Goal(changes=[], answer=blocking),
+                             refused_call=Call(tool=tool.name, args=args))
+        raise NoCandidate("no_refusal_target")
+
+
+def _direct_answer(domain: Domain, tool: ToolDef) -> bool:
+    """A read whose result is plain values (prices, counts) and whose arguments are all
+    found on the state (no invented values)."""
+    if tool.is_write or tool.return_ty is None or not tool.intents:
+        return False
+    t = tool.return_ty
+    if isinstance(t, ListT):
+        t = t.elem
+    if t not in (INT, STR, DATE):
+        return False
+    return all(param_sort(p).kind != "free" for p in tool.params.values())
+
+
+def _with_opener(domain: Domain, givens: list[Given], rng: random.Random, body: str,
+                 principal: str | None = None) -> str:
+    head = opener(domain, givens, rng, body, principal)
+    return (head + " " + body).strip() if head else body
+
+
+def _created(domain: Domain, before: State, after: State) -> list[tuple[str, str]]:
+    return [(e, k) for e in domain.entities for k in after.tables[e]
+            if k not in before.tables[e]]
+
+
+def _changes(a: State, b: State) -> list[Change]:
+    return [Change(entity=e, key=k, field=f, before=x, after=y) for e, k, f, x, y in diff(a, b)]
+
+
+def _blocking_values(domain: Domain, st: State, chk: ir.Check, args: dict[str, Any]) -> list[Any]:
+    """Field values the failed check read: what a correct refusal should mention."""
+    out: list[Any] = []
+    for node in ir.walk(chk.expr):
+        if isinstance(node, ir.Comp):
+            break
+        if isinstance(node, ir.FieldOf) and node.ty != BOOL and not isinstance(node.ty, RefT):
+            try:
+                v = evaluate(node, st, args, domain)
+            except ToolError:
+                continue
+            if v not in out and not isinstance(v, list):
+                out.append(v)
+    return out[:1]
+
+
+__all__ = ["Candidate", "Expander", "GenOptions", "NoCandidate", "RowT", "EnumT"]

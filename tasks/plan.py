@@ -1,0 +1,263 @@
+"""A working agent model used to build reference chains: knowledge with provenance.
+
+:class:`Planner` plays a careful agent on a concrete state. It knows the givens and
+everything earlier calls returned (per :mod:`graphgen.knowledge`), and can *acquire* a
+value it needs for an argument: either the instruction will give it (givable and free
+sorts), or it searches backwards over the data edges for a read tool whose output on
+this state reveals exactly that value, recursively acquiring that tool's arguments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphgen.domain import Domain, ToolDef
+from graphgen.errors import ToolError
+from graphgen.interp import call_tool
+from graphgen.knowledge import (
+    Fact,
+    Sort,
+    facts_of_result,
+    givable_sorts,
+    param_sort,
+    produced_sorts,
+)
+from graphgen.state import State
+from tasks.model import Call, Given
+
+MAX_BINDINGS = 400  # candidate argument tuples tried per producer tool
+MAX_DEPTH = 4  # nested lookups allowed to reveal one value
+
+Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
+
+
+def sort_distances(domain: Domain) -> dict[Sort, int]:
+    """Fewest read calls needed to learn a value of each sort (type level, from givens).
+
+    Used to try cheap producers first, so reference chains stay short.
+    """
+    dist: dict[Sort, int] = {s: 0 for s in givable_sorts(domain)}
+    changed = True
+    while changed:
+        changed = False
+        for t in domain.read_tools:
+            need = 0
+            ok = True
+            for p in t.params.values():
+                s = param_sort(p)
+                if s.kind in ("enum", "free"):
+                    continue
+                if s not in dist:
+                    ok = False
+                    break
+                need = max(need, dist[s])
+            if not ok:
+                continue
+            for s in produced_sorts(domain, t):
+                if dist.get(s, 1 << 30) > need + 1:
+                    dist[s] = need + 1
+                    changed = True
+    return dist
+
+
+@dataclass
+class Knowledge:
+    """Known values by sort, each with the index of the call that revealed it (-1: given)."""
+
+    facts: dict[Sort, dict[Any, int]] = field(default_factory=dict)
+
+    def knows(self, s: Sort, v: Any) -> bool:
+        return s.always_known or v in self.facts.get(s, {})
+
+    def add(self, s: Sort, v: Any, origin: int) -> None:
+        self.facts.setdefault(s, {}).setdefault(_hashable(v), origin)
+
+    def origin(self, s: Sort, v: Any) -> int | None:
+        return self.facts.get(s, {}).get(_hashable(v))
+
+    def values(self, s: Sort) -> list[Any]:
+        return list(self.facts.get(s, {}))
+
+    def facts_items(self) -> list[tuple[Sort, Any]]:
+        return [(s, v) for s, d in self.facts.items() for v in d]
+
+    def copy(self) -> Knowledge:
+        return Knowledge({s: dict(d) for s, d in self.facts.items()})
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+class Planner:
+    """Builds a chain on ``state`` (mutated by write calls) while tracking knowledge."""
+
+    def __init__(self, domain: Domain, state: State, rng: random.Random,
+                 execute: Executor = call_tool, usage: dict[str, int] | None = None,
+                 explore: float = 0.25) -> None:
+        self.domain = domain
+        self.explore = explore
+        self.state = state
+        self.rng = rng
+        self.execute = execute
+        self.usage = usage if usage is not None else {}
+        self.know = Knowledge()
+        self.chain: list[Call] = []
+        self.results: list[Any] = []
+        self.givens: list[Given] = []
+        self.givable = givable_sorts(domain)
+        self.dist = sort_distances(domain)
+        self.producers: dict[Sort, list[ToolDef]] = {}
+        for t in domain.read_tools:
+            for s in produced_sorts(domain, t):
+                self.producers.setdefault(s, []).append(t)
+        self._cache: dict[tuple[str, tuple[Any, ...]], Any] = {}
+
+    # ------------------------------------------------------------- bookkeeping
+
+    def snapshot(self) -> tuple[Knowledge, int, int]:
+        return self.know.copy(), len(self.chain), len(self.givens)
+
+    def restore(self, snap: tuple[Knowledge, int, int]) -> None:
+        self.know, n, g = snap[0], snap[1], snap[2]
+        del self.chain[n:]
+        del self.results[n:]
+        del self.givens[g:]
+
+    def give(self, s: Sort, v: Any) -> None:
+        """The instruction will state ``v``."""
+        if not self.know.knows(s, v):
+            self.givens.append(Given(sort=str(s), value=v))
+            self.know.add(s, v, -1)
+
+    def record(self, tool: str, args: dict[str, Any], result: Any) -> int:
+        """Append a call already executed on ``self.state`` and learn from its result."""
+        idx = len(self.chain)
+        self.chain.append(Call(tool=tool, args=dict(args)))
+        self.results.append(result)
+        for s, v in facts_of_result(self.domain, self.domain.tools[tool], result):
+            self.know.add(s, v, idx)
+        self.usage[tool] = self.usage.get(tool, 0) + 1
+        if self.domain.tools[tool].is_write:
+            self._cache.clear()
+        return idx
+
+    def forget_reads(self) -> None:
+        """Drop memoised read results (the state was replaced)."""
+        self._cache.clear()
+
+    def read(self, tool: ToolDef, args: dict[str, Any]) -> Any:
+        """Result of a read call on the current state (memoised), or raise ToolError."""
+        key = (tool.name, tuple(sorted((k, _hashable(v)) for k, v in args.items())))
+        if key not in self._cache:
+            try:
+                self._cache[key] = ("ok", self.execute(self.domain, self.state, tool.name, args))
+            except ToolError as exc:
+                self._cache[key] = ("err", exc)
+        status, val = self._cache[key]
+        if status == "err":
+            raise val
+        return val
+
+    # ------------------------------------------------------------- acquisition
+
+    def candidates(self, s: Sort) -> list[Any]:
+        """Values of sort ``s`` present in the state (to enumerate producer arguments)."""
+        if s.kind == "key":
+            return sorted(self.state.tables[s.name])
+        if s.kind == "field":
+            ent, _, f = s.name.partition(".")
+            vals = {_hashable(r[f]) for r in self.state.tables[ent].values()}
+            return sorted(vals, key=repr)
+        if s.kind == "enum":
+            for t in self.domain.tools.values():
+                for p in t.params.values():
+                    if param_sort(p) == s:
+                        return list(p.ty.values)  # type: ignore[attr-defined]
+            return []
+        return []
+
+    def acquire(self, s: Sort, v: Any, depth: int = 0) -> bool:
+        """Make ``v`` known at sort ``s``, adding givens or lookup calls. Rolls back on failure."""
+        if self.know.knows(s, v):
+            return True
+        if s.kind == "free" or s in self.givable:
+            self.give(s, v)
+            return True
+        if depth >= MAX_DEPTH:
+            return False
+        producers = list(self.producers.get(s, []))
+        self.rng.shuffle(producers)
+        # Mostly the cheapest route (short chains); sometimes the least used one, so that
+        # every reachable read tool ends up in some reference chain (coverage).
+        if self.rng.random() < self.explore:
+            producers.sort(key=lambda t: (self.usage.get(t.name, 0), self._cost(t)))
+        else:
+            producers.sort(key=lambda t: (self._cost(t), self.usage.get(t.name, 0)))
+        for tool in producers:
+            for args in self._bindings(tool):
+                try:
+                    result = self.read(tool, args)
+                except ToolError:
+                    continue
+                if (s, _hashable(v)) not in {(fs, _hashable(fv)) for fs, fv in
+                                             facts_of_result(self.domain, tool, result)}:
+                    continue
+                snap = self.snapshot()
+                if all(self.acquire(param_sort(tool.params[p]), a, depth + 1)
+                       for p, a in args.items()):
+                    self.record(tool.name, args, result)
+                    return True
+                self.restore(snap)
+        return False
+
+    def _cost(self, tool: ToolDef) -> int:
+        cost = 0
+        for p in tool.params.values():
+            s = param_sort(p)
+            if s.kind not in ("enum", "free"):
+                cost = max(cost, self.dist.get(s, 99))
+        return cost
+
+    def _bindings(self, tool: ToolDef) -> Iterable[dict[str, Any]]:
+        names = list(tool.params)
+        pools: list[list[Any]] = []
+        for n in names:
+            s = param_sort(tool.params[n])
+            if s.kind == "free":
+                return  # a producer needing an invented value cannot reveal a given one
+            known = self.know.values(s)
+            pool = known + [c for c in self.candidates(s) if c not in known]
+            pools.append(pool)
+        for i, combo in enumerate(itertools.product(*pools)):
+            if i >= MAX_BINDINGS:
+                return
+            yield dict(zip(names, combo, strict=True))
+
+    # ------------------------------------------------------------- acting
+
+    def call(self, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
+        """Acquire every argument, then execute ``tool`` on the state.
+
+        Returns (ok, result-or-ToolError). On failure the planner is rolled back.
+        """
+        t = self.domain.tools[tool]
+        snap = self.snapshot()
+        for p, a in args.items():
+            if not self.acquire(param_sort(t.params[p]), a):
+                self.restore(snap)
+                return False, None
+        try:
+            result = self.execute(self.domain, self.state, tool, args)
+        except ToolError as exc:
+            self.restore(snap)
+            return False, exc
+        self.record(tool, args, result)
+        return True, result
+
+    def facts_known(self) -> set[Fact]:
+        return {(s, v) for s, d in self.know.facts.items() for v in d}

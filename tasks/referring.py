@@ -1,0 +1,109 @@
+"""Referring expressions: name an entity so that exactly one row fits.
+
+Users do not know internal ids. An instruction names a target by a few of its field
+values ("your order placed on 2026-03-02 with status pending"). We search small sets of
+``x.field == value`` atoms, cheapest first, until only the target matches on the
+initial state. The chosen atoms are kept as an IR source text (``description``) so the
+uniqueness can be re-checked independently (``verify`` proves it; the gate counts rows).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import random
+from typing import Any
+
+from graphgen.domain import Domain
+from graphgen.interp import evaluate
+from graphgen.parse import Elaborator
+from graphgen.state import State
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT
+from tasks.model import Target
+
+MAX_ATOMS = 3
+
+
+def humanize(name: str) -> str:
+    """``placed_on`` → ``placed on``; ``PaymentMethod`` → ``payment method``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
+    return spaced if name.islower() else spaced.lower()
+
+
+def matching_keys(domain: Domain, state: State, entity: str, description: str) -> list[str]:
+    """Keys of ``entity`` rows for which ``description`` (over variable ``x``) holds."""
+    cond = Elaborator(domain.entities).condition(description, {"x": RowT(entity)})
+    return [k for k in sorted(state.tables[entity])
+            if evaluate(cond, state, {"x": k}, domain)]
+
+
+def _atom_src(field: str, value: Any) -> str:
+    return f"x.{field} == {value!r}"
+
+
+def _phrase_atom(domain: Domain, entity: str, field: str, value: Any,
+                 principal: tuple[str, str] | None, state: State | None = None) -> str | None:
+    fd = domain.entities[entity].fields[field]
+    if isinstance(fd.ty, RefT):
+        if principal is not None and (fd.ty.entity, value) == principal:
+            return ""  # rendered as "my": the user is speaking
+        # Another row, named by its own unique display field ("with flight GG123");
+        # otherwise an internal id the user cannot say.
+        target = domain.entities[fd.ty.entity]
+        shown = target.fields.get(target.display or "")
+        row = state.tables[fd.ty.entity].get(value) if state is not None else None
+        if shown is not None and shown.unique and row is not None:
+            return f"with {humanize(fd.ty.entity)} {row[shown.name]}"
+        return None
+    if fd.ty == BOOL:
+        return f"that is {'' if value else 'not '}{humanize(field)}"
+    if fd.ty == DATE:
+        return f"{humanize(field)} {value}"
+    if isinstance(fd.ty, EnumT):
+        return f"with {humanize(field)} {value}"
+    if fd.ty in (INT, STR):
+        return f"with {humanize(field)} {value}"
+    return None
+
+
+def describe(domain: Domain, state: State, entity: str, key: str, rng: random.Random,
+             principal: tuple[str, str] | None = None) -> Target | None:
+    """A :class:`Target` naming ``entity`` row ``key`` uniquely, or None if none is found.
+
+    ``principal`` is the (entity, key) of the user the instruction speaks for; a row that
+    belongs to it is phrased "my ...".
+    """
+    edef = domain.entities[entity]
+    label = humanize(entity)
+    if edef.key_givable:
+        return Target(entity=entity, key=key, phrase=f"{label} {key}",
+                      description=f"x.{edef.key} == {key!r}")
+    row = state.tables[entity][key]
+    atoms: list[tuple[str, str, str]] = []  # (field, src, phrase)
+    for fname, fd in edef.fields.items():
+        if isinstance(fd.ty, ListT):
+            continue
+        ph = _phrase_atom(domain, entity, fname, row[fname], principal, state)
+        if ph is None:
+            continue
+        atoms.append((fname, _atom_src(fname, row[fname]), ph))
+    # A row the user owns is always "my ...": the owner atom is free and natural, so the
+    # search only adds atoms that tell it apart from the user's other rows.
+    owner = [a for a in atoms if a[2] == ""][:1]
+    atoms = [a for a in atoms if a[2] != ""]
+    rng.shuffle(atoms)
+    atoms.sort(key=lambda a: a[0] != edef.display)
+    others = {k: r for k, r in state.tables[entity].items() if k != key}
+    for size in range(0 if owner else 1, MAX_ATOMS + 1):
+        for rest in itertools.combinations(atoms, size):
+            combo = (*owner, *rest)
+            if any(all(r.get(f) == row[f] for f, _, _ in combo) for r in others.values()):
+                continue
+            owned = any(ph == "" for _, _, ph in combo)
+            words = [ph for _, _, ph in combo if ph]
+            phrase = ("my " if owned else "the ") + label
+            if words:
+                phrase += " " + " and ".join(words)
+            return Target(entity=entity, key=key, phrase=phrase,
+                          description=" and ".join(src for _, src, _ in combo))
+    return None

@@ -1,0 +1,159 @@
+"""Generate task sets and read/write them as JSONL files.
+
+File layout: the first line is the :class:`~tasks.model.Manifest`, each further line
+one :class:`~tasks.model.Task`, in id order, with canonical JSON (sorted keys), so the
+same domain + seed + options give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graphgen import __version__
+from graphgen.domain import Domain
+from graphgen.interp import call_tool
+from graphgen.state import State
+from graphgen.stategen import generate_state
+from tasks.expand import Candidate, Expander, GenOptions, NoCandidate
+from tasks.gate import Executor, check_candidate
+from tasks.model import Manifest, Task
+
+Progress = Callable[[int, int], None]  # (accepted, attempts)
+# Extra acceptance checks (the z3 gate plugs in here): return "" to accept or a reason.
+Check = Callable[[Domain, Task], str]
+
+
+@dataclass
+class GenResult:
+    tasks: list[Task]
+    manifest: Manifest
+    rejected: Counter[str] = field(default_factory=Counter)
+
+
+def _pick_kind(rng: random.Random, kinds: dict[str, float], counts: Counter[str]) -> str:
+    names = sorted(k for k, w in kinds.items() if w > 0)
+    missing = [k for k in names if counts[k] == 0]
+    if missing and rng.random() < 0.5:  # make sure every kind shows up early
+        return missing[0]
+    return rng.choices(names, weights=[kinds[k] for k in names])[0]
+
+
+def candidate_to_task(domain: Domain, c: Candidate, task_id: str, seed: int) -> Task:
+    return Task(
+        id=task_id, domain=domain.name, domain_hash=domain.content_hash, seed=seed,
+        kind=c.kind, instruction=c.instruction, givens=c.givens,
+        initial_state=c.initial.to_dict(), chain=c.chain, goal=c.goal,
+        min_calls=len(c.chain), difficulty=len(c.chain),
+        tools_used=sorted({x.tool for x in c.chain}), targets=c.targets,
+        refused_call=c.refused_call,
+    )
+
+
+def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = None,
+             progress: Progress | None = None, execute: Executor = call_tool,
+             extra_checks: list[Check] | None = None, max_attempts: int | None = None
+             ) -> GenResult:
+    """Generate up to ``n`` accepted tasks; every rejection is counted by reason.
+
+    Deterministic in (domain, n, seed, options). ``extra_checks`` run after the dry-run
+    gate (the z3 proofs plug in here).
+    """
+    opts = options or GenOptions()
+    exp = Expander(domain, opts, execute)
+    states: dict[int, State] = {}
+    tasks: list[Task] = []
+    rejected: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    attempts = 0
+    limit = max_attempts if max_attempts is not None else max(50, n * 6)
+    while len(tasks) < n and attempts < limit:
+        rng = random.Random(f"{seed}:{attempts}")
+        attempts += 1
+        block = len(tasks) // opts.tasks_per_state
+        if block not in states:
+            states[block] = generate_state(domain, seed * 7919 + block, opts.sizes)
+        initial = states[block]
+        kind = _pick_kind(rng, opts.kinds, kinds)
+        try:
+            if kind == "action":
+                cand = exp.action(initial, rng, walk=rng.random() < opts.walk_ratio)
+            elif kind == "information":
+                cand = exp.information(initial, rng)
+            else:
+                cand = exp.refusal(initial, rng)
+        except NoCandidate as nc:
+            rejected[nc.reason] += 1
+            continue
+        res = check_candidate(domain, cand.kind, cand.initial, cand.chain, cand.givens,
+                              cand.targets, cand.instruction, cand.goal, cand.refused_call,
+                              execute)
+        if not res.ok:
+            rejected[res.reason] += 1
+            continue
+        task = candidate_to_task(domain, cand, f"{domain.name}-{seed}-{len(tasks):05d}", seed)
+        reason = ""
+        for chk in extra_checks or []:
+            reason = chk(domain, task)
+            if reason:
+                break
+        if reason:
+            rejected[reason] += 1
+            continue
+        tasks.append(task)
+        kinds[cand.kind] += 1
+        if progress:
+            progress(len(tasks), attempts)
+    manifest = Manifest(
+        generator_version=__version__, domain=domain.name, domain_hash=domain.content_hash,
+        seed=seed, options={"n": n, **opts.model_dump()}, accepted=len(tasks),
+        by_kind=dict(sorted(kinds.items())),
+        by_length=dict(sorted(Counter(str(t.difficulty) for t in tasks).items(),
+                              key=lambda kv: int(kv[0]))),
+        rejected=dict(sorted(rejected.items())),
+    )
+    return GenResult(tasks, manifest, rejected)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_taskset(path: str | Path, manifest: Manifest, tasks: list[Task]) -> None:
+    """Write manifest + tasks as canonical JSONL."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    lines = [_dumps({"manifest": manifest.model_dump(mode="json")})]
+    lines += [_dumps(t.model_dump(mode="json")) for t in tasks]
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+class TaskSetError(ValueError):
+    """A task-set file is malformed; the message names the file and line."""
+
+
+def read_taskset(path: str | Path) -> tuple[Manifest, list[Task]]:
+    """Read a task-set file written by :func:`write_taskset`."""
+    p = Path(path)
+    manifest: Manifest | None = None
+    tasks: list[Task] = []
+    with p.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                if lineno == 1:
+                    manifest = Manifest.model_validate(obj["manifest"])
+                else:
+                    tasks.append(Task.model_validate(obj))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise TaskSetError(f"{p}:{lineno}: {exc}") from None
+    if manifest is None:
+        raise TaskSetError(f"{p}: empty file (no manifest line)")
+    return manifest, tasks
