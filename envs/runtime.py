@@ -144,8 +144,7 @@ def precondition_failed(tool: str, message: str, source: str,
         if f is not None and f not in seen:
             seen.append(f)
     detail = f" (requires {source}" + (f"; {'; '.join(seen)})" if seen else ")")
-    return ToolError(f"{tool}: {message or 'precondition failed'}{detail}", tool=tool,
-                     kind="precondition")
+    return ToolError(f"{tool}: {message}{detail}", tool=tool, kind="precondition")
 
 
 # ------------------------------------------------------------------ expressions

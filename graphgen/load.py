@@ -216,7 +216,8 @@ class _Compiler:
         ts = self.spec.tools[name]
         ok = True
         if not TOOL_NAME.match(name):
-            self.err("tool names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$", self.where("tool", name))
+            self.err("tool names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$",
+                     self.where("tool", name))
             ok = False
         params: dict[str, ParamDef] = {}
         for pname, ps in ts.params.items():

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import datetime as _dt
 from collections.abc import Mapping
-from typing import Any
+from typing import NoReturn
 
 from graphgen import ir
 from graphgen.domain import EntityDef
@@ -124,12 +124,12 @@ class Elaborator:
         except SyntaxError as exc:
             if not exc.offset:  # CPython reports offset 0 at end of input: point past the end
                 exc.offset = len(src.strip()) + 1
-            return self._syntax(exc)
+            self._syntax(exc)
         except (ValueError, RecursionError, MemoryError) as exc:
             raise ExprError(f"cannot parse: {exc.__class__.__name__}", None) from None
 
     @staticmethod
-    def _syntax(exc: SyntaxError) -> Any:
+    def _syntax(exc: SyntaxError) -> NoReturn:
         raise ExprError(f"syntax error: {exc.msg}", exc.offset) from None
 
     # ----------------------------------------------------------------- expressions
@@ -314,10 +314,10 @@ class Elaborator:
 
     def _coerce_list(self, lst: ir.Expr, item: ir.Expr, n: ast.AST) -> ir.Expr:
         # ['pending', 'processed'] next to an enum value takes the enum's type.
-        if isinstance(lst, ir.ListLit) and isinstance(lst.ty, ListT) and lst.ty.elem == STR:
-            if item.ty != STR and is_scalar(item.ty):
-                items = tuple(self._coerce(x, item.ty, n) for x in lst.items)
-                return ir.ListLit(items, ListT(item.ty))
+        if (isinstance(lst, ir.ListLit) and isinstance(lst.ty, ListT) and lst.ty.elem == STR
+                and item.ty != STR and is_scalar(item.ty)):
+            items = tuple(self._coerce(x, item.ty, n) for x in lst.items)
+            return ir.ListLit(items, ListT(item.ty))
         return lst
 
     def _coerce(self, e: ir.Expr, want: Ty, n: ast.AST) -> ir.Expr:
@@ -453,7 +453,8 @@ class Elaborator:
             raise ExprError(f"forbidden attribute {n.attr!r}", _col(n))
         f = edef.fields.get(n.attr)
         if f is None:
-            raise ExprError(f"{ent} has no field {n.attr!r}", _col(n))
+            raise ExprError(f"{ent} has no field {n.attr!r}",
+                            int(getattr(n.value, "end_col_offset", 0)) + 2)
         return ent, key, n.attr, f.ty
 
     def _stmt(self, s: ast.stmt, scope: dict[str, Ty]) -> ir.Effect:
@@ -476,7 +477,8 @@ class Elaborator:
                     raise ExprError("only += and -= are allowed", _col(s))
                 ent, key, fld, ty = self._target(tgt, scope)
                 if ty != INT:
-                    raise ExprError(f"{sym} needs an int field, {ent}.{fld} is {ty.show()}", _col(s))
+                    raise ExprError(f"{sym} needs an int field, {ent}.{fld} is {ty.show()}",
+                                    _col(s))
                 val = self._coerce(self._e(v, scope, 0), INT, v)
                 return ir.Assign(ent, key, fld, sym, val)  # type: ignore[arg-type]
             case ast.Delete(targets=[ast.Subscript(value=ast.Name(id=ent), slice=sl)]) if (

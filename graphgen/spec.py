@@ -17,6 +17,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
+def _type_shorthand(v: Any) -> Any:
+    """``int`` → ``{type: int}``; ``{enum: [a, b]}`` → ``{type: enum, values: [a, b]}``."""
+    if isinstance(v, str):
+        return {"type": v}
+    if isinstance(v, dict) and "type" not in v and "enum" in v and isinstance(v["enum"], list):
+        return {**{k: x for k, x in v.items() if k != "enum"}, "type": "enum",
+                "values": v["enum"]}
+    if isinstance(v, dict) and "type" not in v and "enum" in v:
+        return {**v, "type": "enum"}
+    return v
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -39,14 +51,7 @@ class FieldSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            return {"type": v}
-        if isinstance(v, dict) and "type" not in v and "enum" in v and isinstance(v["enum"], list):
-            return {**{k: x for k, x in v.items() if k != "enum"}, "type": "enum",
-                    "values": v["enum"]}
-        if isinstance(v, dict) and "type" not in v and "enum" in v:
-            return {**v, "type": "enum"}
-        return v
+        return _type_shorthand(v)
 
 
 class KeySpec(_Strict):
@@ -89,7 +94,7 @@ class ParamSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, v: Any) -> Any:
-        return FieldSpec._shorthand(v)  # same shorthand grammar as fields
+        return _type_shorthand(v)  # same shorthand grammar as fields
 
 
 class CheckSpec(_Strict):

@@ -16,6 +16,7 @@ whose precondition fails for the (unique) target. Everything is driven by one se
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,11 +171,18 @@ class Expander:
                 continue
             if v not in initial.tables[s.name]:
                 return False
+            if not planner.acquire(s, v):
+                return False
             t = describe(self.domain, initial, s.name, v, rng, principal)
             if t is None:
                 return False
             targets[(s.name, v)] = t
-            self._reveal(planner, s.name, v)
+            row = initial.tables[s.name][v]
+            seen = all(planner.know.knows(Sort("field", f"{s.name}.{f}"), row[f])
+                       for f in re.findall(r"x\.(\w+) ==", t.description)
+                       if f in row)
+            if not seen:
+                self._reveal(planner, s.name, v)
         return True
 
     def _reveal(self, planner: Planner, entity: str, key: Any) -> None:
@@ -195,8 +203,9 @@ class Expander:
     def action(self, initial: State, rng: random.Random, walk: bool) -> Candidate:
         st = initial.copy()
         planner = Planner(self.domain, st, rng, self.execute, self.usage)
+        explored: set[int] = set()
         if walk:
-            self._walk_prefix(planner, initial, rng)
+            self._walk_prefix(planner, initial, rng, explored)
         n = rng.randint(1, self.options.max_intents)
         intents: list[Call] = []
         targets: dict[tuple[str, str], Target] = {}
@@ -227,7 +236,7 @@ class Expander:
                                       ok_targets, principal or owner):
                     planner.restore(snap)
                     continue
-                ok, result = planner.call(tool.name, args)
+                ok, _ = planner.call(tool.name, args)
                 if not ok or st == before:
                     planner.restore(snap)  # failed or changed nothing: not an intent
                     continue
@@ -250,11 +259,12 @@ class Expander:
                     raise NoCandidate("no_valid_binding")
                 break
         goal = Goal(changes=_changes(initial, st))
+        chain = prune_reads(self.domain, planner, explored)
         sentences = [intent_text(self.domain, self.domain.tools[c.tool], c.args, rng, targets,
                                  created, principal) for c in intents]
         body = join_intents(sentences, rng)
         text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
-        return Candidate("action", "walk" if walk else "backward", initial, list(planner.chain),
+        return Candidate("action", "walk" if walk else "backward", initial, chain,
                          list(planner.givens), list(targets.values()), text, goal,
                          intents=intents)
 
@@ -276,8 +286,13 @@ class Expander:
             raise NoCandidate("mixed_owners")
         return owners.pop() if owners else None
 
-    def _walk_prefix(self, planner: Planner, initial: State, rng: random.Random) -> None:
-        """Start a walk: the user states who they are, then a few exploratory reads."""
+    def _walk_prefix(self, planner: Planner, initial: State, rng: random.Random,
+                     explored: set[int]) -> None:
+        """Start a walk: the user states who they are, then a few exploratory reads.
+
+        Indexes of the exploratory reads go to ``explored``; the ones whose output no
+        later call needs are pruned from the final chain.
+        """
         p = self.principal
         if p is None or not initial.tables[p]:
             return
@@ -294,7 +309,9 @@ class Expander:
                 return
             options.sort(key=lambda ta: self.usage[ta[0].name])
             t, args = options[min(len(options) - 1, rng.randint(0, 2))]
-            planner.call(t.name, args)
+            ok, _ = planner.call(t.name, args)
+            if ok:
+                explored.add(len(planner.chain) - 1)
 
     def _bind_known(self, tool: ToolDef, st: State, planner: Planner,
                     rng: random.Random) -> dict[str, Any] | None:
@@ -389,7 +406,7 @@ class Expander:
                 principal = self._owner(initial, ent, key)
                 edef = self.domain.entities[ent]
                 askable = [f for f, fd in edef.fields.items()
-                           if fd.ty in (INT, STR, DATE) and not fd.givable]
+                           if fd.ty in (INT, STR, DATE) and not fd.unique]
                 if not askable:
                     break
                 if not planner.acquire(Sort("key", ent), key):
@@ -466,6 +483,25 @@ class Expander:
         raise NoCandidate("no_refusal_target")
 
 
+def prune_reads(domain: Domain, planner: Planner, removable: set[int]) -> list[Call]:
+    """The chain without the removable reads whose outputs no later call needed.
+
+    A read of a tool that is still rare in the task set is kept: the chain stays valid
+    (reads change nothing) and every reachable tool gets exercised somewhere.
+    """
+    if not removable:
+        return list(planner.chain)
+    removable = {i for i in removable if planner.usage.get(planner.chain[i].tool, 0) > 2}
+    needed: set[int] = set()
+    for c in planner.chain:
+        tool = domain.tools[c.tool]
+        for p, v in c.args.items():
+            origin = planner.know.origin(param_sort(tool.params[p]), v)
+            if origin is not None and origin >= 0:
+                needed.add(origin)
+    return [c for i, c in enumerate(planner.chain) if i not in removable or i in needed]
+
+
 def _direct_answer(domain: Domain, tool: ToolDef) -> bool:
     """A read whose result is plain values (prices, counts) and whose arguments are all
     found on the state (no invented values)."""
@@ -474,7 +510,7 @@ def _direct_answer(domain: Domain, tool: ToolDef) -> bool:
     t = tool.return_ty
     if isinstance(t, ListT):
         t = t.elem
-    if t not in (INT, STR, DATE):
+    if t not in (INT, STR, DATE) and not isinstance(t, EnumT):
         return False
     return all(param_sort(p).kind != "free" for p in tool.params.values())
 
@@ -510,4 +546,4 @@ def _blocking_values(domain: Domain, st: State, chk: ir.Check, args: dict[str, A
     return out[:1]
 
 
-__all__ = ["Candidate", "Expander", "GenOptions", "NoCandidate", "RowT", "EnumT"]
+__all__ = ["Candidate", "EnumT", "Expander", "GenOptions", "NoCandidate", "RowT"]

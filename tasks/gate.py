@@ -20,6 +20,7 @@ from tasks.grade import grade, state_diff
 from tasks.model import Call, Given, Goal, Target, TaskKind
 from tasks.plan import Knowledge
 from tasks.referring import matching_keys
+from tasks.render import stated
 
 Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
 
@@ -112,16 +113,16 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
             know.add(s, v, i)
     # 2. the instruction states the givens and leaks no internal id
     for g in givens:
-        if str(g.value) not in instruction:
+        if not stated(instruction, g.value):
             return GateResult(False, "given_not_stated", f"{g.sort}={g.value!r}")
     for c in [*chain, *([refused_call] if refused_call else [])]:
         tool = domain.tools[c.tool]
         for p, v in c.args.items():
-            s = param_sort(tool.params[p]) if p in tool.params else None
-            if (s is not None and s.kind == "key" and isinstance(v, str)
-                    and not domain.entities[s.name].key_givable
+            ps = param_sort(tool.params[p]) if p in tool.params else None
+            if (ps is not None and ps.kind == "key" and isinstance(v, str)
+                    and not domain.entities[ps.name].key_givable
                     and re.search(rf"(?<![\w#-]){re.escape(v)}(?![\w-])", instruction)):
-                return GateResult(False, "id_leak", f"{s.name} id {v!r} appears in the text")
+                return GateResult(False, "id_leak", f"{ps.name} id {v!r} appears in the text")
     # 3. targets are unique on the initial state
     for t in targets:
         try:
@@ -143,9 +144,9 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
     if kind == "action":
         if not goal.changes or _goal_holds(goal, s0):
             return GateResult(False, "goal_already_true", "the goal holds on the initial state")
-        g = grade(s0, s1, goal.model_dump())
-        if not g["success"]:
-            bad = [i for i in g["items"] if not i["ok"]]
+        graded = grade(s0, s1, goal.model_dump())
+        if not graded["success"]:
+            bad = [i for i in graded["items"] if not i["ok"]]
             return GateResult(False, "goal_not_reached", f"{bad[0]['check']}: {bad[0]['detail']}")
     else:
         if state_diff(s0, s1):

@@ -18,7 +18,10 @@ def _rows(state: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     return tables
 
 
-def state_diff(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str, str, Any, Any]]:
+Diff = list[tuple[str, str, str, Any, Any]]
+
+
+def state_diff(before: dict[str, Any], after: dict[str, Any]) -> Diff:
     """(entity, key, field, old, new) for every difference; field '*' = row created/deleted."""
     out: list[tuple[str, str, str, Any, Any]] = []
     a_t, b_t = _rows(before), _rows(after)

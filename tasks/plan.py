@@ -123,7 +123,8 @@ class Planner:
         return self.know.copy(), len(self.chain), len(self.givens)
 
     def restore(self, snap: tuple[Knowledge, int, int]) -> None:
-        self.know, n, g = snap[0], snap[1], snap[2]
+        # Copy: the same snapshot may be restored again after later mutations.
+        self.know, n, g = snap[0].copy(), snap[1], snap[2]
         del self.chain[n:]
         del self.results[n:]
         del self.givens[g:]
@@ -181,8 +182,14 @@ class Planner:
             return []
         return []
 
-    def acquire(self, s: Sort, v: Any, depth: int = 0) -> bool:
-        """Make ``v`` known at sort ``s``, adding givens or lookup calls. Rolls back on failure."""
+    def acquire(self, s: Sort, v: Any, depth: int = 0,
+                pending: frozenset[tuple[Sort, Any]] = frozenset()) -> bool:
+        """Make ``v`` known at sort ``s``, adding givens or lookup calls. Rolls back on failure.
+
+        ``pending`` holds the values being acquired further up: a lookup that needs one
+        of them as an argument is circular (``get_x(id)`` to learn ``id``) and is skipped,
+        otherwise chains repeat the same read once per nesting level.
+        """
         if self.know.knows(s, v):
             return True
         if s.kind == "free" or s in self.givable:
@@ -198,8 +205,12 @@ class Planner:
             producers.sort(key=lambda t: (self.usage.get(t.name, 0), self._cost(t)))
         else:
             producers.sort(key=lambda t: (self._cost(t), self.usage.get(t.name, 0)))
+        pending = pending | {(s, _hashable(v))}
         for tool in producers:
             for args in self._bindings(tool):
+                if any((param_sort(tool.params[p]), _hashable(a)) in pending
+                       for p, a in args.items()):
+                    continue
                 try:
                     result = self.read(tool, args)
                 except ToolError:
@@ -208,7 +219,7 @@ class Planner:
                                              facts_of_result(self.domain, tool, result)}:
                     continue
                 snap = self.snapshot()
-                if all(self.acquire(param_sort(tool.params[p]), a, depth + 1)
+                if all(self.acquire(param_sort(tool.params[p]), a, depth + 1, pending)
                        for p, a in args.items()):
                     self.record(tool.name, args, result)
                     return True

@@ -10,8 +10,8 @@ uniqueness can be re-checked independently (``verify`` proves it; the gate count
 from __future__ import annotations
 
 import itertools
-import re
 import random
+import re
 from typing import Any
 
 from graphgen.domain import Domain

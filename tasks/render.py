@@ -8,6 +8,7 @@ domain marks that id givable.
 from __future__ import annotations
 
 import random
+import re
 import string
 from typing import Any
 
@@ -16,8 +17,21 @@ from graphgen.knowledge import Sort, param_sort
 from tasks.model import Given, Target
 from tasks.referring import humanize
 
-_OPENERS = ("Hi! ", "Hello. ", "Hi there, ", "", "Good day. ")
+# Each opener ends a sentence: what follows is capitalised ("Hi there. My email ...").
+_OPENERS = ("Hi! ", "Hello. ", "Hi there. ", "", "Good day. ")
 _LINKS = ("Then ", "After that, ", "Also, ", "Once that's done, ")
+
+
+def stated(text: str, value: Any) -> bool:
+    """Does ``text`` say ``value`` as a whole token? Size "S" is not stated by "Slow",
+    nor 5 by "15": a substring test would let a given go unsaid. A flag is said the way
+    :func:`speak` says it ("insurance: yes"), or literally."""
+    if isinstance(value, bool):
+        word = "yes" if value else "no"
+        return (re.search(rf"\b{word}\b", text, re.IGNORECASE) is not None
+                or re.search(rf"\b{value}\b", text) is not None)
+    pat = rf"(?<![\w-]){re.escape(str(value))}(?![\w-])"
+    return re.search(pat, text) is not None
 
 
 def _fill(template: str, values: dict[str, str]) -> str:
@@ -56,9 +70,10 @@ def intent_text(domain: Domain, tool: ToolDef, args: dict[str, Any], rng: random
     extra = [spoken[n] if param_sort(tool.params[n]).kind == "key" else
              f"{humanize(n)}: {spoken[n]}"
              for n in missing if n in spoken and n not in implied
-             and spoken[n].lower() not in text.lower()]
+             and not stated(text.lower(), spoken[n].lower())]
     if extra:
-        text = text.rstrip(".") + " (" + "; ".join(extra) + ")."
+        stop = text.rstrip()[-1:] if text.rstrip()[-1:] in ".?!" else "."
+        text = text.rstrip().rstrip(".?!") + " (" + "; ".join(extra) + ")" + stop
     return text
 
 
@@ -81,7 +96,7 @@ def opener(domain: Domain, givens: list[Given], rng: random.Random, used: str,
     """Identify the user and state the givens not already said in the intents."""
     parts = []
     for g in givens:
-        if str(g.value) in used:
+        if stated(used, g.value):
             continue
         kind, _, name = g.sort.partition(":")
         if kind == "field":

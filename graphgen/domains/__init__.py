@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from graphgen.domain import Domain
@@ -23,7 +23,7 @@ def builtin_path(name: str) -> Path:
     return p
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_builtin(name: str) -> Domain:
     """Load (and cache) a built-in domain by name."""
     from graphgen.load import load_domain

@@ -1,0 +1,120 @@
+"""OpenAI Chat Completions tool schemas for a domain, in strict (Structured Outputs) form.
+
+Strict mode accepts a subset of JSON Schema: every object lists all of its properties
+in ``required`` and sets ``additionalProperties: false``; we use only ``type``,
+``description``, ``enum``, ``minimum``/``maximum`` (integers) and ``pattern`` (dates),
+all of which strict mode supports. ``format`` is avoided on purpose.
+
+The schemas are derived from the typed parameters alone, so the compiled environment,
+the interpreter and the agent all see the same contract.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from graphgen.domain import Domain, ParamDef, ToolDef
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, RefT
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+
+#: The action that ends an episode with the agent's final answer (see envs runtime).
+FINISH_NAME = "respond"
+
+#: Keywords a strict schema may use here, per JSON type (checked by the tests).
+ALLOWED_KEYWORDS: dict[str, frozenset[str]] = {
+    "integer": frozenset({"type", "description", "minimum", "maximum"}),
+    "string": frozenset({"type", "description", "enum", "pattern"}),
+    "boolean": frozenset({"type", "description"}),
+}
+
+
+def _type_hint(p: ParamDef) -> str:
+    """A short sentence naming the value's shape, added after the author's description."""
+    if isinstance(p.ty, RefT):
+        article = "An" if p.ty.entity[:1].lower() in "aeiou" else "A"
+        return f"{article} {p.ty.entity} id."
+    if p.ty == DATE:
+        return "A date in YYYY-MM-DD format."
+    return ""
+
+
+def param_schema(tool: str, p: ParamDef) -> dict[str, Any]:
+    """The JSON schema of one parameter."""
+    desc = " ".join(x for x in (p.description.strip(), _type_hint(p)) if x)
+    out: dict[str, Any]
+    if p.ty == INT:
+        out = {"type": "integer"}
+        if p.min is not None:
+            out["minimum"] = p.min
+        if p.max is not None:
+            out["maximum"] = p.max
+    elif p.ty == BOOL:
+        out = {"type": "boolean"}
+    elif isinstance(p.ty, EnumT):
+        out = {"type": "string", "enum": list(p.ty.values)}
+    elif p.ty == DATE:
+        out = {"type": "string", "pattern": DATE_PATTERN}
+    elif p.ty == STR or isinstance(p.ty, RefT):
+        out = {"type": "string"}
+    else:
+        raise ValueError(f"tool {tool!r}: parameter {p.name!r} has type {p.ty.show()}, "
+                         "which has no tool schema")
+    if desc:
+        out["description"] = desc
+    return out
+
+
+def tool_schema(tool: ToolDef) -> dict[str, Any]:
+    """The strict function schema of one tool."""
+    assert TOOL_NAME.match(tool.name), f"tool name {tool.name!r} is not a valid OpenAI name"
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description.strip() or tool.name.replace("_", " "),
+            "strict": True,
+            "parameters": {
+                "type": "object",
+                "properties": {n: param_schema(tool.name, p) for n, p in tool.params.items()},
+                "required": list(tool.params),
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def openai_tools(domain: Domain) -> list[dict[str, Any]]:
+    """Strict OpenAI tool schemas of every tool of ``domain``, in declaration order.
+
+    >>> from graphgen.domains import load_builtin
+    >>> t = openai_tools(load_builtin("mock"))[2]["function"]
+    >>> t["name"], t["parameters"]["properties"]["amount"]["maximum"], t["strict"]
+    ('deposit', 5000, True)
+    """
+    return [tool_schema(t) for t in domain.tools.values()]
+
+
+def finish_tool() -> dict[str, Any]:
+    """The schema of the action that ends an episode with the agent's answer."""
+    return {
+        "type": "function",
+        "function": {
+            "name": FINISH_NAME,
+            "description": (
+                "Finish the conversation with your final answer to the user. Include every "
+                "value the user asked for. Call this once, after all other tool calls."
+            ),
+            "strict": True,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "answer": {"type": "string", "description": "Your final answer."},
+                },
+                "required": ["answer"],
+                "additionalProperties": False,
+            },
+        },
+    }

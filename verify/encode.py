@@ -1,0 +1,1131 @@
+"""The z3 encoding of the domain IR: symbolic states, expressions and tool calls.
+
+A :class:`Universe` fixes a finite world: per entity the keys that can ever matter (rows
+of the, usually sliced, concrete state, ids that creates can make, ids mentioned
+anywhere), and the finite, sorted set of strings that can occur. Values are encoded as:
+
+* ``int``           → z3 Int;
+* ``bool``          → z3 Bool;
+* ``date``          → z3 Int, the day ordinal (ISO strings sort as their ordinals do);
+* ``str``           → z3 Int, the index in the sorted string table (order preserving);
+* enum              → z3 Int, the index of the member;
+* ``E`` id (RefT)   → z3 Int, the index in E's sorted key list; :data:`OUT` (-1) for an
+  id outside the universe (such an id never names a row);
+* ``list[T]``       → in a state, one membership Bool per element of T's finite universe
+  (list fields are sets kept sorted, so membership determines the list); as a computed
+  value, a *guarded sequence* ``[(present, item), ...]`` in list order.
+
+A :class:`SymState` holds per key an ``exists`` Bool and per field a term. Every IR
+expression evaluates to ``(value, err)`` where ``err`` is true exactly when the
+interpreter would raise a ToolError (a missing row, ``min``/``max`` over nothing),
+respecting short-circuit evaluation. :func:`encode_call` turns a tool into a transition:
+argument validity, preconditions, effects in order (functional updates, so everything
+not written is unchanged), invariants on touched rows, and the return value; the call is
+atomic, so callers keep the pre-state when ``ok`` is false.
+
+:class:`ToolTemplate` builds a tool's terms once over a fully symbolic pre-state and
+instantiates them for any concrete or symbolic state by substitution.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from graphgen import ir
+from graphgen.domain import Domain, ToolDef
+from graphgen.errors import GraphgenError
+from graphgen.interp import check_value
+from graphgen.parse import is_iso_date
+from graphgen.state import State
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RecordT, RefT, RowT, Ty
+
+# z3 ships no type stubs: every z3 expression is ``Any`` to mypy. The alias documents
+# which values are z3 terms.
+Term = Any
+
+OUT = -1  # the index of an id outside the universe: it never names a row
+
+TRUE: Term = z3.BoolVal(True)
+FALSE: Term = z3.BoolVal(False)
+
+
+class EncodeError(GraphgenError):
+    """The IR uses something the finite encoding cannot represent exactly."""
+
+
+# ------------------------------------------------------------------ term helpers
+# Folding constants in Python keeps terms small: concrete keys (loop variables, literal
+# ids) select cells directly instead of building if-then-else chains.
+
+
+def is_t(x: Term) -> bool:
+    """``x`` is the literal true."""
+    return bool(z3.is_true(x))
+
+
+def is_f(x: Term) -> bool:
+    """``x`` is the literal false."""
+    return bool(z3.is_false(x))
+
+
+def and_(*xs: Term) -> Term:
+    """Conjunction with constant folding."""
+    parts = []
+    for x in xs:
+        if is_f(x):
+            return FALSE
+        if not is_t(x):
+            parts.append(x)
+    if not parts:
+        return TRUE
+    return parts[0] if len(parts) == 1 else z3.And(parts)
+
+
+def or_(*xs: Term) -> Term:
+    """Disjunction with constant folding."""
+    parts = []
+    for x in xs:
+        if is_t(x):
+            return TRUE
+        if not is_f(x):
+            parts.append(x)
+    if not parts:
+        return FALSE
+    return parts[0] if len(parts) == 1 else z3.Or(parts)
+
+
+def not_(x: Term) -> Term:
+    """Negation with constant folding."""
+    if is_t(x):
+        return FALSE
+    if is_f(x):
+        return TRUE
+    return z3.Not(x)
+
+
+def implies(a: Term, b: Term) -> Term:
+    """``a → b`` with constant folding."""
+    return or_(not_(a), b)
+
+
+def int_const(x: Term) -> int | None:
+    """The Python int of an integer literal term, else None."""
+    if z3.is_int_value(x):
+        return int(x.as_long())
+    return None
+
+
+def eq(a: Term, b: Term) -> Term:
+    """Equality of two scalar terms with constant folding."""
+    ca, cb = int_const(a), int_const(b)
+    if ca is not None and cb is not None:
+        return TRUE if ca == cb else FALSE
+    if z3.is_bool(a):
+        if (is_t(a) or is_f(a)) and (is_t(b) or is_f(b)):
+            return TRUE if is_t(a) == is_t(b) else FALSE
+    if a.eq(b):
+        return TRUE
+    return a == b
+
+
+def ite(c: Term, a: Term, b: Term) -> Term:
+    """If-then-else with constant folding."""
+    if is_t(c):
+        return a
+    if is_f(c):
+        return b
+    if a.eq(b):
+        return a
+    return z3.If(c, a, b)
+
+
+def count(bs: Sequence[Term]) -> Term:
+    """How many of ``bs`` are true (an Int term)."""
+    n = 0
+    rest = []
+    for b in bs:
+        if is_t(b):
+            n += 1
+        elif not is_f(b):
+            rest.append(z3.If(b, 1, 0))
+    if not rest:
+        return z3.IntVal(n)
+    total = z3.Sum(rest) if len(rest) > 1 else rest[0]
+    return total + n if n else total
+
+
+def arith(op: str, a: Term, b: Term) -> Term:
+    """``a op b`` on Int terms with constant folding."""
+    ca, cb = int_const(a), int_const(b)
+    if ca is not None and cb is not None:
+        return z3.IntVal(ca + cb if op == "+" else ca - cb if op == "-" else ca * cb)
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    return a * b
+
+
+def compare(op: str, a: Term, b: Term) -> Term:
+    """An ordered comparison of Int terms with constant folding."""
+    ca, cb = int_const(a), int_const(b)
+    if ca is not None and cb is not None:
+        r = {"<": ca < cb, "<=": ca <= cb, ">": ca > cb, ">=": ca >= cb}[op]
+        return TRUE if r else FALSE
+    if op == "<":
+        return a < b
+    if op == "<=":
+        return a <= b
+    if op == ">":
+        return a > b
+    return a >= b
+
+
+def substitute_all(terms: Sequence[Term], pairs: Sequence[tuple[Term, Term]]) -> list[Term]:
+    """Substitute ``pairs`` in every term, building the C arrays once (z3.substitute
+    rebuilds them per call, which dominates when many terms share one mapping)."""
+    if not terms:
+        return []
+    if not pairs:
+        return list(terms)
+    ctx = terms[0].ctx
+    n = len(pairs)
+    src = (z3.Ast * n)()
+    dst = (z3.Ast * n)()
+    for i, (a, b) in enumerate(pairs):
+        src[i] = a.as_ast()
+        dst[i] = b.as_ast()
+    out = []
+    for t in terms:
+        r = z3.Z3_substitute(ctx.ref(), t.as_ast(), n, src, dst)
+        out.append(z3.z3._to_expr_ref(r, ctx))
+    return out
+
+
+# ------------------------------------------------------------------ symbolic values
+
+
+@dataclass
+class ListVal:
+    """A computed list: ``items`` in list order, each present when its guard holds."""
+
+    items: list[tuple[Term, Any]]
+
+
+@dataclass
+class RowVal:
+    """A whole row (``Entity[id]``): its key and its field values at evaluation time."""
+
+    entity: str
+    key: Term
+    fields: dict[str, Any]
+
+
+@dataclass
+class RecVal:
+    """A dict literal's value."""
+
+    fields: dict[str, Any]
+
+
+SymVal = Any  # a scalar Term, ListVal, RowVal or RecVal
+
+
+def sym_eq(a: SymVal, b: SymVal) -> Term:
+    """Python ``a == b`` for encoded values (lists compare in order, as Python does)."""
+    if isinstance(a, ListVal) and isinstance(b, ListVal):
+        return _seq_eq(a, b)
+    if isinstance(a, ListVal | RowVal | RecVal) or isinstance(b, ListVal | RowVal | RecVal):
+        raise EncodeError("only scalars and lists can be compared")
+    return eq(a, b)
+
+
+def _seq_eq(a: ListVal, b: ListVal) -> Term:
+    if all(is_t(p) for p, _ in a.items) and all(is_t(p) for p, _ in b.items):
+        if len(a.items) != len(b.items):
+            return FALSE
+        return and_(*(sym_eq(x, y) for (_, x), (_, y) in zip(a.items, b.items, strict=True)))
+    # Guarded sequences: the i-th present item of a must equal the i-th present of b.
+    pos_a = [count([p for p, _ in a.items[:i]]) for i in range(len(a.items))]
+    pos_b = [count([p for p, _ in b.items[:j]]) for j in range(len(b.items))]
+    parts = [eq(count([p for p, _ in a.items]), count([p for p, _ in b.items]))]
+    for i, (pa, xa) in enumerate(a.items):
+        for j, (pb, xb) in enumerate(b.items):
+            same_pos = eq(pos_a[i], pos_b[j])
+            if is_f(same_pos):
+                continue
+            parts.append(implies(and_(pa, pb, same_pos), sym_eq(xa, xb)))
+    return and_(*parts)
+
+
+def merge(c: Term, a: SymVal, b: SymVal) -> SymVal:
+    """The value of ``a if c else b``."""
+    if is_t(c):
+        return a
+    if is_f(c):
+        return b
+    if isinstance(a, ListVal) and isinstance(b, ListVal):
+        return ListVal([(and_(c, p), x) for p, x in a.items]
+                       + [(and_(not_(c), p), x) for p, x in b.items])
+    if isinstance(a, RowVal) and isinstance(b, RowVal):
+        return RowVal(a.entity, ite(c, a.key, b.key),
+                      {f: merge(c, a.fields[f], b.fields[f]) for f in a.fields})
+    if isinstance(a, RecVal) and isinstance(b, RecVal):
+        return RecVal({f: merge(c, a.fields[f], b.fields[f]) for f in a.fields})
+    return ite(c, a, b)
+
+
+def leaves(domain: Domain, v: SymVal, ty: Ty, guard: Term = TRUE
+           ) -> list[tuple[Term, Ty, Term]]:
+    """Every scalar shown in an output, with its type and the guard under which it is."""
+    out: list[tuple[Term, Ty, Term]] = []
+    if isinstance(v, ListVal):
+        assert isinstance(ty, ListT)
+        for p, x in v.items:
+            out.extend(leaves(domain, x, ty.elem, and_(guard, p)))
+    elif isinstance(v, RowVal):
+        out.append((guard, RefT(v.entity), v.key))
+        edef = domain.entities[v.entity]
+        for name, x in v.fields.items():
+            out.extend(leaves(domain, x, edef.fields[name].ty, guard))
+    elif isinstance(v, RecVal):
+        assert isinstance(ty, RecordT)
+        types = dict(ty.fields)
+        for name, x in v.fields.items():
+            out.extend(leaves(domain, x, types[name], guard))
+    else:
+        out.append((guard, ty, v))
+    return out
+
+
+# ------------------------------------------------------------------ the universe
+
+
+def _date_ord(s: str) -> int:
+    return _dt.date.fromisoformat(s).toordinal()
+
+
+@dataclass
+class Universe:
+    """The finite world an encoding ranges over, and the value codec."""
+
+    domain: Domain
+    keys: dict[str, list[str]]
+    strings: list[str]
+    dates: list[str]
+    ints: list[int]
+    counter0: dict[str, int]
+    created: dict[str, list[str]]  # entity → ids the 0th, 1st, ... create would make
+    index: dict[str, dict[str, int]] = field(default_factory=dict)
+    str_index: dict[str, int] = field(default_factory=dict)
+    _ivals: list[Term] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.index = {e: {k: i for i, k in enumerate(ks)} for e, ks in self.keys.items()}
+        self.str_index = {s: i for i, s in enumerate(self.strings)}
+        top = max([len(self.strings), *(len(k) for k in self.keys.values()), 8])
+        self._ivals = [z3.IntVal(i) for i in range(top + 1)]
+
+    @classmethod
+    def build(cls, domain: Domain, state: State, creates: Mapping[str, int] | None = None,
+              extra: Iterable[tuple[Ty, Any]] = ()) -> Universe:
+        """The universe of ``state`` plus ``creates[E]`` future ids of E and ``extra``
+        typed values (givens, arguments, goal values) that must be representable."""
+        refs: dict[str, set[str]] = {e: set() for e in domain.entities}
+        strings: set[str] = set()
+        dates: set[str] = set()
+        ints: set[int] = set()
+
+        def add(ty: Ty, v: Any) -> None:
+            if isinstance(ty, ListT):
+                if isinstance(v, list):
+                    for x in v:
+                        add(ty.elem, x)
+            elif isinstance(ty, RefT):
+                if isinstance(v, str) and ty.entity in refs:
+                    refs[ty.entity].add(v)
+            elif ty == STR:
+                if isinstance(v, str):
+                    strings.add(v)
+            elif ty == DATE:
+                if isinstance(v, str) and is_iso_date(v):
+                    dates.add(v)
+            elif ty == INT and isinstance(v, int) and not isinstance(v, bool):
+                ints.add(v)
+
+        for ent, edef in domain.entities.items():
+            for key, row in state.tables.get(ent, {}).items():
+                refs[ent].add(key)
+                for f, fd in edef.fields.items():
+                    if f in row:
+                        add(fd.ty, row[f])
+        for tool in domain.tools.values():
+            for e in _tool_exprs(tool):
+                for n in ir.walk(e):
+                    if isinstance(n, ir.Lit):
+                        add(n.ty, n.value)
+        for ty, v in extra:
+            add(ty, v)
+        created: dict[str, list[str]] = {}
+        counter0 = {e: int(state.counters.get(e, 1)) for e in domain.entities}
+        for ent, edef in domain.entities.items():
+            n = int((creates or {}).get(ent, 0))
+            created[ent] = [edef.make_id(counter0[ent] + i) for i in range(n)]
+            refs[ent].update(created[ent])
+        return cls(domain, {e: sorted(r) for e, r in refs.items()}, sorted(strings),
+                   sorted(dates), sorted(ints), counter0, created)
+
+    # -------------------------------------------------------------- codec
+
+    def ival(self, i: int) -> Term:
+        """A cached IntVal."""
+        if 0 <= i < len(self._ivals):
+            return self._ivals[i]
+        return z3.IntVal(i)
+
+    def enc(self, ty: Ty, v: Any) -> Term | None:
+        """The term of Python value ``v`` at type ``ty``; None if it cannot occur here."""
+        if ty == INT:
+            ok = isinstance(v, int) and not isinstance(v, bool)
+            return z3.IntVal(v) if ok else None
+        if ty == BOOL:
+            return (TRUE if v else FALSE) if isinstance(v, bool) else None
+        if ty == DATE:
+            return z3.IntVal(_date_ord(v)) if isinstance(v, str) and is_iso_date(v) else None
+        if ty == STR:
+            i = self.str_index.get(v) if isinstance(v, str) else None
+            return None if i is None else self.ival(i)
+        if isinstance(ty, EnumT):
+            return self.ival(ty.values.index(v)) if v in ty.values else None
+        if isinstance(ty, RefT):
+            i = self.index[ty.entity].get(v) if isinstance(v, str) else None
+            return None if i is None else self.ival(i)
+        return None
+
+    def enc_arg(self, ty: Ty, v: Any) -> Term:
+        """An argument's term; an id outside the universe becomes :data:`OUT`."""
+        t = self.enc(ty, v)
+        if t is not None:
+            return t
+        if isinstance(ty, RefT):
+            return z3.IntVal(OUT)
+        raise EncodeError(f"value {v!r} of type {ty.show()} is outside the universe")
+
+    def dec(self, ty: Ty, t: Term) -> Any:
+        """The Python value of a literal term ``t`` at type ``ty``."""
+        if ty == BOOL:
+            return bool(is_t(t))
+        n = int_const(t)
+        if n is None:
+            raise EncodeError(f"not a literal: {t}")
+        if ty == INT:
+            return n
+        if ty == DATE:
+            return _dt.date.fromordinal(n).isoformat()
+        if ty == STR:
+            return self.strings[n]
+        if isinstance(ty, EnumT):
+            return ty.values[n]
+        if isinstance(ty, RefT):
+            return self.keys[ty.entity][n] if n >= 0 else None
+        raise EncodeError(f"cannot decode a {ty.show()}")
+
+    def elems(self, ty: Ty) -> list[Any]:
+        """The finite, sorted element universe of list items of type ``ty``."""
+        if isinstance(ty, RefT):
+            return self.keys[ty.entity]
+        if ty == STR:
+            return self.strings
+        if ty == DATE:
+            return self.dates
+        if ty == INT:
+            return self.ints
+        if ty == BOOL:
+            return [False, True]
+        if isinstance(ty, EnumT):
+            return sorted(ty.values)
+        raise EncodeError(f"no element universe for {ty.show()}")
+
+    def elem_terms(self, ty: Ty) -> list[Term]:
+        """Terms of :meth:`elems`, in the same order."""
+        out = []
+        for v in self.elems(ty):
+            t = self.enc(ty, v)
+            assert t is not None
+            out.append(t)
+        return out
+
+    def z3_var(self, ty: Ty, name: str) -> Term:
+        """A fresh z3 constant for a scalar of type ``ty``."""
+        return z3.FreshBool(name) if ty == BOOL else z3.FreshInt(name)
+
+
+def _tool_exprs(tool: ToolDef) -> list[ir.Expr]:
+    out = [c.expr for c in tool.requires]
+    for s in tool.effects:
+        out.extend(ir.effect_exprs(s.effect))
+    if tool.returns is not None:
+        out.append(tool.returns)
+    return out
+
+
+# ------------------------------------------------------------------ symbolic state
+
+Cell = Any  # a scalar Term, or a list of membership Bools for a list field
+
+
+@dataclass
+class SymState:
+    """Per entity: ``exists[i]`` and ``cells[field][i]`` for universe key ``i``, and
+    ``created``: how many rows were created so far (an Int term)."""
+
+    exists: dict[str, list[Term]]
+    cells: dict[str, dict[str, list[Cell]]]
+    created: dict[str, Term]
+
+    def copy(self) -> SymState:
+        """A shallow copy: lists are replaced, never mutated, by updates."""
+        return SymState(dict(self.exists), {e: dict(c) for e, c in self.cells.items()},
+                        dict(self.created))
+
+    @classmethod
+    def from_state(cls, uni: Universe, st: State) -> SymState:
+        """The constant encoding of a concrete state (restricted to the universe)."""
+        exists: dict[str, list[Term]] = {}
+        cells: dict[str, dict[str, list[Cell]]] = {}
+        for ent, edef in uni.domain.entities.items():
+            table = st.tables.get(ent, {})
+            keys = uni.keys[ent]
+            exists[ent] = [TRUE if k in table else FALSE for k in keys]
+            cells[ent] = {}
+            for f, fd in edef.fields.items():
+                col: list[Cell] = []
+                for k in keys:
+                    row = table.get(k)
+                    col.append(_const_cell(uni, ent, k, f, fd.ty, row[f] if row else None))
+                cells[ent][f] = col
+        return cls(exists, cells, {e: uni.ival(0) for e in uni.domain.entities})
+
+    @classmethod
+    def fresh(cls, uni: Universe, tag: str) -> SymState:
+        """A fully symbolic state (every cell a fresh constant)."""
+        exists: dict[str, list[Term]] = {}
+        cells: dict[str, dict[str, list[Cell]]] = {}
+        for ent, edef in uni.domain.entities.items():
+            keys = uni.keys[ent]
+            exists[ent] = [z3.FreshBool(f"{tag}.{ent}.ex") for _ in keys]
+            cells[ent] = {}
+            for f, fd in edef.fields.items():
+                if isinstance(fd.ty, ListT):
+                    n = len(uni.elems(fd.ty.elem))
+                    cells[ent][f] = [[z3.FreshBool(f"{tag}.{ent}.{f}") for _ in range(n)]
+                                     for _ in keys]
+                else:
+                    cells[ent][f] = [uni.z3_var(fd.ty, f"{tag}.{ent}.{f}") for _ in keys]
+        created = {e: z3.FreshInt(f"{tag}.{e}.created") for e in uni.domain.entities}
+        return cls(exists, cells, created)
+
+    def terms(self) -> list[Term]:
+        """Every term of the state in a fixed order (pairs with another state's)."""
+        out: list[Term] = []
+        for ent in sorted(self.exists):
+            out.extend(self.exists[ent])
+            for f in sorted(self.cells[ent]):
+                for c in self.cells[ent][f]:
+                    if isinstance(c, list):
+                        out.extend(c)
+                    else:
+                        out.append(c)
+        out.extend(self.created[e] for e in sorted(self.created))
+        return out
+
+    def rebuild(self, terms: Sequence[Term]) -> SymState:
+        """A state of the same shape whose terms are ``terms`` (the order of :meth:`terms`)."""
+        it = iter(terms)
+        exists: dict[str, list[Term]] = {}
+        cells: dict[str, dict[str, list[Cell]]] = {}
+        for ent in sorted(self.exists):
+            exists[ent] = [next(it) for _ in self.exists[ent]]
+            cells[ent] = {}
+            for f in sorted(self.cells[ent]):
+                col: list[Cell] = []
+                for c in self.cells[ent][f]:
+                    col.append([next(it) for _ in c] if isinstance(c, list) else next(it))
+                cells[ent][f] = col
+        created = {e: next(it) for e in sorted(self.created)}
+        return SymState(exists, cells, created)
+
+    def decode(self, uni: Universe, value: Any = None) -> State:
+        """The concrete state (the universe's rows only). ``value`` maps a term to a
+        literal term (a model's ``eval``); by default terms are simplified."""
+        ev = value or (lambda t: z3.simplify(t))
+        tables: dict[str, dict[str, dict[str, Any]]] = {}
+        counters: dict[str, int] = {}
+        for ent, edef in uni.domain.entities.items():
+            rows: dict[str, dict[str, Any]] = {}
+            for i, k in enumerate(uni.keys[ent]):
+                if not is_t(ev(self.exists[ent][i])):
+                    continue
+                row: dict[str, Any] = {}
+                for f, fd in edef.fields.items():
+                    c = self.cells[ent][f][i]
+                    if isinstance(fd.ty, ListT):
+                        el = uni.elems(fd.ty.elem)
+                        row[f] = [el[j] for j, m in enumerate(c) if is_t(ev(m))]
+                    else:
+                        row[f] = uni.dec(fd.ty, ev(c))
+                rows[k] = row
+            tables[ent] = rows
+            n = int_const(ev(self.created[ent]))
+            counters[ent] = uni.counter0[ent] + (n or 0)
+        return State(tables, counters)
+
+
+def _const_cell(uni: Universe, ent: str, key: str, f: str, ty: Ty, v: Any) -> Cell:
+    if isinstance(ty, ListT):
+        el = uni.elems(ty.elem)
+        if v is None:
+            return [FALSE] * len(el)
+        if not isinstance(v, list) or list(v) != sorted(set(v)):
+            raise EncodeError(f"{ent} {key!r} {f}: a list field must be a sorted list without "
+                              f"repeats (lists are sets kept sorted), got {v!r}")
+        vs = set(v)
+        return [TRUE if x in vs else FALSE for x in el]
+    if v is None:  # no row at this key: any value does, it is never read
+        return FALSE if ty == BOOL else uni.ival(0)
+    t = uni.enc(ty, v)
+    if t is None:
+        if isinstance(ty, RefT):
+            return z3.IntVal(OUT)
+        raise EncodeError(f"{ent} {key!r} {f}: value {v!r} is not a valid {ty.show()}")
+    return t
+
+
+# ------------------------------------------------------------------ reading the state
+
+
+def exists_at(uni: Universe, st: SymState, ent: str, key: Term) -> Term:
+    """Does a row of ``ent`` with key ``key`` exist?"""
+    col = st.exists[ent]
+    c = int_const(key)
+    if c is not None:
+        return col[c] if 0 <= c < len(col) else FALSE
+    return or_(*(and_(eq(key, uni.ival(i)), x) for i, x in enumerate(col)))
+
+
+def select(uni: Universe, col: Sequence[Term], key: Term) -> Term:
+    """``col[key]``; an arbitrary value when ``key`` is outside (callers flag that)."""
+    c = int_const(key)
+    if c is not None:
+        return col[c] if 0 <= c < len(col) else col[0] if col else uni.ival(0)
+    if not col:
+        return uni.ival(0)
+    out = col[-1]
+    for i in range(len(col) - 2, -1, -1):
+        out = ite(eq(key, uni.ival(i)), col[i], out)
+    return out
+
+
+def read_field(uni: Universe, st: SymState, ent: str, key: Term, f: str) -> SymVal:
+    """The value of field ``f`` of row ``key`` (a ListVal for list fields)."""
+    fd = uni.domain.entities[ent].fields[f]
+    col = st.cells[ent][f]
+    if isinstance(fd.ty, ListT):
+        terms = uni.elem_terms(fd.ty.elem)
+        if not col:
+            return ListVal([])
+        n = len(terms)
+        c = int_const(key)
+        if c is not None:
+            mem = col[c] if 0 <= c < len(col) else [FALSE] * n
+        else:
+            mem = [select(uni, [row[j] for row in col], key) for j in range(n)]
+        return ListVal([(mem[j], terms[j]) for j in range(n)])
+    if not col:
+        return FALSE if fd.ty == BOOL else uni.ival(0)
+    return select(uni, col, key)
+
+
+# ------------------------------------------------------------------ expressions
+
+
+class Evaluator:
+    """Evaluates IR expressions to ``(value, err)`` on one symbolic state."""
+
+    def __init__(self, uni: Universe, st: SymState, where: str = "") -> None:
+        self.uni = uni
+        self.st = st
+        self.where = where
+
+    def fail(self, msg: str) -> EncodeError:
+        return EncodeError(f"{self.uni.domain.source}: {self.where}: {msg}")
+
+    def ev(self, e: ir.Expr, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
+        """The value of ``e`` and the condition under which evaluating it raises."""
+        uni, st = self.uni, self.st
+        match e:
+            case ir.Lit(value=v, ty=t):
+                term = uni.enc(t, v)
+                if term is None:
+                    if isinstance(t, RefT):
+                        return z3.IntVal(OUT), FALSE
+                    raise self.fail(f"literal {v!r} cannot be encoded")
+                return term, FALSE
+            case ir.Var(name=n):
+                if n not in env:
+                    raise self.fail(f"unbound name {n!r}")
+                return env[n], FALSE
+            case ir.FieldOf(entity=ent, key=k, field=f):
+                kv, ke = self.ev(k, env)
+                miss = not_(exists_at(uni, st, ent, kv))
+                return read_field(uni, st, ent, kv, f), or_(ke, miss)
+            case ir.RowOf(entity=ent, key=k):
+                kv, ke = self.ev(k, env)
+                miss = not_(exists_at(uni, st, ent, kv))
+                fields = {f: read_field(uni, st, ent, kv, f)
+                          for f in uni.domain.entities[ent].fields}
+                return RowVal(ent, kv, fields), or_(ke, miss)
+            case ir.Exists(entity=ent, key=k):
+                kv, ke = self.ev(k, env)
+                return exists_at(uni, st, ent, kv), ke
+            case ir.Compare(op=op, left=a, right=b):
+                x, ex = self.ev(a, env)
+                y, ey = self.ev(b, env)
+                if op == "==":
+                    r = sym_eq(x, y)
+                elif op == "!=":
+                    r = not_(sym_eq(x, y))
+                else:
+                    r = compare(op, x, y)
+                return r, or_(ex, ey)
+            case ir.BoolOp(op=op, values=vs):
+                # Short-circuit: a later operand is evaluated (and may raise) only when
+                # every earlier one let evaluation continue.
+                vals: list[Term] = []
+                errs: list[Term] = []
+                for sub in vs:
+                    v, err = self.ev(sub, env)
+                    errs.append(and_(*vals, err) if op == "and" else
+                                and_(*(not_(x) for x in vals), err))
+                    vals.append(v)
+                return (and_(*vals) if op == "and" else or_(*vals)), or_(*errs)
+            case ir.Not(operand=o):
+                v, err = self.ev(o, env)
+                return not_(v), err
+            case ir.Arith(op=op, left=a, right=b):
+                x, ex = self.ev(a, env)
+                y, ey = self.ev(b, env)
+                return arith(op, x, y), or_(ex, ey)
+            case ir.Neg(operand=o):
+                v, err = self.ev(o, env)
+                return arith("-", z3.IntVal(0), v), err
+            case ir.Contains(item=a, container=b, negated=neg):
+                x, ex = self.ev(a, env)
+                lst, el = self.ev(b, env)
+                if not isinstance(lst, ListVal):
+                    raise self.fail("'in' needs a list")
+                r = or_(*(and_(p, sym_eq(y, x)) for p, y in lst.items))
+                return (not_(r) if neg else r), or_(ex, el)
+            case ir.Len(operand=o):
+                lst, err = self.ev(o, env)
+                if not isinstance(lst, ListVal):
+                    raise self.fail("len() needs a list")
+                return count([p for p, _ in lst.items]), err
+            case ir.ListLit(items=items):
+                out = []
+                errs = []
+                for it in items:
+                    v, err = self.ev(it, env)
+                    out.append((TRUE, v))
+                    errs.append(err)
+                return ListVal(out), or_(*errs)
+            case ir.Comp():
+                items2, err = self.comp(e, env)
+                return ListVal(items2), err
+            case ir.Agg(fn=fn, comp=c):
+                return self.agg(fn, c, env)
+            case ir.IfExp(cond=c, then=t, orelse=o):
+                cv, ce = self.ev(c, env)
+                tv, te = self.ev(t, env)
+                ov, oe = self.ev(o, env)
+                return merge(cv, tv, ov), or_(ce, and_(cv, te), and_(not_(cv), oe))
+            case ir.DictLit(keys=ks, values=vs):
+                fields: dict[str, SymVal] = {}
+                errs = []
+                for name, sub in zip(ks, vs, strict=True):
+                    v, err = self.ev(sub, env)
+                    fields[name] = v
+                    errs.append(err)
+                return RecVal(fields), or_(*errs)
+        raise self.fail(f"unknown IR node {type(e).__name__}")
+
+    def comp(self, c: ir.Comp, env: Mapping[str, SymVal]) -> tuple[list[tuple[Term, SymVal]],
+                                                                    Term]:
+        """The guarded items of a comprehension, rows in key order, and its error."""
+        items: list[tuple[Term, SymVal]] = []
+        errs: list[Term] = []
+        inner = dict(env)
+        for i, ex in enumerate(self.st.exists[c.entity]):
+            if is_f(ex):
+                continue
+            inner[c.var] = self.uni.ival(i)
+            if c.cond is None:
+                cv, ce = TRUE, FALSE
+            else:
+                cv, ce = self.ev(c.cond, inner)
+            pv, pe = self.ev(c.proj, inner)
+            take = and_(ex, cv)
+            items.append((take, pv))
+            errs.append(and_(ex, ce))
+            errs.append(and_(take, pe))
+        return items, or_(*errs)
+
+    def agg(self, fn: str, c: ir.Comp, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
+        items, err = self.comp(c, env)
+        if fn == "any":
+            return or_(*(and_(p, v) for p, v in items)), err
+        if fn == "all":
+            return and_(*(implies(p, v) for p, v in items)), err
+        if fn == "count":
+            return count([p for p, _ in items]), err
+        if fn == "sum":
+            parts = [ite(p, v, z3.IntVal(0)) for p, v in items]
+            total = z3.IntVal(0)
+            for x in parts:
+                total = arith("+", total, x)
+            return total, err
+        # min / max: over no rows the interpreter raises
+        best: Term = z3.IntVal(0)
+        seen: Term = FALSE
+        for p, v in items:
+            better = compare("<" if fn == "min" else ">", v, best)
+            take = and_(p, or_(not_(seen), better))
+            best = ite(take, v, best)
+            seen = or_(seen, p)
+        return best, or_(err, not_(seen))
+
+
+# ------------------------------------------------------------------ tool calls
+
+
+@dataclass
+class CallEnc:
+    """A tool call on a symbolic state: ``ok`` (it succeeds), the state after a
+    successful call, the return value (on that state) and its type."""
+
+    ok: Term
+    post: SymState
+    ret: SymVal | None
+    ret_ty: Ty | None
+    valid_args: Term = TRUE
+
+
+def _membership(uni: Universe, ty: ListT, v: SymVal, where: str) -> list[Term]:
+    """A list value stored into a list field, as membership Bools.
+
+    Stored lists are sets kept sorted; a literal with repeats or out of order would be
+    stored as is by the interpreter, which membership cannot represent.
+    """
+    if not isinstance(v, ListVal):
+        raise EncodeError(f"{where}: a list field needs a list value")
+    if len(v.items) > 1 and not all(z3.is_int_value(x) for _, x in v.items):
+        raise EncodeError(f"{where}: storing a list of several computed items is not "
+                          f"supported (order and repeats cannot be encoded)")
+    terms = uni.elem_terms(ty.elem)
+    return [or_(*(and_(p, eq(x, t)) for p, x in v.items)) for t in terms]
+
+
+def _param_valid(uni: Universe, st: SymState, p: Any, v: Term) -> Term:
+    parts = []
+    ty = p.ty
+    if ty == INT:
+        if p.min is not None:
+            parts.append(compare(">=", v, z3.IntVal(p.min)))
+        if p.max is not None:
+            parts.append(compare("<=", v, z3.IntVal(p.max)))
+    elif isinstance(ty, EnumT):
+        parts.append(compare(">=", v, z3.IntVal(0)))
+        parts.append(compare("<", v, z3.IntVal(len(ty.values))))
+    elif isinstance(ty, RefT):
+        parts.append(exists_at(uni, st, ty.entity, v))
+    return and_(*parts)
+
+
+def encode_call(uni: Universe, st: SymState, tool: ToolDef, args: Mapping[str, Term]) -> CallEnc:
+    """The transition of one call of ``tool`` with argument terms ``args`` (one per
+    parameter, already of the right z3 sort) on state ``st``."""
+    src = uni.domain.source
+    env: dict[str, SymVal] = dict(args)
+    valid = and_(*(_param_valid(uni, st, p, args[p.name]) for p in tool.params.values()))
+    conds: list[Term] = [valid]
+    for i, chk in enumerate(tool.requires):
+        v, err = Evaluator(uni, st, f"tool {tool.name!r}, requires[{i}]").ev(chk.expr, env)
+        conds.append(and_(not_(err), v))
+    cur = st
+    touched: dict[str, list[Term]] = {}
+    for i, stmt in enumerate(tool.effects):
+        where = f"{src}: tool {tool.name!r}, effects[{i}] ({stmt.source})"
+        cur, fail = _apply(uni, cur, stmt.effect, env, touched, where)
+        conds.append(not_(fail))
+    conds.append(_invariants(uni, cur, touched))
+    ret = None
+    if tool.returns is not None:
+        ret, rerr = Evaluator(uni, cur, f"tool {tool.name!r}, returns").ev(tool.returns, env)
+        conds.append(not_(rerr))
+    return CallEnc(and_(*conds), cur, ret, tool.return_ty, valid)
+
+
+def _touch(uni: Universe, touched: dict[str, list[Term]], ent: str, u: int, c: Term) -> None:
+    col = touched.setdefault(ent, [FALSE] * len(uni.keys[ent]))
+    col[u] = or_(col[u], c)
+
+
+def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
+           touched: dict[str, list[Term]], where: str) -> tuple[SymState, Term]:
+    """Apply one effect; return the new state and the condition under which it raises."""
+    ev = Evaluator(uni, st, where)
+    new = st.copy()
+    match eff:
+        case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
+            kv, ke = ev.ev(k, env)
+            val, ve = ev.ev(v, env)
+            fd = uni.domain.entities[ent].fields[f]
+            old = st.cells[ent][f]
+            col = list(old)
+            for u in range(len(col)):
+                hit = eq(kv, uni.ival(u))
+                if is_f(hit):
+                    continue
+                if isinstance(fd.ty, ListT):
+                    mem = _membership(uni, fd.ty, val, where)
+                    col[u] = [ite(hit, m, o) for m, o in zip(mem, old[u], strict=True)]
+                else:
+                    nv = val if op == "=" else arith("+" if op == "+=" else "-", old[u], val)
+                    col[u] = ite(hit, nv, old[u])
+                _touch(uni, touched, ent, u, hit)
+            new.cells[ent] = {**new.cells[ent], f: col}
+            return new, or_(ke, not_(exists_at(uni, st, ent, kv)), ve)
+        case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
+            kv, ke = ev.ev(k, env)
+            val, ve = ev.ev(v, env)
+            fd = uni.domain.entities[ent].fields[f]
+            assert isinstance(fd.ty, ListT)
+            terms = uni.elem_terms(fd.ty.elem)
+            is_j = [eq(val, t) for t in terms]
+            old = st.cells[ent][f]
+            cur = read_field(uni, st, ent, kv, f)
+            assert isinstance(cur, ListVal)
+            member = or_(*(and_(h, p) for h, (p, _) in zip(is_j, cur.items, strict=True)))
+            col = list(old)
+            for u in range(len(col)):
+                hit = eq(kv, uni.ival(u))
+                if is_f(hit):
+                    continue
+                mark = TRUE if op == "append" else FALSE
+                col[u] = [ite(and_(hit, h), mark, o) for h, o in zip(is_j, old[u], strict=True)]
+                _touch(uni, touched, ent, u, hit)
+            new.cells[ent] = {**new.cells[ent], f: col}
+            # An item outside the element universe cannot be stored: counted as a failure
+            # (documented limit; ids and strings are always inside by construction).
+            bad = member if op == "append" else not_(member)
+            unrep = not_(or_(*is_j)) if op == "append" else FALSE
+            return new, or_(ke, not_(exists_at(uni, st, ent, kv)), ve, bad, unrep)
+        case ir.Create(entity=ent, bind=b, values=vs):
+            edef = uni.domain.entities[ent]
+            vals: dict[str, tuple[SymVal, Term]] = {f: ev.ev(x, env) for f, x in vs}
+            c = st.created[ent]
+            cands = uni.created[ent]
+            ex = list(st.exists[ent])
+            cols = {f: list(st.cells[ent][f]) for f in edef.fields}
+            conds = []
+            bind: Term = z3.IntVal(OUT)
+            for i in range(len(cands) - 1, -1, -1):
+                cond = eq(c, uni.ival(i))
+                if is_f(cond):
+                    continue
+                conds.append(cond)
+                u = uni.index[ent][cands[i]]
+                ex[u] = ite(cond, TRUE, ex[u])
+                for f, fd in edef.fields.items():
+                    val = vals[f][0]
+                    if isinstance(fd.ty, ListT):
+                        mem = _membership(uni, fd.ty, val, where)
+                        cols[f][u] = [ite(cond, m, o) for m, o in zip(mem, cols[f][u],
+                                                                      strict=True)]
+                    else:
+                        cols[f][u] = ite(cond, val, cols[f][u])
+                _touch(uni, touched, ent, u, cond)
+                bind = ite(cond, uni.ival(u), bind)
+            new.exists[ent] = ex
+            new.cells[ent] = cols
+            new.created[ent] = arith("+", c, z3.IntVal(1))
+            if b is not None:
+                env[b] = bind
+            # Running out of prepared ids is a failure; universes are sized so that no
+            # chain within the bound can (k calls × creates per call).
+            return new, or_(*(err for _, err in vals.values()), not_(or_(*conds)))
+        case ir.Delete(entity=ent, key=k):
+            kv, ke = ev.ev(k, env)
+            ex = list(st.exists[ent])
+            for u in range(len(ex)):
+                hit = eq(kv, uni.ival(u))
+                if not is_f(hit):
+                    ex[u] = ite(hit, FALSE, ex[u])
+            new.exists[ent] = ex
+            return new, or_(ke, not_(exists_at(uni, st, ent, kv)))
+    raise EncodeError(f"{where}: unknown effect {type(eff).__name__}")
+
+
+def _invariants(uni: Universe, st: SymState, touched: dict[str, list[Term]]) -> Term:
+    """Bounds and uniqueness on every touched row that still exists (all its fields)."""
+    parts: list[Term] = []
+    for ent, col in touched.items():
+        edef = uni.domain.entities[ent]
+        bounded = [fd for fd in edef.fields.values() if fd.min is not None or fd.max is not None]
+        unique = [fd for fd in edef.fields.values() if fd.unique]
+        if not bounded and not unique:
+            continue
+        ex = st.exists[ent]
+        for u, t in enumerate(col):
+            if is_f(t):
+                continue
+            conds = []
+            for fd in bounded:
+                v = st.cells[ent][fd.name][u]
+                if fd.min is not None:
+                    conds.append(compare(">=", v, z3.IntVal(fd.min)))
+                if fd.max is not None:
+                    conds.append(compare("<=", v, z3.IntVal(fd.max)))
+            for fd in unique:
+                v = st.cells[ent][fd.name][u]
+                for u2, x2 in enumerate(ex):
+                    if u2 != u and not is_f(x2):
+                        conds.append(implies(x2, not_(eq(v, st.cells[ent][fd.name][u2]))))
+            parts.append(implies(and_(t, ex[u]), and_(*conds)))
+    return and_(*parts)
+
+
+# ------------------------------------------------------------------ templates
+
+
+class ToolTemplate:
+    """One tool's transition built once over a fully symbolic pre-state and symbolic
+    arguments; :meth:`instantiate` specialises it to any state and arguments."""
+
+    def __init__(self, uni: Universe, tool: ToolDef, tag: str = "") -> None:
+        self.uni = uni
+        self.tool = tool
+        tag = tag or tool.name
+        self.pre = SymState.fresh(uni, f"{tag}.pre")
+        self.args = {p.name: uni.z3_var(p.ty, f"{tag}.{p.name}") for p in tool.params.values()}
+        self.enc = encode_call(uni, self.pre, tool, self.args)
+        self._pre_terms = self.pre.terms()
+        self._post_terms = self.enc.post.terms()
+        # Which positions the call can change: unchanged cells are the very pre terms.
+        self.changed = [not a.eq(b) for a, b in zip(self._pre_terms, self._post_terms,
+                                                    strict=True)]
+
+    def pairs(self, st: SymState, args: Mapping[str, Term]) -> list[tuple[Term, Term]]:
+        """The substitution sending the template's variables to ``st`` and ``args``."""
+        out = list(zip(self._pre_terms, st.terms(), strict=True))
+        out.extend((self.args[n], args[n]) for n in self.args)
+        return out
+
+    def instantiate(self, st: SymState, args: Mapping[str, Term],
+                    extra: Sequence[Term] = ()) -> tuple[Term, list[Term], list[Term]]:
+        """``(ok, post_terms, extra_terms)`` for ``st``/``args``: post terms in
+        :meth:`SymState.terms` order (unchanged positions are ``st``'s own terms), and
+        ``extra`` (other terms over the template's variables) substituted likewise."""
+        pairs = self.pairs(st, args)
+        cur = st.terms()
+        idx = [i for i, ch in enumerate(self.changed) if ch]
+        subs = substitute_all([self.enc.ok, *(self._post_terms[i] for i in idx), *extra],
+                              pairs)
+        post = list(cur)
+        for i, t in zip(idx, subs[1:1 + len(idx)], strict=True):
+            post[i] = t
+        return subs[0], post, subs[1 + len(idx):]
+
+
+# ------------------------------------------------------------------ concrete runs
+
+
+def static_arg_error(tool: ToolDef, args: Mapping[str, Any]) -> str | None:
+    """The state-independent part of check_args (names and types), or None."""
+    if not isinstance(args, Mapping):
+        return "arguments must be an object"
+    if set(args) != set(tool.params):
+        return "unknown or missing arguments"
+    for name, p in tool.params.items():
+        why = check_value(p.ty, args[name])
+        if why:
+            return f"{name} must be {why}"
+    return None
+
+
+def creates_per_call(tool: ToolDef) -> dict[str, int]:
+    """How many rows of each entity one call of ``tool`` creates."""
+    out: dict[str, int] = {}
+    for s in tool.effects:
+        if isinstance(s.effect, ir.Create):
+            out[s.effect.entity] = out.get(s.effect.entity, 0) + 1
+    return out
+
+
+def run_concrete(domain: Domain, state: State, calls: Sequence[tuple[str, Mapping[str, Any]]],
+                 *, via_template: bool = False) -> tuple[list[bool], State]:
+    """Run a chain through the encoding with concrete tools and arguments.
+
+    Failing calls leave the state unchanged (atomic), as in the interpreter. Returns the
+    success of every call and the final state (universe rows only). ``via_template``
+    instantiates the symbolic per-tool templates instead of encoding each call directly,
+    so both encodings can be tested against the interpreter.
+    """
+    creates: dict[str, int] = {}
+    extra: list[tuple[Ty, Any]] = []
+    for name, args in calls:
+        tool = domain.tools.get(name)
+        if tool is None:
+            continue
+        for e, n in creates_per_call(tool).items():
+            creates[e] = creates.get(e, 0) + n
+        if static_arg_error(tool, args) is None:
+            extra.extend((tool.params[p].ty, v) for p, v in args.items())
+    uni = Universe.build(domain, state, creates, extra)
+    st = SymState.from_state(uni, state)
+    templates: dict[str, ToolTemplate] = {}
+    oks: list[bool] = []
+    for name, args in calls:
+        tool = domain.tools.get(name)
+        if tool is None or static_arg_error(tool, args) is not None:
+            oks.append(False)
+            continue
+        terms = {p: uni.enc_arg(tool.params[p].ty, v) for p, v in args.items()}
+        if via_template:
+            tpl = templates.get(name) or templates.setdefault(name, ToolTemplate(uni, tool))
+            ok, post_terms, _ = tpl.instantiate(st, terms)
+            ok = z3.simplify(ok)
+            post = st.rebuild([z3.simplify(t) for t in post_terms])
+        else:
+            enc = encode_call(uni, st, tool, terms)
+            ok = z3.simplify(enc.ok)
+            post = enc.post.rebuild([z3.simplify(t) for t in enc.post.terms()])
+        if not (is_t(ok) or is_f(ok)):
+            raise EncodeError(f"call {name}: validity did not reduce to a constant: {ok}")
+        oks.append(is_t(ok))
+        if is_t(ok):
+            st = post
+    return oks, st.decode(uni)
+
+
+__all__ = [
+    "FALSE", "OUT", "TRUE", "CallEnc", "EncodeError", "Evaluator", "ListVal", "RecVal",
+    "RowVal", "SymState", "SymVal", "Term", "ToolTemplate", "Universe", "and_",
+    "creates_per_call", "encode_call", "eq", "exists_at", "implies", "ite", "leaves", "not_",
+    "or_", "read_field", "run_concrete", "static_arg_error", "sym_eq",
+]
