@@ -47,13 +47,15 @@ from graphgen.unparse import _PREC, Printer, _p
 
 WIDTH = 100
 RUNTIME_SOURCE = Path(__file__).with_name("runtime.py")
+# The one grading function of the pipeline, shipped verbatim (it imports nothing of ours).
+GRADING_SOURCE = Path(__file__).parent.parent / "tasks" / "grade.py"
 
 # Names the generated modules define or import at module level, and the builtins the
 # generated tool bodies call: a domain variable with one of these names is renamed.
 _RUNTIME_NAMES = frozenset({
-    "Journal", "ToolError", "check_bool", "check_call", "check_date", "check_enum",
-    "check_int", "check_ref", "check_str", "fact", "max_of", "min_of", "precondition_failed",
-    "check_bounds", "check_unique",
+    "Journal", "ToolError", "all_of", "any_of", "check_bool", "check_bounds", "check_call",
+    "check_date", "check_enum", "check_int", "check_ref", "check_str", "check_unique", "fact",
+    "max_of", "min_of", "precondition_failed",
 })
 _MODULE_NAMES = frozenset({
     "Any", "Callable", "Db", "Literal", "Mapping", "PARAMS", "TOOLS", "call_tool", "db",
@@ -61,6 +63,9 @@ _MODULE_NAMES = frozenset({
 _USED_BUILTINS = frozenset({"all", "any", "len", "sorted", "sum", "min", "max", "callable"})
 _AMBIGUOUS = frozenset({"l", "O", "I"})  # pycodestyle E741
 _BASEMODEL_NAMES = frozenset(n for n in dir(BaseModel) if not n.startswith("__"))
+# Names the class bodies of models.py read: an entity or field called so would shadow them.
+_MODELS_NAMES = frozenset({"Any", "BaseModel", "ConfigDict", "Field", "Iterable", "Literal",
+                           "Mapping", "bool", "dict", "int", "list", "str", "tuple"})
 
 
 class CodegenError(ValueError):
@@ -86,6 +91,7 @@ class _Names:
 
     @classmethod
     def plan(cls, domain: Domain) -> _Names:
+        """Spell every entity; a name the generated code cannot use is a CodegenError."""
         where = f"{domain.source}: domain {domain.name!r}"
         n = cls()
         db_members: dict[str, str] = {"counters": "the id counters"}
@@ -99,10 +105,10 @@ class _Names:
             n.record[ent] = f"{s}_record"
             n.local[ent] = s
             for member in (ent, n.getter[ent], n.record[ent]):
-                if member in db_members or member in _BASEMODEL_NAMES:
+                if member in db_members or member in _BASEMODEL_NAMES | _MODELS_NAMES:
                     raise CodegenError(f"{where}: entity {ent!r} would generate the Db member "
                                        f"{member!r}, which clashes with "
-                                       f"{db_members.get(member, 'a pydantic attribute')}")
+                                       f"{db_members.get(member, 'a name models.py uses')}")
                 db_members[member] = f"entity {ent!r}"
             if n.row_cls[ent] in module:
                 raise CodegenError(f"{where}: entity {ent!r} would generate class "
@@ -110,9 +116,10 @@ class _Names:
                                    f"{module[n.row_cls[ent]]}")
             module[n.row_cls[ent]] = f"entity {ent!r}"
             for f in edef.fields:
-                if f in _BASEMODEL_NAMES or f.startswith("model_"):
+                if f in _BASEMODEL_NAMES | _MODELS_NAMES or f.startswith("model_"):
                     raise CodegenError(f"{where}: field {ent}.{f} shadows a pydantic BaseModel "
-                                       "attribute; rename it to compile this domain")
+                                       "attribute or a type name; rename it to compile this "
+                                       "domain")
         return n
 
 
@@ -169,10 +176,6 @@ def _pystr(s: str) -> str:
     return lit
 
 
-def _is_bool_lit(e: ir.Expr) -> bool:
-    return isinstance(e, ir.Lit) and isinstance(e.value, bool)
-
-
 _FLIP: dict[str, ir.CmpOp] = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
@@ -181,43 +184,62 @@ class PyPrinter(Printer):
 
     Leaves read the state through the Db: ``Entity[k].f`` → ``db.get_entity(k).f`` (a
     missing row is a ToolError), ``k in Entity`` → ``k in db.Entity``, comprehensions
-    visit ``sorted(db.Entity)``. Aggregates build the whole list first, as the
-    interpreter does, so an error in any row is raised the same way. A few spellings
-    that Python linters reject (``x == True``, ``not a == b``, ``'a' == x``) are printed
-    in an equivalent form.
+    visit ``sorted(db.Entity)``. ``any``/``all`` over items that may fail build the whole
+    list first, as the interpreter does, so an error in any row is raised the same way.
+    A few spellings that Python linters reject (``x == True``, ``not a == b``,
+    ``'a' == x``, ``x if x > y else y``) are printed in an equivalent form.
     """
 
     def __init__(self, names: _Names, variables: Mapping[str, str], db: str = "db") -> None:
+        super().__init__()
         self.names = names
         self.variables = variables
         self.db = db
+        self.helpers: set[str] = set()  # runtime functions the printed code calls
 
     def expr(self, e: ir.Expr, rows: frozenset[str] = frozenset()) -> str:
-        match e:
-            case ir.Compare(op=op, left=a, right=b) if isinstance(a, ir.Lit) and not isinstance(
-                    b, ir.Lit):
-                # A constant goes on the right (the operands are pure, so order is free).
-                return self.expr(ir.Compare(_FLIP[op], b, a, e.ty), rows)
-            case ir.Compare(op="==" | "!=" as op, left=a, right=b) if _is_bool_lit(b):
-                assert isinstance(b, ir.Lit)
-                if isinstance(a, ir.Lit):
-                    return repr((a.value == b.value) == (op == "=="))
-                if (op == "==") == b.value:
-                    return self.wrap(a, _PREC["cmp"], rows)
-                return f"(not {self.wrap(a, _PREC['not'], rows)})"
-            case ir.Not(operand=ir.Compare(op="==" | "!=" as op, left=a, right=b)):
-                flipped: ir.CmpOp = "!=" if op == "==" else "=="
-                return self.expr(ir.Compare(flipped, a, b, e.ty), rows)
-            case ir.Not(operand=ir.Contains(item=a, container=b, negated=neg)):
-                return self.expr(ir.Contains(a, b, not neg, e.ty), rows)
-            case ir.Not(operand=ir.Not(operand=inner)):
-                return self.wrap(inner, _PREC["not"], rows)
-            case ir.BoolOp(op=op, values=vs):
-                # Mixed and/or chains are always parenthesised (clearer; ruff RUF021).
-                return f" {op} ".join(
-                    f"({self.expr(v, rows)})" if isinstance(v, ir.BoolOp) or _p(v) <= _PREC[op]
-                    else self.expr(v, rows) for v in vs)
+        e = self.rewrite(e)
+        mm = _min_max(e)
+        if mm is not None:
+            fn, x, y = mm
+            return f"{fn}({self.expr(x, rows)}, {self.expr(y, rows)})"
+        if isinstance(e, ir.BoolOp):
+            # and/or inside and/or is always parenthesised (clearer; ruff RUF021).
+            return f" {e.op} ".join(
+                f"({self.expr(v, rows)})" if isinstance(self.rewrite(v), ir.BoolOp)
+                else self.wrap(v, _PREC[e.op] + 1, rows) for v in e.values)
         return super().expr(e, rows)
+
+    def wrap(self, x: ir.Expr, min_prec: int, rows: frozenset[str]) -> str:
+        x = self.rewrite(x)
+        prec = _PREC["atom"] if _min_max(x) is not None else _p(x)
+        s = self.expr(x, rows)
+        return f"({s})" if prec < min_prec else s
+
+    @staticmethod
+    def rewrite(e: ir.Expr) -> ir.Expr:
+        """An equivalent node in the spelling Python linters accept: a constant on the
+        right of a comparison, no ``== True``, no ``not a == b`` / ``not x in y`` /
+        ``not not x``. The operands are pure, so evaluation order is free."""
+        while True:
+            match e:
+                case ir.Compare(op=op, left=ir.Lit() as a, right=b) if not isinstance(b, ir.Lit):
+                    e = ir.Compare(_FLIP[op], b, a, e.ty)
+                case ir.Compare(op="==" | "!=" as op, left=a, right=ir.Lit(value=bool() as v)):
+                    positive = (op == "==") == v
+                    if isinstance(a, ir.Lit):
+                        e = ir.Lit((a.value == v) == (op == "=="), e.ty)
+                    else:
+                        e = a if positive else ir.Not(a, e.ty)
+                case ir.Not(operand=ir.Compare(op="==" | "!=" as op, left=a, right=b)):
+                    flipped: ir.CmpOp = "!=" if op == "==" else "=="
+                    e = ir.Compare(flipped, a, b, e.ty)
+                case ir.Not(operand=ir.Contains(item=a, container=b, negated=neg)):
+                    e = ir.Contains(a, b, not neg, e.ty)
+                case ir.Not(operand=ir.Not(operand=inner)):
+                    e = inner
+                case _:
+                    return e
 
     def lit(self, e: ir.Lit) -> str:
         return _pystr(e.value) if isinstance(e.value, str) else repr(e.value)
@@ -246,10 +268,18 @@ class PyPrinter(Printer):
         if (a.fn == "count" and isinstance(c.proj, ir.RowOf) and isinstance(c.proj.key, ir.Var)
                 and c.proj.key.name == c.var):
             proj = self.var(c.proj.key, rows)  # counting rows needs no record
-        body = f"[{self.comp_body(c, rows, proj)}]"
+        body = self.comp_body(c, rows, proj)
         if a.fn in ("min", "max"):
-            return f"{a.fn}_of({body}, {_pystr(c.entity)})"
-        return f"{'len' if a.fn == 'count' else a.fn}({body})"
+            self.helpers.add(f"{a.fn}_of")
+            return f"{a.fn}_of([{body}], {_pystr(c.entity)})"
+        if a.fn == "count":
+            return f"len([{body}])"
+        if a.fn in ("any", "all") and may_raise(c, ()):
+            # The interpreter evaluates every item before any()/all() looks at them, so an
+            # item that fails raises even after a decisive one: build the list first.
+            self.helpers.add(f"{a.fn}_of")
+            return f"{a.fn}_of([{body}])"
+        return f"{a.fn}({body})"
 
     def comp_body(self, c: ir.Comp, rows: frozenset[str], proj: str | None = None) -> str:
         inner = rows | {c.var}
@@ -259,6 +289,19 @@ class PyPrinter(Printer):
             # A conditional expression must be parenthesised in a comprehension's if.
             s += f" if {self.wrap(c.cond, 1, inner)}"
         return s
+
+
+def _min_max(e: ir.Expr) -> tuple[str, ir.Expr, ir.Expr] | None:
+    """``x if x > y else y`` as ("max", x, y), and the like (ruff FURB136).
+
+    Same value (when x == y either is the answer) and same errors (pure operands).
+    """
+    match e:
+        case ir.IfExp(cond=ir.Compare(op="<" | "<=" | ">" | ">=" as op, left=x, right=y),
+                      then=t, orelse=f) if {t, f} == {x, y} and t != f:
+            bigger = (op in (">", ">=")) == (t == x)
+            return ("max" if bigger else "min"), x, y
+    return None
 
 
 def may_raise(e: ir.Expr, safe: Iterable[str]) -> bool:
@@ -442,10 +485,14 @@ def _layout(nodes: list[_Node], indent: int, stmt: bool, first: bool = False) ->
         assert isinstance(g, _Group)
         head = [*nodes[:gi], g.open]
         tail = [g.close, *nodes[gi + 1:]]
-        body = _layout(g.body, indent + 4, False)
-        if len(body) > 1 and any(_prio(g.body, i) == _COMMA for i in range(len(g.body))) \
-                and not body[-1].endswith(","):
-            body[-1] += ","  # one item per line: a trailing comma, as formatters write it
+        inner = g.body
+        last = inner[-1]
+        if (indent + 4 + len(_flat(inner)) > WIDTH and not (isinstance(last, _Tok)
+                and last.text == ",") and any(_prio(inner, i) == _COMMA
+                                               for i in range(len(inner)))):
+            # One item per line gets a trailing comma, as formatters write it.
+            inner = [*inner, _Tok(",", False, tokenize.OP)]
+        body = _layout(inner, indent + 4, False)
         return _layout(head, indent, stmt) + body + _layout(tail, indent, stmt)
     lead = nodes[0]
     if not stmt and isinstance(lead, _Tok) and _lone_string(nodes):
@@ -762,7 +809,9 @@ class _ToolGen:
         self.exc = _fresh("exc", self.used)
 
     def e(self, x: ir.Expr) -> str:
-        return self.pp.expr(x)
+        out = self.pp.expr(x)
+        self.rt |= self.pp.helpers
+        return out
 
     def v(self, name: str) -> str:
         return self.vars.get(name, name)
@@ -870,36 +919,35 @@ class _ToolGen:
         else:
             o.stmt(4, f"{ok} = ", self.e(chk.expr))
         o(4, f"if not {ok}:")
-        facts = []
+        facts: list[str] = []
         for node in explained_fields(chk):
             key = self.e(node.key)
             if not isinstance(node.key, ir.Var | ir.Lit):
                 key = f"lambda: {key}"
-            facts.append(f"fact(db.{node.entity}, {_pystr(node.entity)}, {_pystr(node.field)}, "
-                         f"{key})")
+            item = f"fact(db.{node.entity}, {_pystr(node.entity)}, {_pystr(node.field)}, {key})"
+            if item not in facts:  # the same read gives the same fact: report it once
+                facts.append(item)
         if facts:
             self.rt.add("fact")
-        args = [_pystr(t.name), self.message(chk), _pystr(chk.source)]
-        if facts:
+        args = [_pystr(t.name), _pystr(chk.message or "precondition failed"), _pystr(chk.source)]
+        if facts or self.message_values(chk):
             args.append("[" + ", ".join(facts) + "]")
+        args += [f"{n}={self.v(n)}" for n in self.message_values(chk)]
         self.rt.add("precondition_failed")
         o(8, f"raise precondition_failed({', '.join(args)})")
 
-    def message(self, chk: ir.Check) -> str:
-        """The message expression: the author's text formatted with the parameters."""
-        msg = chk.message
-        if not msg:
-            return _pystr("precondition failed")
-        fields = [f for _, f, _, _ in string.Formatter().parse(msg) if f is not None]
-        if not fields:
-            return _pystr(msg.format()) if ("{" in msg or "}" in msg) else _pystr(msg)
-        used = []
+    def message_values(self, chk: ir.Check) -> list[str]:
+        """The parameters the check's message template names, in order of appearance."""
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(chk.message) if f]
+        except ValueError:
+            return []  # a malformed template fails at run time, as in the interpreter
+        used: list[str] = []
         for f in fields:
-            root = re.split(r"[.\[]", f, maxsplit=1)[0]
-            if root and root in self.tool.params and root not in used:
+            root = re.split(r"[.\[!:]", f, maxsplit=1)[0]
+            if root in self.tool.params and root not in used:
                 used.append(root)
-        kwargs = ", ".join(f"{n}={self.v(n)}" for n in used)
-        return f"{_pystr(msg)}.format({kwargs})"
+        return used
 
     def read(self, o: _Out) -> None:
         t = self.tool
@@ -1004,6 +1052,7 @@ def _tools(domain: Domain, names: _Names, header: str) -> str:
     o(0)
     o.lines += _imports({"collections.abc": ["Callable"], "typing": sorted(typing_names)}, {},
                         {".models": sorted(models), ".runtime": sorted(rt)})
+    o(0)
     o.lines += body.lines
     o(0)
     o(0)
@@ -1065,19 +1114,17 @@ class Environment:
     """One episode at a time over the compiled tools: ``reset(task)``, then ``step(action)``
     until ``done``.
 
-    A task is a mapping with ``initial_state`` (``{"tables": ..., "counters": ...}``) and
-    optionally ``instruction`` (the first observation), ``expected_state`` (same shape)
-    and ``answer`` (a value or a list of values the final answer must contain).
+    A task is a mapping with ``initial_state`` (``{"tables": ..., "counters": ...}``),
+    ``instruction`` (the first observation) and ``goal`` (``{"changes": [...], "answer":
+    [...]}``, as in graphgen task files).
 
     An action is ``{"name": tool, "arguments": {...} or a JSON string}`` (an OpenAI tool
     call ``{"function": {...}}`` is accepted too). The action ``respond`` with
     ``{"answer": text}`` ends the episode; so does running out of steps.
 
-    Grading (deliberately simple for now): success iff the final state equals
-    ``expected_state`` exactly (tables and counters; without one, the initial state, so
-    nothing may change), and every ``answer`` value appears in the answer text
-    (case-insensitive). The reward is 1.0 on success, else 0.0, given when the episode
-    ends.
+    Grading is graphgen's own grading function, shipped in ``grading.py``: every expected
+    change made, nothing else changed, every answer value mentioned in the final answer.
+    The reward is 1.0 on success, else 0.0, given when the episode ends.
     """
 
     def __init__(self, max_steps: int = 30) -> None:
@@ -1144,20 +1191,14 @@ class Environment:
             info["grade"] = self.grade()
         return observation, reward, self.done, info
 
-    def grade(self) -> dict[str, bool]:
-        """The checks behind the reward, by name."""
-        expected = self.task.get("expected_state", self.task.get("initial_state"))
-        checks = {"state": self.db.to_state() == Db.from_state(expected).to_state()}
-        wanted = self.task.get("answer")
-        if wanted is not None:
-            values = wanted if isinstance(wanted, list) else [wanted]
-            text = (self.answer or "").lower()
-            checks["answer"] = all(str(v).lower() in text for v in values)
-        return checks
+    def grade(self) -> dict[str, Any]:
+        """``{"success": bool, "items": [{"check", "ok", "detail"}, ...]}``."""
+        goal = self.task.get("goal") or {"changes": [], "answer": []}
+        return grade(self.task["initial_state"], self.db.to_state(), goal, self.answer)
 
     def get_reward(self) -> float:
-        """1.0 if every check of ``grade`` passes, else 0.0."""
-        return 1.0 if all(self.grade().values()) else 0.0
+        """1.0 if the episode's grade is a success, else 0.0."""
+        return 1.0 if self.grade()["success"] else 0.0
 '''
 
 
@@ -1166,7 +1207,7 @@ def _env(domain: Domain, header: str) -> str:
     o.docstring(0, [f"A gym-style environment for the {domain.name} tools. {header}"])
     o(0)
     o.lines += _imports({"collections.abc": ["Mapping"], "typing": ["Any"]}, {},
-                        {".models": ["Db"], ".runtime": ["ToolError"],
+                        {".grading": ["grade"], ".models": ["Db"], ".runtime": ["ToolError"],
                          ".schemas": ["FINISH_TOOL", "POLICY", "TOOLS"], ".tools": ["call_tool"]},
                         plain=["json"])
     o.lines.append(f"FINISH = {_pystr(FINISH_NAME)}  # the action that ends an episode")
@@ -1223,6 +1264,7 @@ def compile_domain_source(domain: Domain) -> dict[str, str]:
         "models.py": _models(domain, names, header),
         "py.typed": "",
         "runtime.py": RUNTIME_SOURCE.read_text(encoding="utf-8"),
+        "grading.py": GRADING_SOURCE.read_text(encoding="utf-8"),
         "schemas.py": _schemas(domain, header),
         "tools.py": _tools(domain, names, header),
     }

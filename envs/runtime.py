@@ -137,8 +137,12 @@ def fact(table: Mapping[str, object], entity: str, field: str,
 
 
 def precondition_failed(tool: str, message: str, source: str,
-                        facts: Iterable[str | None] = ()) -> ToolError:
-    """The error for a false precondition: why, the condition, and the values it read."""
+                        facts: Iterable[str | None] = (), /, **values: object) -> ToolError:
+    """The error for a false precondition: why, the condition, and the values it read.
+
+    ``message`` is the author's template, filled in with ``values`` (the parameters).
+    """
+    message = message.format(**values)
     seen: list[str] = []
     for f in facts:
         if f is not None and f not in seen:
@@ -148,6 +152,17 @@ def precondition_failed(tool: str, message: str, source: str,
 
 
 # ------------------------------------------------------------------ expressions
+
+
+def any_of(values: list[bool]) -> bool:
+    """``any(...)`` of items that were all evaluated first (as the interpreter does), so
+    an item that fails raises even when an earlier one is true."""
+    return any(values)
+
+
+def all_of(values: list[bool]) -> bool:
+    """``all(...)`` of items that were all evaluated first (see :func:`any_of`)."""
+    return all(values)
 
 
 def min_of(values: list[Item], entity: str) -> Item:
@@ -207,6 +222,9 @@ class Journal:
         """Insert ``row`` under the next id (``id_format`` of the table's counter)."""
         n = self.counters[entity]
         key = id_format.format(n)
+        if key in table:
+            raise ToolError(f"{entity} id {key!r} already exists (the id counter is behind)",
+                            kind="invariant")
 
         def undo() -> None:
             del table[key]
@@ -254,7 +272,7 @@ def check_bounds(entity: str, key: str, field: str, value: int, minimum: int | N
 def check_unique(entity: str, key: str, field: str, value: object,
                  others: Iterable[tuple[str, object]]) -> None:
     """No other row of the table has the same value in a ``unique`` field."""
-    for other_key, other_value in others:
+    for other_key, other_value in sorted(others, key=lambda kv: kv[0]):
         if other_key != key and other_value == value:
             raise ToolError(f"{entity} {field} {value!r} is already used by {other_key!r}",
                             kind="invariant")

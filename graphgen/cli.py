@@ -209,7 +209,7 @@ def show(
     try:
         manifest, tasks = read_taskset(file)
     except (OSError, TaskSetError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     if task is None:
         _summary(manifest.model_dump())
@@ -217,16 +217,15 @@ def show(
         for col in ("id", "kind", "calls", "instruction"):
             t.add_column(col)
         for tk in tasks[:limit]:
-            t.add_row(tk.id, tk.kind, str(tk.difficulty), tk.instruction)
+            t.add_row(tk.id, tk.kind, str(tk.difficulty), escape(tk.instruction))
         out.print(t)
         return
     found = [tk for tk in tasks if tk.id == task]
     if not found:
-        err.print(f"[red]error:[/red] no task {task!r} in {file}")
+        err.print(f"[red]error:[/red] no task {escape(repr(task))} in {escape(str(file))}")
         raise typer.Exit(1)
     tk = found[0]
-    lines = [f"[bold]{tk.instruction}[/bold]", "",
-             f"kind {tk.kind}; {tk.difficulty} calls; proven minimum {tk.min_calls}", "",
+    lines = ["", f"kind {tk.kind}; {tk.difficulty} calls; proven minimum {tk.min_calls}", "",
              "reference chain:"]
     lines += [f"  {i + 1}. {c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
               for i, c in enumerate(tk.chain)]
@@ -242,7 +241,102 @@ def show(
     if tk.certificate:
         lines.append("certificate: " + ", ".join(
             f"{p.name}={'ok' if p.ok else 'FAIL'}" for p in tk.certificate.proofs))
-    out.print(Panel("\n".join(lines), title=tk.id), highlight=False)
+    # Task text is data, not markup: unescaped, "[x.user_id == ...]" would vanish.
+    body = f"[bold]{escape(tk.instruction)}[/bold]\n" + escape("\n".join(lines))
+    out.print(Panel(body, title=tk.id), highlight=False)
+
+
+@app.command("compile")
+def compile_cmd(
+    domain: DomainArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Package directory.")],
+) -> None:
+    """Compile a domain into a standalone Python environment package."""
+    from envs.codegen import write_package
+
+    d = _load(domain)
+    paths = write_package(d, output)
+    out.print(f"wrote {len(paths)} files to {output} (import it, then Environment())")
+
+
+@app.command("eval")
+def eval_cmd(
+    tasks_file: Annotated[Path, typer.Argument(help="Task-set JSONL file.")],
+    model: Annotated[str, typer.Option(help="Model name, or a baseline: oracle, noop, random."
+                                       )] = "oracle",
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL.")
+                        ] = None,
+    api_key_env: Annotated[str, typer.Option(help="Environment variable with the API key.")
+                           ] = "OPENAI_API_KEY",
+    max_steps: Annotated[int, typer.Option(help="Most model turns per task.")] = 30,
+    domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")
+                      ] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    trajectories: Annotated[Path | None, typer.Option(help="Write trajectories JSONL here.")
+                            ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = 0,
+) -> None:
+    """Run a model (or a baseline) on a task set in the compiled environment; report."""
+    import dataclasses
+    import json
+    import os
+
+    from rich.progress import Progress
+
+    from envs.agent import (
+        Agent,
+        NoopAgent,
+        OpenAIAgent,
+        OracleAgent,
+        RandomAgent,
+        run_episode,
+        summarize,
+    )
+    from envs.load import load_env_module
+    from tasks.taskset import TaskSetError, read_taskset
+
+    try:
+        manifest, tasks = read_taskset(tasks_file)
+    except (OSError, TaskSetError) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+    d = _load(domain or manifest.domain)
+    if d.content_hash != manifest.domain_hash:
+        err.print(f"[yellow]warning:[/yellow] domain {d.name!r} changed since the task set "
+                  f"was made ({d.content_hash} != {manifest.domain_hash})")
+    agent: Agent
+    if model == "oracle":
+        agent = OracleAgent()
+    elif model == "noop":
+        agent = NoopAgent()
+    elif model == "random":
+        agent = RandomAgent(seed)
+    else:
+        if not base_url:
+            err.print("[red]error:[/red] --base-url is required for a model")
+            raise typer.Exit(2)
+        agent = OpenAIAgent(model, base_url, os.environ.get(api_key_env, "EMPTY"))
+    env = load_env_module(d).Environment(max_steps=max_steps * 4)
+    episodes = []
+    chosen = tasks[:limit] if limit is not None else tasks
+    with Progress(console=err) as bar:
+        job = bar.add_task(f"{agent.name} on {tasks_file.name}", total=len(chosen))
+        for t in chosen:
+            episodes.append(run_episode(env, t, agent, max_steps))
+            bar.advance(job)
+    if trajectories is not None:
+        trajectories.parent.mkdir(parents=True, exist_ok=True)
+        with trajectories.open("w", encoding="utf-8") as fh:
+            for e in episodes:
+                fh.write(json.dumps(dataclasses.asdict(e), sort_keys=True,
+                                    ensure_ascii=False) + "\n")
+    table = Table(title=f"{agent.name}: {len(episodes)} tasks")
+    for col in ("domain", "kind", "tasks", "success", "mean calls", "invalid calls", "errors"):
+        table.add_column(col, justify="right" if col not in ("domain", "kind") else "left")
+    for r in summarize(episodes):
+        table.add_row(r["domain"], r["kind"], str(r["tasks"]), f"{r['success']:.1%}",
+                      f"{r['mean_calls']:.2f}", f"{r['invalid_rate']:.1%}", str(r["errors"]))
+    out.print(table)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -28,6 +28,16 @@ class FieldDef:
 
 
 @dataclass(frozen=True)
+class Derive:
+    """``field: expr`` of a ``generate.derive`` block: the field's value in generated
+    states, an expression over the row variable ``x``."""
+
+    field: str
+    expr: ir.Expr
+    source: str
+
+
+@dataclass(frozen=True)
 class EntityDef:
     name: str
     key: str
@@ -38,6 +48,9 @@ class EntityDef:
     description: str = ""
     size: int = 8
     display: str | None = None
+    # Rules for generated states only (``generate:`` in the spec); tools ignore them.
+    derive: tuple[Derive, ...] = ()
+    require: tuple[ir.Check, ...] = ()
 
     def field_type(self, name: str) -> Ty | None:
         """Type of ``name``; the key is a field of type ``RefT(self.name)``."""

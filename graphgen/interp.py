@@ -301,6 +301,9 @@ def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
             edef = domain.entities[ent]
             n = st.counters[ent]
             key = edef.make_id(n)
+            if key in st.tables[ent]:
+                raise ToolError(f"{ent} id {key!r} already exists (the id counter is behind)",
+                                kind="invariant")
             row = {f: evaluate(x, st, env, domain) for f, x in vs}
             undo.append(("create", ent, key, n))
             st.tables[ent][key] = row
@@ -332,7 +335,7 @@ def check_invariants(domain: Domain, st: State, undo: list[tuple[Any, ...]]) -> 
                 raise ToolError(f"{ent} {key!r} {f.name} would be {v}, above the maximum "
                                 f"{f.max}", kind="invariant")
             if f.unique:
-                for k2, r2 in st.tables[ent].items():
+                for k2, r2 in sorted(st.tables[ent].items()):
                     if k2 != key and r2[f.name] == v:
                         raise ToolError(f"{ent} {f.name} {v!r} is already used by {k2!r}",
                                         kind="invariant")

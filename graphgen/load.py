@@ -10,6 +10,7 @@ from __future__ import annotations
 import keyword
 import re
 import string
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,19 @@ import yaml
 from pydantic import ValidationError
 
 from graphgen import ir
-from graphgen.domain import Domain, EntityDef, FieldDef, ParamDef, ToolDef, canonical_json
+from graphgen.domain import (
+    Derive,
+    Domain,
+    EntityDef,
+    FieldDef,
+    ParamDef,
+    ToolDef,
+    canonical_json,
+)
 from graphgen.errors import DomainError, ExprError, Located
-from graphgen.parse import Elaborator, prim_of
+from graphgen.parse import Elaborator, is_iso_date, prim_of
 from graphgen.spec import DomainSpec, FieldSpec, ParamSpec
-from graphgen.types import INT, EnumT, ListT, RefT, Ty, is_scalar
+from graphgen.types import DATE, INT, STR, EnumT, ListT, RefT, RowT, Ty, is_scalar
 
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]$")
@@ -212,6 +221,46 @@ class _Compiler:
                                   fields, es.description, es.size, es.display)
         return out
 
+    def rules(self, ents: dict[str, EntityDef], el: Elaborator) -> None:
+        """Type-check each entity's ``generate`` block; store it on its EntityDef."""
+        for name, es in self.spec.entities.items():
+            edef = ents.get(name)
+            if es.generate is None or edef is None:
+                continue
+            scope: dict[str, Ty] = {"x": RowT(name)}
+            derives: list[Derive] = []
+            for fname, src in es.generate.derive.items():
+                w = self.where("entity", name, f"generate.derive.{fname}")
+                if fname == edef.key:
+                    self.err(f"cannot derive the key {name}.{fname}", w, src)
+                    continue
+                f = edef.fields.get(fname)
+                if f is None:
+                    if fname not in es.fields:  # else its type failed and was reported
+                        known = ", ".join(edef.fields) or "none"
+                        self.err(f"{name} has no field {fname!r} to derive (fields: {known})",
+                                 w, src)
+                    continue
+                try:
+                    e = el.expr(src, scope)
+                except ExprError as exc:
+                    self.err(exc.message, w, src, exc.col)
+                    continue
+                fitted = _fit(e, f.ty)
+                if fitted is None:
+                    self.err(f"derived {name}.{fname} must be {f.ty.show()}, this is "
+                             f"{e.ty.show()}", w, src, 1)
+                    continue
+                derives.append(Derive(fname, fitted, src))
+            checks: list[ir.Check] = []
+            for i, src in enumerate(es.generate.require):
+                w = self.where("entity", name, f"generate.require[{i}]")
+                try:
+                    checks.append(ir.Check(el.condition(src, scope), src))
+                except ExprError as exc:
+                    self.err(exc.message, w, src, exc.col)
+            ents[name] = replace(edef, derive=tuple(derives), require=tuple(checks))
+
     def tool(self, name: str, el: Elaborator) -> ToolDef | None:
         ts = self.spec.tools[name]
         ok = True
@@ -236,6 +285,11 @@ class _Compiler:
                 continue
             if not is_scalar(ty):
                 self.err(f"parameters are scalars, {pname!r} is {ty.show()}", w)
+                ok = False
+                continue
+            if (ps.min is not None or ps.max is not None) and ty != INT:
+                self.err(f"min/max bounds only apply to int parameters, {pname!r} is "
+                         f"{ty.show()}", w)
                 ok = False
                 continue
             params[pname] = ParamDef(pname, ty, src, ps.description, ps.min, ps.max, ps.vocab)
@@ -290,6 +344,7 @@ class _Compiler:
             self.enums[ename] = EnumT(ename, tuple(vals))
         ents = self.entities()
         el = Elaborator(ents)
+        self.rules(ents, el)
         tools: dict[str, ToolDef] = {}
         for name in self.spec.tools:
             t = self.tool(name, el)
@@ -297,8 +352,33 @@ class _Compiler:
                 tools[name] = t
         if self.problems:
             raise DomainError(self.problems)
+        dumped = self.spec.model_dump(mode="json")
+        for e in dumped["entities"].values():
+            if e.get("generate") is None:  # no block: same hash as before blocks existed
+                e.pop("generate", None)
         return Domain(self.spec.name, self.spec.description, self.spec.policy, ents, tools,
-                      self.enums, self.source, canonical_json(self.spec.model_dump(mode="json")))
+                      self.enums, self.source, canonical_json(dumped))
+
+
+def _fit(e: ir.Expr, want: Ty) -> ir.Expr | None:
+    """``e`` typed as ``want``: string literals become enum members, dates or ids (also
+    inside ``a if c else b`` and list literals); None if it cannot be."""
+    if e.ty == want:
+        return e
+    if isinstance(e, ir.Lit) and e.ty == STR and isinstance(e.value, str):
+        v = e.value
+        if (isinstance(want, EnumT) and v in want.values) or (want == DATE and is_iso_date(v)) \
+                or isinstance(want, RefT):
+            return ir.Lit(v, want)
+        return None
+    if isinstance(e, ir.IfExp):
+        a, b = _fit(e.then, want), _fit(e.orelse, want)
+        return ir.IfExp(e.cond, a, b, want) if a is not None and b is not None else None
+    if isinstance(e, ir.ListLit) and isinstance(want, ListT):
+        items = [_fit(x, want.elem) for x in e.items]
+        if all(x is not None for x in items):
+            return ir.ListLit(tuple(x for x in items if x is not None), want)
+    return None
 
 
 def compile_domain(spec: DomainSpec, source: str = "<domain>",

@@ -8,6 +8,10 @@ expressions and type-checks them against the schema.
 Shorthands accepted for a field or parameter type: ``int``, ``str``, ``bool``,
 ``date``, an entity name (a reference to it), ``list[Entity]``, ``Entity.field`` (for
 parameters: a value of that field), or a mapping with ``type`` and options.
+
+An entity may carry a ``generate:`` block (see :class:`GenerateSpec`) with ``derive``
+(fields computed from the rest of the state) and ``require`` (conditions every
+generated row satisfies), over the row variable ``x``.
 """
 
 from __future__ import annotations
@@ -63,8 +67,54 @@ class KeySpec(_Strict):
     givable: bool = False
 
 
+class GenerateSpec(_Strict):
+    """Business rules that generated initial states obey (the ``generate:`` block).
+
+    The schema alone cannot say that an order's total is the sum of its items' prices
+    or that a cabin is not oversold. These rules say it, for the state generator only:
+    tools never read them. Every expression is over the row variable ``x`` (the row
+    being generated, like a comprehension variable: ``x.field``, ``x.<key>``) and may
+    use everything tool expressions can (lookups, comprehensions, aggregates)::
+
+        generate:
+          derive:
+            total: "sum(i.price for i in Item if i.item_id in x.items)"
+            balance: "x.balance if x.kind == 'gift_card' else 0"
+          require:
+            - "x.business_price > x.economy_price"
+            - >-
+              sum(r.passengers for r in Reservation if r.flight_id == x.flight_id
+              and r.cabin == 'economy' and r.status == 'booked') <= x.economy_seats
+
+    ``derive`` maps a field to an expression of the field's type. After every table is
+    drawn, the field of each row is replaced by the expression's value. A derive may
+    read the field itself: that is the randomly drawn value (so ``x.f if c else 0``
+    keeps the draw where ``c`` holds). Derives may read other derived fields, also of
+    other tables; they are computed in dependency order and a cycle is an error.
+
+    ``require`` lists bool conditions every generated row must satisfy. A row that
+    breaks one has the fields the failing condition reads on ``x`` (non-key, non-ref
+    scalars, or the inputs of derived fields it reads) re-drawn, deterministically and
+    a bounded number of times; if that cannot satisfy it, generation fails naming the
+    entity, the row and the condition. A condition about several rows (capacity over
+    bookings) can be stated on both sides: the generator repairs either.
+    """
+
+    derive: dict[str, str] = Field(
+        default_factory=dict, description="field -> expression over the row variable x"
+    )
+    require: list[str] = Field(
+        default_factory=list, description="bool conditions over x every generated row meets"
+    )
+
+    @field_validator("require", mode="before")
+    @classmethod
+    def _one_require(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
 class EntitySpec(_Strict):
-    """A table of the state."""
+    """A table of the state. ``generate`` holds rules for generated rows only."""
 
     key: KeySpec
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
@@ -72,6 +122,9 @@ class EntitySpec(_Strict):
     size: int = Field(default=8, ge=0, description="default row count in generated states")
     display: str | None = Field(
         default=None, description="field used to name a row in instructions"
+    )
+    generate: GenerateSpec | None = Field(
+        default=None, description="derive/require rules for generated initial states"
     )
 
     @field_validator("key", mode="before")

@@ -31,7 +31,7 @@ from graphgen.knowledge import Sort, param_sort
 from graphgen.state import State, diff
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT
 from tasks.model import Call, Change, Given, Goal, Target, TaskKind
-from tasks.plan import Planner
+from tasks.plan import Planner, ReadCache
 from tasks.referring import describe, humanize
 from tasks.render import intent_text, join_intents, opener
 from tasks.values import free_value
@@ -99,8 +99,16 @@ class Expander:
         self.execute = execute
         self.usage: dict[str, int] = {t: 0 for t in domain.tools}
         self.principal = principal_entity(domain)
+        self._reads_of: tuple[State, ReadCache] | None = None
 
     # ----------------------------------------------------------------- helpers
+
+    def _reads(self, initial: State) -> ReadCache:
+        """The read cache shared by all candidates on ``initial`` (a generation run
+        draws ~25 candidates per state, and most of their lookups repeat)."""
+        if self._reads_of is None or self._reads_of[0] is not initial:
+            self._reads_of = (initial, {})
+        return self._reads_of[1]
 
     def _owner(self, st: State, entity: str, key: Any) -> tuple[str, str] | None:
         """The principal row that owns (entity, key), if the schema says so."""
@@ -202,7 +210,8 @@ class Expander:
 
     def action(self, initial: State, rng: random.Random, walk: bool) -> Candidate:
         st = initial.copy()
-        planner = Planner(self.domain, st, rng, self.execute, self.usage)
+        planner = Planner(self.domain, st, rng, self.execute, self.usage,
+                          shared_reads=self._reads(initial))
         explored: set[int] = set()
         if walk:
             self._walk_prefix(planner, initial, rng, explored)
@@ -348,7 +357,8 @@ class Expander:
     def _ask(self, initial: State, rng: random.Random, tools: list[ToolDef]) -> Candidate:
         """A question one read answers with plain values (a price, a count)."""
         st = initial.copy()
-        planner = Planner(self.domain, st, rng, self.execute, self.usage)
+        planner = Planner(self.domain, st, rng, self.execute, self.usage,
+                          shared_reads=self._reads(initial))
         for tool in self._pick_tool(tools, rng):
             for _ in range(WRITE_TRIES // 3):
                 snap = planner.snapshot()
@@ -389,7 +399,8 @@ class Expander:
 
     def _row_question(self, initial: State, rng: random.Random) -> Candidate:
         st = initial.copy()
-        planner = Planner(self.domain, st, rng, self.execute, self.usage)
+        planner = Planner(self.domain, st, rng, self.execute, self.usage,
+                          shared_reads=self._reads(initial))
         row_tools = [t for t in self.domain.read_tools
                      if isinstance(t.returns, ir.RowOf) and isinstance(t.returns.key, ir.Var)
                      and len(t.params) == 1]
@@ -443,7 +454,8 @@ class Expander:
 
     def refusal(self, initial: State, rng: random.Random) -> Candidate:
         st = initial.copy()
-        planner = Planner(self.domain, st, rng, self.execute, self.usage)
+        planner = Planner(self.domain, st, rng, self.execute, self.usage,
+                          shared_reads=self._reads(initial))
         for tool in self._pick_tool([t for t in self.domain.write_tools if t.requires], rng):
             args = self._bind(tool, st, planner, rng, want_fail=True)
             if args is None:

@@ -41,12 +41,19 @@ def state_diff(before: dict[str, Any], after: dict[str, Any]) -> Diff:
 
 
 def _mentions(text: str, value: Any) -> bool:
-    """Does the answer text state ``value``? Numbers must stand alone ("5" is not in "15")."""
+    """Does the (lower-cased) answer text state ``value``?
+
+    Values must stand alone: 5 is not in "15" nor in "5.9", "active" is not in
+    "inactive", and a flag's "no" is not in "know".
+    """
     if isinstance(value, bool):
-        return ("yes" if value else "no") in text or str(value).lower() in text
+        words = ("yes", "true") if value else ("no", "false")
+        return any(re.search(rf"\b{w}\b", text) for w in words)
     if isinstance(value, int):
-        return re.search(rf"(?<![\d.]){value}(?![\d])", text.replace(",", "")) is not None
-    return str(value).lower() in text
+        pat = rf"(?<![\d.]){value}(?!\.?\d)"
+        return re.search(pat, text.replace(",", "")) is not None
+    pat = rf"(?<!\w){re.escape(str(value).lower())}(?!\w)"
+    return re.search(pat, text) is not None
 
 
 def grade(initial: dict[str, Any], final: dict[str, Any], goal: dict[str, Any],

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
 from graphgen.interp import call_tool
@@ -33,6 +34,7 @@ MAX_BINDINGS = 400  # candidate argument tuples tried per producer tool
 MAX_DEPTH = 4  # nested lookups allowed to reveal one value
 
 Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
+ReadCache = dict[tuple[str, tuple[Any, ...]], Any]
 
 
 def sort_distances(domain: Domain) -> dict[Sort, int]:
@@ -89,6 +91,17 @@ class Knowledge:
         return Knowledge({s: dict(d) for s, d in self.facts.items()})
 
 
+def _echoes(tool: ToolDef, s: Sort) -> bool:
+    """Does ``tool`` reveal values of ``s`` only by echoing its own argument?
+
+    ``get_order(order_id)`` shows an order id only when given it: as a producer of
+    ``key:Order`` it is circular, and trying every row would only waste reads.
+    """
+    r = tool.returns
+    return (isinstance(r, ir.RowOf) and isinstance(r.key, ir.Var)
+            and s == Sort("key", r.entity))
+
+
 def _hashable(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
 
@@ -98,7 +111,7 @@ class Planner:
 
     def __init__(self, domain: Domain, state: State, rng: random.Random,
                  execute: Executor = call_tool, usage: dict[str, int] | None = None,
-                 explore: float = 0.25) -> None:
+                 explore: float = 0.25, shared_reads: ReadCache | None = None) -> None:
         self.domain = domain
         self.explore = explore
         self.state = state
@@ -114,8 +127,11 @@ class Planner:
         self.producers: dict[Sort, list[ToolDef]] = {}
         for t in domain.read_tools:
             for s in produced_sorts(domain, t):
-                self.producers.setdefault(s, []).append(t)
-        self._cache: dict[tuple[str, tuple[Any, ...]], Any] = {}
+                if not _echoes(t, s):
+                    self.producers.setdefault(s, []).append(t)
+        # Reads on the untouched initial state may be shared by all planners on it (the
+        # expander passes one cache per state); the first write switches to a private one.
+        self._cache: ReadCache = shared_reads if shared_reads is not None else {}
 
     # ------------------------------------------------------------- bookkeeping
 
@@ -140,16 +156,19 @@ class Planner:
         idx = len(self.chain)
         self.chain.append(Call(tool=tool, args=dict(args)))
         self.results.append(result)
-        for s, v in facts_of_result(self.domain, self.domain.tools[tool], result):
+        # Sorted: facts come as a set, whose order follows string hashing (per process);
+        # knowledge order feeds argument pools, so it must not depend on it.
+        facts = facts_of_result(self.domain, self.domain.tools[tool], result)
+        for s, v in sorted(facts, key=lambda f: (f[0], repr(f[1]))):
             self.know.add(s, v, idx)
         self.usage[tool] = self.usage.get(tool, 0) + 1
         if self.domain.tools[tool].is_write:
-            self._cache.clear()
+            self._cache = {}  # a fresh dict: the shared one still describes the initial state
         return idx
 
     def forget_reads(self) -> None:
         """Drop memoised read results (the state was replaced)."""
-        self._cache.clear()
+        self._cache = {}
 
     def read(self, tool: ToolDef, args: dict[str, Any]) -> Any:
         """Result of a read call on the current state (memoised), or raise ToolError."""
@@ -161,7 +180,7 @@ class Planner:
                 self._cache[key] = ("err", exc)
         status, val = self._cache[key]
         if status == "err":
-            raise val
+            raise val.with_traceback(None)  # re-raised often: don't grow its traceback
         return val
 
     # ------------------------------------------------------------- acquisition

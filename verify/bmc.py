@@ -51,6 +51,8 @@ from verify.encode import (
     creates_per_call,
     eq,
     implies,
+    int_const,
+    is_f,
     is_t,
     ite,
     leaves,
@@ -146,6 +148,109 @@ def reveal_sites(domain: Domain, e: ir.Expr | None, t: Ty, v: SymVal, g: Term,
         out.append((g, key_sort(t.entity), v))
 
 
+# ------------------------------------------------------------------ relevance
+
+CellRef = tuple[str, str]  # (entity, field); field '*' = row existence, '#' = id counter
+
+
+def _expr_reads(domain: Domain, e: ir.Expr, out: set[CellRef]) -> None:
+    for n in ir.walk(e):
+        if isinstance(n, ir.FieldOf):
+            out.update({(n.entity, n.field), (n.entity, "*")})
+        elif isinstance(n, ir.RowOf):
+            out.add((n.entity, "*"))
+            out.update((n.entity, f) for f in domain.entities[n.entity].fields)
+        elif isinstance(n, ir.Exists | ir.Comp):
+            out.add((n.entity, "*"))
+
+
+def tool_reads(domain: Domain, tool: ToolDef) -> set[CellRef]:
+    """Every cell whose value can influence a call of ``tool`` (validity or output)."""
+    out: set[CellRef] = set()
+    for p in tool.params.values():
+        if isinstance(p.ty, RefT):
+            out.add((p.ty.entity, "*"))
+    for c in tool.requires:
+        _expr_reads(domain, c.expr, out)
+    touched: set[str] = set()
+    for st in tool.effects:
+        eff = st.effect
+        for x in ir.effect_exprs(eff):
+            _expr_reads(domain, x, out)
+        if isinstance(eff, ir.Assign):
+            out.add((eff.entity, "*"))
+            if eff.op != "=":
+                out.add((eff.entity, eff.field))
+            touched.add(eff.entity)
+        elif isinstance(eff, ir.ListEdit):
+            out.update({(eff.entity, "*"), (eff.entity, eff.field)})
+            touched.add(eff.entity)
+        elif isinstance(eff, ir.Create):
+            out.add((eff.entity, "#"))
+            touched.add(eff.entity)
+        elif isinstance(eff, ir.Delete):
+            out.add((eff.entity, "*"))
+    for ent in touched:  # the invariant check reads bounded and unique fields
+        out.add((ent, "*"))
+        for f, fd in domain.entities[ent].fields.items():
+            if fd.unique or fd.min is not None or fd.max is not None:
+                out.add((ent, f))
+    if tool.returns is not None:
+        _expr_reads(domain, tool.returns, out)
+    return out
+
+
+def tool_writes(domain: Domain, tool: ToolDef) -> set[CellRef]:
+    """Every cell a call of ``tool`` can change."""
+    out: set[CellRef] = set()
+    for st in tool.effects:
+        eff = st.effect
+        if isinstance(eff, ir.Assign | ir.ListEdit):
+            out.add((eff.entity, eff.field))
+        elif isinstance(eff, ir.Create):
+            out.update({(eff.entity, "*"), (eff.entity, "#")})
+            out.update((eff.entity, f) for f in domain.entities[eff.entity].fields)
+        elif isinstance(eff, ir.Delete):
+            out.add((eff.entity, "*"))
+    return out
+
+
+def relevant_tools(domain: Domain, reads: set[CellRef], outputs: bool) -> list[str]:
+    """The tools that can matter for a goal reading ``reads`` (and, when ``outputs``,
+    values shown by outputs): the backward closure over "writes a cell a relevant call
+    or the goal reads" and "reveals a sort a relevant call's parameter needs".
+
+    Sound for chain search: deleting the other calls from a chain leaves every relevant
+    call reading the same cells and knowing the same values, so it stays valid and the
+    goal keeps its value. Hence a shortest solution uses relevant tools only.
+    """
+    from graphgen.knowledge import produced_sorts
+
+    need_cells = set(reads)
+    need_sorts: set[Sort] = set()
+    chosen: set[str] = set()
+
+    def take(t: ToolDef) -> None:
+        chosen.add(t.name)
+        need_cells.update(tool_reads(domain, t))
+        need_sorts.update(s for p in t.params.values() if not (s := param_sort(p)).always_known)
+
+    if outputs:
+        for t in domain.tools.values():
+            if t.returns is not None:
+                take(t)
+    changed = True
+    while changed:
+        changed = False
+        for t in domain.tools.values():
+            if t.name in chosen:
+                continue
+            if tool_writes(domain, t) & need_cells or produced_sorts(domain, t) & need_sorts:
+                take(t)
+                changed = True
+    return [n for n in domain.tools if n in chosen]
+
+
 # ------------------------------------------------------------------ goals
 
 
@@ -194,7 +299,7 @@ class GoalView:
     def known(self, value: Any) -> Term:
         """``value`` is given or was shown by some output of the chain (any sort)."""
         for _, _, gv in self.bmc.givens:
-            if _same_value(gv, value):
+            if same_value(gv, value):
                 return TRUE
         parts = []
         for guard, ty, term in self.bmc.leaf_sites:
@@ -218,7 +323,19 @@ class GoalView:
         return or_(*opts)
 
 
-def _same_value(a: Any, b: Any) -> bool:
+def _const_key(t: Term) -> Any:
+    """The Python key of a literal term (int or bool), else None."""
+    c = int_const(t)
+    if c is not None:
+        return c
+    if is_t(t):
+        return True
+    if is_f(t):
+        return False
+    return None
+
+
+def same_value(a: Any, b: Any) -> bool:
     # bool is an int in Python; an answer True must not match a shown 1
     return type(a) is type(b) and a == b
 
@@ -237,6 +354,8 @@ class Goal(Protocol):
     def seeds(self) -> set[str]: ...
 
     def typed_values(self, domain: Domain) -> list[tuple[Ty, Any]]: ...
+
+    def relevance(self, domain: Domain) -> tuple[set[CellRef], bool] | None: ...
 
 
 @dataclass
@@ -269,10 +388,24 @@ class ChangesGoal:
         for c in self.changes:
             out.add(c.key)
             for v in (c.before, c.after):
-                out.update(_strings_in(v))
+                out.update(strings_in(v))
         for a in self.answers:
-            out.update(_strings_in(a))
+            out.update(strings_in(a))
         return out
+
+    def relevance(self, domain: Domain) -> tuple[set[CellRef], bool] | None:
+        """The cells the goal reads, and whether it reads outputs (answers)."""
+        reads: set[CellRef] = set()
+        for c in self.changes:
+            edef = domain.entities.get(c.entity)
+            if edef is None:
+                continue
+            reads.add((c.entity, "*"))
+            if c.field == "*":
+                reads.update((c.entity, f) for f in edef.fields)
+            else:
+                reads.add((c.entity, c.field))
+        return reads, bool(self.answers)
 
     def typed_values(self, domain: Domain) -> list[tuple[Ty, Any]]:
         out: list[tuple[Ty, Any]] = []
@@ -305,16 +438,19 @@ class FnGoal:
     def typed_values(self, domain: Domain) -> list[tuple[Ty, Any]]:
         return []
 
+    def relevance(self, domain: Domain) -> tuple[set[CellRef], bool] | None:
+        return None  # unknown reads: every tool stays
 
-def _strings_in(v: Any) -> Iterable[str]:
+
+def strings_in(v: Any) -> Iterable[str]:
     if isinstance(v, str):
         yield v
     elif isinstance(v, list):
         for x in v:
-            yield from _strings_in(x)
+            yield from strings_in(x)
     elif isinstance(v, dict):
         for x in v.values():
-            yield from _strings_in(x)
+            yield from strings_in(x)
 
 
 # ------------------------------------------------------------------ the unrolling
@@ -351,14 +487,15 @@ class Bmc:
                  slice_rows: bool = True) -> None:
         self.domain = domain
         self.k = k
-        self.tools: list[ToolDef] = [domain.tools[n] for n in (tools or list(domain.tools))]
+        names = list(domain.tools) if tools is None else list(tools)
+        self.tools: list[ToolDef] = [domain.tools[n] for n in names]
         self.givens = typed_givens(domain, givens)
         creates: dict[str, int] = {}
         for t in self.tools:
             for e, n in creates_per_call(t).items():
                 creates[e] = max(creates.get(e, 0), n)
         creates = {e: n * k for e, n in creates.items()}
-        all_seeds = set(seeds) | {s for _, _, v in self.givens for s in _strings_in(v)}
+        all_seeds = set(seeds) | {s for _, _, v in self.givens for s in strings_in(v)}
         self.full_state = state
         self.state = (slice_state(domain, state, all_seeds, creates, extra_scans)
                       if slice_rows else state)
@@ -391,20 +528,95 @@ class Bmc:
 
     # ------------------------------------------------------------ building
 
+    def _domain_of(self, s: Sort) -> list[tuple[Any, Term]] | None:
+        """The finite value domain of sort ``s`` as (python key, term) pairs; None for
+        int sorts (unbounded) — those keep a list of sites."""
+        ty = sort_type(self.domain, s)
+        uni = self.uni
+        if isinstance(ty, RefT):
+            return [(i, uni.ival(i)) for i in range(len(uni.keys[ty.entity]))]
+        if ty == PRIMS["str"]:
+            return [(i, uni.ival(i)) for i in range(len(uni.strings))]
+        if ty == PRIMS["date"]:
+            out = []
+            for d in uni.dates:
+                t = uni.enc(ty, d)
+                out.append((int_const(t), t))
+            return out
+        if ty == PRIMS["bool"]:
+            return [(True, TRUE), (False, FALSE)]
+        return None
+
+    def _init_knowledge(self) -> None:
+        """Per needed sort: a Bool per value ("known before this step"), or a site list."""
+        needed = {param_sort(p) for t in self.tools for p in t.params.values()}
+        self.kn: dict[Sort, dict[Any, Term]] = {}
+        self.kn_terms: dict[Sort, dict[Any, Term]] = {}
+        self.kn_list: dict[Sort, list[tuple[Term, Term]]] = {}
+        for s in sorted(needed):
+            if s.always_known:
+                continue
+            dom = self._domain_of(s)
+            givens = self.given_terms.get(s, [])
+            if dom is None:
+                self.kn_list[s] = [(TRUE, g) for g in givens]
+                continue
+            self.kn_terms[s] = dict(dom)
+            self.kn[s] = {}
+            for g in givens:
+                c = _const_key(g)
+                if c is not None and c in self.kn_terms[s]:
+                    self.kn[s][c] = TRUE
+
     def _known(self, p: Any, arg: Term) -> Term:
         s = param_sort(p)
         if s.always_known:
             return TRUE
-        opts = [eq(arg, g) for g in self.given_terms.get(s, [])]
-        opts += [and_(gd, eq(arg, v)) for gd, v in self.sites.get(s, [])]
-        return or_(*opts)
+        if s in self.kn:
+            terms = self.kn_terms[s]
+            return or_(*(and_(eq(arg, terms[v]), b) for v, b in self.kn[s].items()))
+        return or_(*(and_(g, eq(arg, v)) for g, v in self.kn_list.get(s, [])))
+
+    def _learn(self, sites: list[tuple[Term, Sort, Term]]) -> None:
+        """Add one step's reveal sites to the per-value knowledge."""
+        new: dict[Sort, dict[Any, list[Term]]] = {}
+        for g, s, v in sites:
+            if is_f(g):
+                continue
+            if s in self.kn_list:
+                self.kn_list[s].append((g, v))
+                continue
+            if s not in self.kn:
+                continue  # no parameter needs this sort
+            c = _const_key(v)
+            bucket = new.setdefault(s, {})
+            if c is not None:
+                if c in self.kn_terms[s]:
+                    bucket.setdefault(c, []).append(g)
+                continue
+            for key, term in self.kn_terms[s].items():
+                bucket.setdefault(key, []).append(and_(g, eq(v, term)))
+        for s, per in new.items():
+            for key, gs in per.items():
+                old = self.kn[s].get(key, FALSE)
+                val = or_(old, *gs)
+                if is_t(val) or is_f(val):
+                    self.kn[s][key] = val
+                    continue
+                b = z3.FreshBool("known")
+                self.solver.add(b == val)
+                self.kn[s][key] = b
 
     def _unroll(self) -> None:
+        self._init_knowledge()
         n = len(self.tools)
         for t in range(self.k):
             act = z3.Bool(f"act{t}")
             sel = z3.Int(f"sel{t}")
-            self.solver.add(sel >= 0, sel < n)
+            if n:
+                self.solver.add(sel >= 0, sel < n)
+            else:
+                self.solver.add(z3.Not(act))  # no tool: only the empty chain
             if t > 0:
                 self.solver.add(z3.Implies(act, self.steps[-1].act))
             args = [{p.name: self.uni.z3_var(p.ty, f"s{t}.{tool.name}.{p.name}")
@@ -434,7 +646,7 @@ class Bmc:
                 writers = [j for j, tpl in enumerate(self.templates) if tpl.changed[i]]
                 if not writers:
                     continue
-                v = z3.FreshBool("x") if z3.is_bool(old) else z3.FreshInt("x")
+                v = z3.FreshBool("x") if isinstance(old, z3.BoolRef) else z3.FreshInt("x")
                 val = old
                 for j in reversed(writers):
                     val = ite(and_(act, sel == j), posts[j][i], val)
@@ -444,6 +656,8 @@ class Bmc:
             for g, s, v in new_sites:
                 self.sites.setdefault(s, []).append((g, v))
             self.leaf_sites.extend(new_leaves)
+            if t + 1 < self.k:
+                self._learn(new_sites)
 
     # ------------------------------------------------------------ assumptions
 
@@ -574,6 +788,9 @@ def search(domain: Domain, state: State, givens: Iterable[Given], goal: Goal, k:
     with known arguments after which ``goal`` holds? A witness chain when sat."""
     t0 = time.perf_counter()
     givens = list(givens)
+    if tools is None:
+        rel = goal.relevance(domain)
+        tools = relevant_tools(domain, *rel) if rel is not None else None
     bmc = Bmc(domain, state, givens, max(k, length or 0), tools=tools, seeds=goal.seeds(),
               extra=goal.typed_values(domain))
     assume = [bmc.lit("goal", bmc.goal_term(goal))]

@@ -63,14 +63,28 @@ class EncodeError(GraphgenError):
 # ids) select cells directly instead of building if-then-else chains.
 
 
+_CTX = z3.main_ctx()
+_TRUE_ID = TRUE.get_id()
+_FALSE_ID = FALSE.get_id()
+
+
 def is_t(x: Term) -> bool:
-    """``x`` is the literal true."""
-    return bool(z3.is_true(x))
+    """``x`` is the literal true (z3 hash-conses terms, so ids identify literals)."""
+    return x is TRUE or (isinstance(x, z3.BoolRef) and x.get_id() == _TRUE_ID)
 
 
 def is_f(x: Term) -> bool:
     """``x`` is the literal false."""
-    return bool(z3.is_false(x))
+    return x is FALSE or (isinstance(x, z3.BoolRef) and x.get_id() == _FALSE_ID)
+
+
+def _mk_nary(fn: Any, parts: Sequence[Term]) -> Term:
+    # z3.And/z3.Or coerce every argument in Python; the C call is much cheaper.
+    n = len(parts)
+    arr = (z3.Ast * n)()
+    for i, p in enumerate(parts):
+        arr[i] = p.as_ast()
+    return z3.BoolRef(fn(_CTX.ref(), n, arr), _CTX)
 
 
 def and_(*xs: Term) -> Term:
@@ -83,7 +97,7 @@ def and_(*xs: Term) -> Term:
             parts.append(x)
     if not parts:
         return TRUE
-    return parts[0] if len(parts) == 1 else z3.And(parts)
+    return parts[0] if len(parts) == 1 else _mk_nary(z3.Z3_mk_and, parts)
 
 
 def or_(*xs: Term) -> Term:
@@ -96,7 +110,7 @@ def or_(*xs: Term) -> Term:
             parts.append(x)
     if not parts:
         return FALSE
-    return parts[0] if len(parts) == 1 else z3.Or(parts)
+    return parts[0] if len(parts) == 1 else _mk_nary(z3.Z3_mk_or, parts)
 
 
 def not_(x: Term) -> Term:
@@ -115,7 +129,7 @@ def implies(a: Term, b: Term) -> Term:
 
 def int_const(x: Term) -> int | None:
     """The Python int of an integer literal term, else None."""
-    if z3.is_int_value(x):
+    if isinstance(x, z3.IntNumRef):
         return int(x.as_long())
     return None
 
@@ -125,7 +139,7 @@ def eq(a: Term, b: Term) -> Term:
     ca, cb = int_const(a), int_const(b)
     if ca is not None and cb is not None:
         return TRUE if ca == cb else FALSE
-    if z3.is_bool(a):
+    if isinstance(a, z3.BoolRef):
         if (is_t(a) or is_f(a)) and (is_t(b) or is_f(b)):
             return TRUE if is_t(a) == is_t(b) else FALSE
     if a.eq(b):

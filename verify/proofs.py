@@ -1,0 +1,459 @@
+"""The per-task proof obligations, within a bound k, collected into a certificate.
+
+For a task (its initial state, givens, reference chain, goal, ``min_calls``):
+
+1. ``reference_chain``  — the reference chain executes, every argument is known when it
+   is used, and the goal holds after it: the interpreter dry-run and the z3 encoding
+   (the same chain pinned in the unrolling) agree on all of it and on the final state;
+2. ``goal_not_initial`` — the goal does not hold initially, and no chain of reads only
+   reaches it (for information tasks reading is the point, so only the first half);
+3. ``min_calls``        — no chain shorter than ``min_calls`` reaches the goal, and one of
+   exactly ``min_calls`` does (``min_calls`` is the length of the shortest solution);
+4. ``unique_targets``   — each target's description (a condition over ``x``) holds for
+   exactly its row on the initial state (z3 on the slice, interpreter on the full table);
+5. ``unique_final_state`` — every chain of ``min_calls`` calls reaching the goal ends in
+   the reference chain's final state (so grading by final state is fair);
+6. ``refusal_impossible`` — refusal tasks: no chain of at most k calls makes the change
+   the refused call asks for (its effects applied with its preconditions ignored).
+
+The goal is the task's intent: each listed change holds (field = ``after``; created rows
+exist with those values; deleted rows do not exist) and each answer value is *known*:
+given, or shown by an output of the chain (any scalar of a returned value: this covers
+every fact :func:`graphgen.knowledge.facts_of_result` can produce and aggregates).
+Refusal tasks' goals list no changes and their answers are what a refusal should
+mention (not necessarily revealed), so for them only 1 (the state part), 4 and 6 apply;
+2, 3 and 5 are reported as not applicable.
+
+Every query has a timeout (``timeout_ms``); an inconclusive query fails its proof with
+detail ``'timeout'``, it never hangs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from graphgen import ir
+from graphgen.domain import Domain
+from graphgen.errors import ExprError, GraphgenError, ToolError
+from graphgen.interp import apply_unchecked, call_tool, evaluate
+from graphgen.knowledge import Sort, facts_of_result, known, param_sort
+from graphgen.parse import Elaborator
+from graphgen.state import State, diff
+from graphgen.types import RefT, RowT, Ty
+from tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
+from verify import CHECKER_VERSION
+from verify.bmc import Bmc, ChangesGoal, parse_sort, relevant_tools, same_value, strings_in
+from verify.encode import EncodeError, Evaluator, SymState, Universe, and_, is_t, not_
+from verify.slicing import slice_state
+
+DEFAULT_TIMEOUT_MS = 4000
+NA = "n/a"
+
+
+# ------------------------------------------------------------------ concrete side
+
+
+@dataclass
+class DryRun:
+    """The interpreter's run of a chain: where it failed, what it showed, the end state."""
+
+    final: State
+    failed: str = ""  # why the chain is invalid for the agent ("" when valid)
+    shown: list[Any] | None = None
+
+
+def _py_leaves(v: Any, out: list[Any]) -> None:
+    if isinstance(v, list):
+        for x in v:
+            _py_leaves(x, out)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _py_leaves(x, out)
+    else:
+        out.append(v)
+
+
+def dry_run(domain: Domain, initial: State, givens: list[Given], chain: list[Call]) -> DryRun:
+    """Run ``chain`` with the interpreter, checking each argument is known when used."""
+    st = initial.copy()
+    know: dict[Sort, set[Any]] = {}
+    for g in givens:
+        know.setdefault(parse_sort(g.sort), set()).add(_hashable(g.value))
+    shown: list[Any] = []
+    for i, c in enumerate(chain):
+        tool = domain.tools.get(c.tool)
+        if tool is None:
+            return DryRun(st, f"call {i}: unknown tool {c.tool!r}", shown)
+        for p, v in c.args.items():
+            pd = tool.params.get(p)
+            if pd is None:
+                return DryRun(st, f"call {i} ({c.tool}): no parameter {p!r}", shown)
+            s = param_sort(pd)
+            if not known(know, s, _hashable(v)):
+                return DryRun(st, f"call {i} ({c.tool}): {p}={v!r} is not known at {s}", shown)
+        try:
+            res = call_tool(domain, st, c.tool, dict(c.args))
+        except ToolError as exc:
+            return DryRun(st, f"call {i} ({c.tool}) fails: {exc.message}", shown)
+        for s, v in facts_of_result(domain, tool, res):
+            know.setdefault(s, set()).add(_hashable(v))
+        if tool.returns is not None:
+            _py_leaves(res, shown)
+    return DryRun(st, "", shown)
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+def goal_holds(goal: ChangesGoal, st: State, shown: list[Any], givens: list[Given]) -> bool:
+    """The goal on a concrete state, with ``shown`` the values outputs displayed."""
+    for c in goal.changes:
+        row = st.tables.get(c.entity, {}).get(c.key)
+        if c.field == "*":
+            if c.after is None:
+                if row is not None:
+                    return False
+            elif row is None or row != c.after:
+                return False
+        elif row is None or c.field not in row or row[c.field] != c.after:
+            return False
+    pool = [g.value for g in givens] + list(shown)
+    return all(any(same_value(x, a) for x in pool) for a in goal.answers)
+
+
+def requested_change(domain: Domain, initial: State, call: Call) -> list[Change] | str:
+    """The changes a refused call asks for (its effects, preconditions ignored), or why
+    it cannot ask for any."""
+    probe = initial.copy()
+    try:
+        apply_unchecked(domain, probe, call.tool, dict(call.args))
+    except (ToolError, KeyError) as exc:
+        return f"its effects cannot apply: {exc}"
+    return [Change(entity=e, key=k, field=f, before=a, after=b)
+            for e, k, f, a, b in diff(initial, probe)]
+
+
+# ------------------------------------------------------------------ the prover
+
+
+class Prover:
+    """Builds one unrolling for a task and answers every proof obligation on it."""
+
+    def __init__(self, domain: Domain, task: Task, k: int | None = None,
+                 timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+        self.domain = domain
+        self.task = task
+        self.timeout_ms = timeout_ms
+        self.initial = State.from_dict(task.initial_state)
+        self.k = max(k if k is not None else len(task.chain) + 2, task.min_calls,
+                     len(task.chain))
+        self.refusal = task.kind == "refusal"
+        answers = [] if self.refusal else list(task.goal.answer)
+        self.goal = ChangesGoal(list(task.goal.changes), answers)
+        self.run = dry_run(domain, self.initial, task.givens, task.chain)
+        self.requested: list[Change] | str = []
+        if task.refused_call is not None:
+            self.requested = requested_change(domain, self.initial, task.refused_call)
+        self.bmc: Bmc | None = None
+        self.build_error = ""
+        self.build_ms = 0.0
+
+    def _seeds_and_extra(self) -> tuple[set[str], list[tuple[Ty, Any]]]:
+        seeds = set(self.goal.seeds())
+        extra = list(self.goal.typed_values(self.domain))
+        calls = list(self.task.chain) + ([self.task.refused_call] if self.task.refused_call
+                                         else [])
+        for c in calls:
+            tool = self.domain.tools.get(c.tool)
+            for p, v in c.args.items():
+                seeds.update(strings_in(v))
+                if tool is not None and p in tool.params:
+                    extra.append((tool.params[p].ty, v))
+        if isinstance(self.requested, list):
+            rg = ChangesGoal(self.requested)
+            seeds |= rg.seeds()
+            extra += rg.typed_values(self.domain)
+        return seeds, extra
+
+    def tool_set(self) -> list[str]:
+        """Tools the chains may use: those relevant to the goal (and to the refused
+        call's change), plus the reference chain's own tools. Pruning the rest is sound
+        for every query here (see :func:`verify.bmc.relevant_tools`): a chain reaching a
+        goal still does with its irrelevant calls deleted, so none is needed by a
+        shortest solution, and proof 5 only looks at shortest solutions (given proof 3).
+        """
+        names: set[str] = {c.tool for c in self.task.chain if c.tool in self.domain.tools}
+        goals = [self.goal] + ([ChangesGoal(self.requested)]
+                               if isinstance(self.requested, list) else [])
+        for g in goals:
+            reads, outputs = g.relevance(self.domain) or (set(), True)
+            names.update(relevant_tools(self.domain, reads, outputs))
+        return [n for n in self.domain.tools if n in names]
+
+    def build(self) -> Bmc | None:
+        """The unrolling (built once; None with ``build_error`` set if impossible)."""
+        if self.bmc is None and not self.build_error:
+            t0 = time.perf_counter()
+            seeds, extra = self._seeds_and_extra()
+            try:
+                self.bmc = Bmc(self.domain, self.initial, self.task.givens, self.k,
+                               tools=self.tool_set(), seeds=seeds, extra=extra)
+            except (EncodeError, GraphgenError, KeyError, ValueError) as exc:
+                self.build_error = f"encoding failed: {exc}"
+            self.build_ms = (time.perf_counter() - t0) * 1000
+        return self.bmc
+
+    # ------------------------------------------------------------ helpers
+
+    def _check(self, assume: list[Any]) -> tuple[str, Any]:
+        bmc = self.bmc
+        assert bmc is not None
+        status, model, _ = bmc.check(assume, self.timeout_ms)
+        return status, model
+
+    def _witness(self, model: Any) -> str:
+        assert self.bmc is not None
+        chain = self.bmc.extract(model)
+        text = " → ".join(f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
+                          for c in chain) or "(no calls)"
+        replay = dry_run(self.domain, self.initial, self.task.givens, chain)
+        if replay.failed:
+            text += f" [encoding disagrees with the interpreter: {replay.failed}]"
+        return text
+
+    def _goal_lit(self) -> Any:
+        assert self.bmc is not None
+        return self.bmc.lit("goal", self.bmc.goal_term(self.goal))
+
+    # ------------------------------------------------------------ the proofs
+
+    def reference_chain(self) -> ProofResult:
+        """(1) the reference chain is valid and reaches the goal; z3 agrees."""
+        run = self.run
+        if run.failed:
+            return _res("reference_chain", False, f"dry-run: {run.failed}")
+        if not goal_holds(self.goal, run.final, run.shown or [], self.task.givens):
+            return _res("reference_chain", False, "dry-run: the goal does not hold after it")
+        bmc = self.build()
+        if bmc is None:
+            return _res("reference_chain", False, self.build_error)
+        pin = bmc.pinned(self.task.chain)
+        if pin is None:
+            return _res("reference_chain", False, "the chain cannot be expressed in the "
+                        "encoding (a value outside the universe)")
+        status, model = self._check([pin, self._goal_lit()])
+        if status == "unknown":
+            return _res("reference_chain", False, "timeout")
+        if status == "unsat":
+            return _res("reference_chain", False, "encoding disagrees with the dry-run: z3 "
+                        "finds the pinned chain invalid or short of the goal")
+        got = bmc.final_state(model)
+        want = bmc.restrict(run.final)
+        if got != want:
+            bad = diff(want, got)[:3]
+            return _res("reference_chain", False,
+                        f"encoding and dry-run end in different states: {bad}")
+        return _res("reference_chain", True,
+                    f"{len(self.task.chain)} calls valid, goal reached; z3 agrees")
+
+    def goal_not_initial(self) -> ProofResult:
+        """(2) the goal is false initially and reads alone cannot reach it."""
+        if self.refusal:
+            return _res("goal_not_initial", True, f"{NA}: refusal task (nothing must change)")
+        if goal_holds(self.goal, self.initial, [], self.task.givens):
+            return _res("goal_not_initial", False, "the goal already holds initially")
+        bmc = self.build()
+        if bmc is None:
+            return _res("goal_not_initial", False, self.build_error)
+        status, model = self._check([self._goal_lit(), *bmc.length_is(0)])
+        if status != "unsat":
+            return _res("goal_not_initial", False, "timeout" if status == "unknown" else
+                        "z3 finds the goal true initially (encoding disagrees)")
+        if not self.goal.changes:
+            return _res("goal_not_initial", True,
+                        "goal false initially; read-only part n/a (answered by reads)")
+        status, model = self._check([self._goal_lit(), bmc.read_only()])
+        if status == "unknown":
+            return _res("goal_not_initial", False, "timeout")
+        if status == "sat":
+            return _res("goal_not_initial", False,
+                        f"read-only chain reaches the goal: {self._witness(model)}")
+        return _res("goal_not_initial", True,
+                    f"goal false initially; no read-only chain of <= {self.k} calls reaches it")
+
+    def min_calls(self) -> ProofResult:
+        """(3) nothing shorter than min_calls reaches the goal; min_calls does."""
+        if self.refusal:
+            return _res("min_calls", True, f"{NA}: refusal task")
+        bmc = self.build()
+        if bmc is None:
+            return _res("min_calls", False, self.build_error)
+        m = self.task.min_calls
+        if m > 0:
+            status, model = self._check([self._goal_lit(), *bmc.length_below(m)])
+            if status == "unknown":
+                return _res("min_calls", False, "timeout")
+            if status == "sat":
+                return _res("min_calls", False,
+                            f"shortcut below {m} calls: {self._witness(model)}")
+        status, model = self._check([self._goal_lit(), *bmc.length_is(m)])
+        if status == "unknown":
+            return _res("min_calls", False, "timeout")
+        if status == "unsat":
+            return _res("min_calls", False, f"no chain of exactly {m} calls reaches the goal")
+        return _res("min_calls", True, f"no chain below {m} calls; {m} calls suffice")
+
+    def unique_targets(self) -> ProofResult:
+        """(4) every target description picks out exactly its row."""
+        problems = []
+        for t in self.task.targets:
+            why = check_target(self.domain, self.initial, t)
+            if why:
+                problems.append(f"{t.entity} {t.key!r}: {why}")
+        if problems:
+            return _res("unique_targets", False, "; ".join(problems))
+        return _res("unique_targets", True, f"{len(self.task.targets)} target(s) unique")
+
+    def unique_final_state(self) -> ProofResult:
+        """(5) every minimal solution ends in the reference chain's final state."""
+        if self.refusal:
+            return _res("unique_final_state", True, f"{NA}: refusal task")
+        if self.run.failed:
+            return _res("unique_final_state", False, "no reference final state (chain fails)")
+        bmc = self.build()
+        if bmc is None:
+            return _res("unique_final_state", False, self.build_error)
+        differs = bmc.lit("differs", bmc.state_differs(self.run.final))
+        m = self.task.min_calls
+        status, model = self._check([self._goal_lit(), differs, *bmc.length_is(m)])
+        if status == "unknown":
+            return _res("unique_final_state", False, "timeout")
+        if status == "sat":
+            d = diff(bmc.restrict(self.run.final), bmc.final_state(model))[:3]
+            return _res("unique_final_state", False,
+                        f"another {m}-call solution ends elsewhere: {self._witness(model)}; "
+                        f"differences {d}")
+        return _res("unique_final_state", True, f"all {m}-call solutions end in one state")
+
+    def refusal_impossible(self) -> ProofResult:
+        """(6) no chain within k makes the change the refused call asks for."""
+        call = self.task.refused_call
+        if call is None:
+            return _res("refusal_impossible", False, "a refusal task names its refused call")
+        req = self.requested
+        if isinstance(req, str):
+            return _res("refusal_impossible", True, f"the refused call asks for nothing "
+                        f"achievable: {req}")
+        if not req:
+            return _res("refusal_impossible", False, "the refused call would change nothing")
+        bmc = self.build()
+        if bmc is None:
+            return _res("refusal_impossible", False, self.build_error)
+        goal = ChangesGoal(req)
+        lit = bmc.lit("requested", bmc.goal_term(goal))
+        status, model = self._check([lit])
+        if status == "unknown":
+            return _res("refusal_impossible", False, "timeout")
+        if status == "sat":
+            return _res("refusal_impossible", False,
+                        f"the requested change is reachable: {self._witness(model)}")
+        return _res("refusal_impossible", True,
+                    f"no chain of <= {self.k} calls makes the requested change")
+
+    def all(self) -> list[ProofResult]:
+        """Every applicable proof, timed."""
+        steps: list[Callable[[], ProofResult]] = [
+            self.reference_chain, self.goal_not_initial, self.min_calls,
+            self.unique_targets, self.unique_final_state]
+        if self.refusal:
+            steps.append(self.refusal_impossible)
+        out = []
+        for fn in steps:
+            t0 = time.perf_counter()
+            before = self.build_ms
+            r = fn()
+            r.ms = round((time.perf_counter() - t0) * 1000, 3)
+            if self.build_ms != before:  # this proof paid for building the unrolling
+                r.detail += f" (includes {self.build_ms:.0f} ms building the encoding)"
+            out.append(r)
+        return out
+
+
+def _res(name: str, ok: bool, detail: str) -> ProofResult:
+    return ProofResult(name=name, ok=ok, detail=detail)
+
+
+# ------------------------------------------------------------------ targets
+
+
+def target_condition(domain: Domain, t: Target) -> ir.Expr:
+    """The target's description as a condition over ``x`` (a row of ``t.entity``)."""
+    return Elaborator(domain.entities).condition(t.description, {"x": RowT(t.entity)})
+
+
+def check_target(domain: Domain, initial: State, t: Target) -> str:
+    """Why target ``t`` is not uniquely described ("" when it is)."""
+    if t.entity not in domain.entities:
+        return "unknown entity"
+    try:
+        cond = target_condition(domain, t)
+    except ExprError as exc:
+        return f"description {t.description!r} does not parse: {exc.message}"
+    # z3 on the slice: scanning with this filter reaches every row it can match.
+    scan = ir.Comp("x", t.entity, cond, ir.Var("x", RefT(t.entity)), RowT(t.entity))
+    sl = slice_state(domain, initial, {t.key}, None, [scan])
+    uni = Universe.build(domain, sl, None, [(RefT(t.entity), t.key)])
+    st = SymState.from_state(uni, sl)
+    ev = Evaluator(uni, st, f"target {t.phrase!r}")
+    z3_keys = []
+    for i, k in enumerate(uni.keys[t.entity]):
+        if not is_t(st.exists[t.entity][i]):
+            continue
+        v, err = ev.ev(cond, {"x": uni.ival(i)})
+        if is_t(z3.simplify(err)):
+            return f"description raises on row {k!r}"
+        if is_t(z3.simplify(and_(v, not_(err)))):
+            z3_keys.append(k)
+    # the interpreter on the full table, as an independent check of the slice
+    try:
+        full_keys = [k for k in sorted(initial.tables.get(t.entity, {}))
+                     if evaluate(cond, initial, {"x": k}, domain)]
+    except ToolError as exc:
+        return f"description raises: {exc.message}"
+    if z3_keys != full_keys:
+        return f"z3 on the slice finds {z3_keys} but the full table has {full_keys}"
+    if full_keys != [t.key]:
+        return f"{t.description!r} matches {full_keys[:5]} (want only {t.key!r})"
+    return ""
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def prove_task(domain: Domain, task: Task, k: int | None = None,
+               timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Certificate:
+    """Run every applicable proof for ``task`` (bound ``k``, default chain length + 2)."""
+    p = Prover(domain, task, k, timeout_ms)
+    proofs = p.all()
+    return Certificate(k=p.k, proofs=proofs, z3_version=z3.get_version_string(),
+                       checker_version=CHECKER_VERSION)
+
+
+def proof_check(domain: Domain, task: Task) -> str:
+    """An acceptance check for the task generator: "" when every proof holds, else the
+    first failing proof's name and detail (as a rejection reason)."""
+    cert = prove_task(domain, task)
+    for r in cert.proofs:
+        if not r.ok:
+            return f"proof_{r.name}: {r.detail}"
+    return ""
+
+
+__all__ = ["DEFAULT_TIMEOUT_MS", "DryRun", "Prover", "check_target", "dry_run", "goal_holds",
+           "proof_check", "prove_task", "requested_change", "target_condition"]
