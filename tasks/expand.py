@@ -191,7 +191,24 @@ class Expander:
                        if f in row)
             if not seen:
                 self._reveal(planner, s.name, v)
+            # "my reservation with flight GG123" names another row by its display value;
+            # the target row shows only that row's id, so checking it needs that row too.
+            for fname, fd in self.domain.entities[s.name].fields.items():
+                if isinstance(fd.ty, RefT) and f"x.{fname} ==" in t.description:
+                    ref = (fd.ty.entity, row[fname])
+                    if ref != principal and not self._named_by_lookup(planner, initial, *ref):
+                        self._reveal(planner, *ref)
         return True
+
+    def _named_by_lookup(self, planner: Planner, initial: State, entity: str,
+                         key: Any) -> bool:
+        """Was ``key`` learned from a call given its display value (``find_flight(GG123)``)?
+        Then the agent already knows which id the display value names."""
+        shown = self.domain.entities[entity].display
+        i = planner.know.origin(Sort("key", entity), key)
+        if shown is None or i is None or i < 0:
+            return False
+        return initial.tables[entity][key][shown] in planner.chain[i].args.values()
 
     def _reveal(self, planner: Planner, entity: str, key: Any) -> None:
         """Add a read that shows the whole row (so the agent can match the description)."""

@@ -368,7 +368,7 @@ def test_generator_covers_the_ir() -> None:
     # below would pass vacuously.
     seen: set[str] = set()
 
-    @settings(max_examples=300, deadline=None, database=None,
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(src=any_expr())
     def collect(src: str) -> None:
@@ -510,7 +510,8 @@ def test_call_strategy_reaches_every_outcome() -> None:
     # writes and every kind of rejection, including post-effect invariant failures.
     kinds: set[str] = set()
 
-    @settings(max_examples=300, deadline=None, database=None,
+    # derandomize: the coverage claim is about this fixed sample, so it cannot flake.
+    @settings(max_examples=600, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(st_=mock_state(), calls=st.lists(call(), min_size=1, max_size=8))
     def collect(st_: State, calls: list[tuple[str, Any]]) -> None:
