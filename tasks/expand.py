@@ -502,12 +502,23 @@ class Expander:
             if not self._identify(planner, initial, tool, args, set(), rng, targets, principal):
                 planner.restore(snap)
                 continue
+            # The agent must be able to *see* the reason before it refuses: read the row
+            # that holds the blocking value unless an earlier output already showed it.
+            ent, bkey, bfield, bval = blocking[0]
+            if not planner.know.knows(Sort("field", f"{ent}.{bfield}"), bval):
+                if not planner.acquire(Sort("key", ent), bkey):
+                    planner.restore(snap)
+                    continue
+                self._reveal(planner, ent, bkey)
+                if not planner.know.knows(Sort("field", f"{ent}.{bfield}"), bval):
+                    planner.restore(snap)
+                    continue
             body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
             text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
             self.usage[tool.name] += 1
             return Candidate("refusal", "backward", initial, list(planner.chain),
                              list(planner.givens), list(targets.values()), text,
-                             Goal(changes=[], answer=blocking),
+                             Goal(changes=[], answer=[bval]),
                              refused_call=Call(tool=tool.name, args=args))
         raise NoCandidate("no_refusal_target")
 
@@ -559,19 +570,24 @@ def _changes(a: State, b: State) -> list[Change]:
     return [Change(entity=e, key=k, field=f, before=x, after=y) for e, k, f, x, y in diff(a, b)]
 
 
-def _blocking_values(domain: Domain, st: State, chk: ir.Check, args: dict[str, Any]) -> list[Any]:
-    """Field values the failed check read: what a correct refusal should mention."""
-    out: list[Any] = []
+def _blocking_values(domain: Domain, st: State, chk: ir.Check, args: dict[str, Any]
+                     ) -> list[tuple[str, Any, str, Any]]:
+    """(entity, key, field, value) read by the failed check: what a refusal should cite.
+
+    Only the first such fact is kept: one reason is what a user needs to hear.
+    """
+    out: list[tuple[str, Any, str, Any]] = []
     for node in ir.walk(chk.expr):
         if isinstance(node, ir.Comp):
             break
         if isinstance(node, ir.FieldOf) and node.ty != BOOL and not isinstance(node.ty, RefT):
             try:
+                key = evaluate(node.key, st, args, domain)
                 v = evaluate(node, st, args, domain)
             except ToolError:
                 continue
-            if v not in out and not isinstance(v, list):
-                out.append(v)
+            if not isinstance(v, list):
+                out.append((node.entity, key, node.field, v))
     return out[:1]
 
 

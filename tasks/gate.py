@@ -88,9 +88,13 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
                     refused_call: Call | None = None, execute: Executor = call_tool
                     ) -> GateResult:
     """Dry-run a candidate task and return the first failing reason (or ok)."""
-    for c in chain:
+    # Shape first: a misnamed tool or parameter is a broken chain, not a failing call.
+    for i, c in enumerate(chain):
         if c.tool not in domain.tools:
-            return GateResult(False, "bad_chain", f"unknown tool {c.tool!r}")
+            return GateResult(False, "bad_chain", f"call {i}: unknown tool {c.tool!r}")
+        extra = sorted(set(c.args) - set(domain.tools[c.tool].params))
+        if extra:
+            return GateResult(False, "bad_chain", f"call {i}: {c.tool} has no param {extra[0]!r}")
     # 1. every call executes, and every argument was known when it was made
     try:
         run = run_chain(domain, initial, chain, execute)
@@ -103,8 +107,6 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
     for i, (c, res) in enumerate(zip(chain, run.results, strict=True)):
         tool = domain.tools[c.tool]
         for p, v in c.args.items():
-            if p not in tool.params:
-                return GateResult(False, "bad_chain", f"call {i}: {c.tool} has no param {p!r}")
             s = param_sort(tool.params[p])
             if not know.knows(s, v):
                 return GateResult(False, "unknown_argument",
@@ -151,22 +153,23 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
     else:
         if state_diff(s0, s1):
             return GateResult(False, "state_changed", f"a {kind} task must change nothing")
+        if kind == "refusal":  # first: is there anything to refuse at all?
+            if refused_call is None:
+                return GateResult(False, "bad_chain", "a refusal task names its refused call")
+            try:
+                chk = failed_check(domain, run.final, refused_call.tool, dict(refused_call.args))
+            except ToolError as exc:
+                return GateResult(False, "bad_chain", f"refused call is malformed: {exc.message}")
+            if chk is None:
+                return GateResult(False, "refusal_succeeds",
+                                  f"{refused_call.tool} would succeed: nothing to refuse")
         revealed = {repr(v) for _, v in know.facts_items()} | {repr(r) for r in run.results}
         for v in goal.answer:
             if str(v) in instruction and kind == "information":
                 return GateResult(False, "answer_in_instruction", f"{v!r} is in the text")
-            if kind == "information" and repr(v) not in revealed:
+            if repr(v) not in revealed:
+                # Refusals too: the agent must be able to see the reason it reports.
                 return GateResult(False, "answer_not_revealed", f"no call reveals {v!r}")
         if not goal.answer:
             return GateResult(False, "goal_already_true", "nothing to answer: a no-op passes")
-    if kind == "refusal":
-        if refused_call is None:
-            return GateResult(False, "bad_chain", "a refusal task names its refused call")
-        try:
-            chk = failed_check(domain, run.final, refused_call.tool, dict(refused_call.args))
-        except ToolError as exc:
-            return GateResult(False, "bad_chain", f"refused call is malformed: {exc.message}")
-        if chk is None:
-            return GateResult(False, "refusal_succeeds",
-                              f"{refused_call.tool} would succeed: nothing to refuse")
     return GateResult(True)

@@ -447,17 +447,20 @@ def run_differential(c: Compiled, seeds: range, calls: int, tally: Tally) -> Non
 # ============================================================================ tests
 
 
+SEQUENCES = 1000  # the envs issue asks for at least 1,000 random sequences per domain
+
+
 def test_differential_interpreter_vs_compiled(compiled: Compiled) -> None:
     """Same results, same error messages and kinds, same states, call after call."""
     tally = Tally()
-    run_differential(compiled, range(60), 25, tally)
+    run_differential(compiled, range(SEQUENCES), 25, tally)
     dom = compiled.domain
     never = sorted(t.name for t in dom.write_tools if t.name not in tally.ok_tools)
     print(f"\n{dom.name}: {tally.sequences} sequences, {tally.calls} calls, "
           f"{tally.ok} ok ({tally.writes_ok} writes), errors {dict(sorted(tally.errors.items()))}"
           f", mismatches {len(tally.mismatches)}, writes never ok: {never}")
     assert not tally.mismatches, "\n".join(tally.mismatches[:5])
-    assert tally.calls == 60 * 25
+    assert tally.calls == SEQUENCES * 25
     assert tally.writes_ok > 0, "no write call succeeded: the effects went untested"
     assert {"bad_args", "not_found", "unknown_tool"} <= set(tally.errors)
     if dom.name in ("mock", "sink"):  # stable domains: every write's effects ran

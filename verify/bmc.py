@@ -52,6 +52,7 @@ from verify.encode import (
     eq,
     implies,
     int_const,
+    int_val,
     is_f,
     is_t,
     ite,
@@ -572,30 +573,26 @@ class Bmc:
         s = param_sort(p)
         if s.always_known:
             return TRUE
+        opts = [and_(g, eq(arg, v)) for g, v in self.kn_list.get(s, [])]
         if s in self.kn:
             terms = self.kn_terms[s]
-            return or_(*(and_(eq(arg, terms[v]), b) for v, b in self.kn[s].items()))
-        return or_(*(and_(g, eq(arg, v)) for g, v in self.kn_list.get(s, [])))
+            opts += [and_(eq(arg, terms[v]), b) for v, b in self.kn[s].items()]
+        return or_(*opts)
 
     def _learn(self, sites: list[tuple[Term, Sort, Term]]) -> None:
-        """Add one step's reveal sites to the per-value knowledge."""
+        """Add one step's reveal sites to the knowledge: a site with a literal value
+        strengthens that value's Bool; a symbolic value is kept as a guarded site."""
         new: dict[Sort, dict[Any, list[Term]]] = {}
         for g, s, v in sites:
             if is_f(g):
                 continue
-            if s in self.kn_list:
-                self.kn_list[s].append((g, v))
+            c = _const_key(v) if s in self.kn else None
+            if c is None:
+                if s in self.kn or s in self.kn_list:
+                    self.kn_list.setdefault(s, []).append((g, v))
                 continue
-            if s not in self.kn:
-                continue  # no parameter needs this sort
-            c = _const_key(v)
-            bucket = new.setdefault(s, {})
-            if c is not None:
-                if c in self.kn_terms[s]:
-                    bucket.setdefault(c, []).append(g)
-                continue
-            for key, term in self.kn_terms[s].items():
-                bucket.setdefault(key, []).append(and_(g, eq(v, term)))
+            if c in self.kn_terms[s]:
+                new.setdefault(s, {}).setdefault(c, []).append(g)
         for s, per in new.items():
             for key, gs in per.items():
                 old = self.kn[s].get(key, FALSE)
@@ -771,7 +768,7 @@ class Bmc:
                 parts.append(not_(eq(e1, e2)))
                 parts.append(and_(e1, e2, or_(*diffs)))
             n_other = other.counters.get(ent, self.uni.counter0[ent]) - self.uni.counter0[ent]
-            parts.append(not_(eq(fin.created[ent], z3.IntVal(n_other))))
+            parts.append(not_(eq(fin.created[ent], int_val(n_other))))
         return or_(*parts)
 
     def restrict(self, st: State) -> State:

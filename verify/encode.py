@@ -127,8 +127,28 @@ def implies(a: Term, b: Term) -> Term:
     return or_(not_(a), b)
 
 
+# Small integer literals are cached; ``_INT_OF`` maps a cached term's Python id back to
+# its value so the hot path needs no call into z3.
+_INTS: dict[int, Term] = {}
+_INT_OF: dict[int, int] = {}
+
+
+def int_val(i: int) -> Term:
+    """A (cached) integer literal."""
+    t = _INTS.get(i)
+    if t is None:
+        t = z3.IntVal(i)
+        if len(_INTS) < 100_000:
+            _INTS[i] = t
+            _INT_OF[id(t)] = i
+    return t
+
+
 def int_const(x: Term) -> int | None:
     """The Python int of an integer literal term, else None."""
+    v = _INT_OF.get(id(x))
+    if v is not None:
+        return v
     if isinstance(x, z3.IntNumRef):
         return int(x.as_long())
     return None
@@ -142,20 +162,21 @@ def eq(a: Term, b: Term) -> Term:
     if isinstance(a, z3.BoolRef):
         if (is_t(a) or is_f(a)) and (is_t(b) or is_f(b)):
             return TRUE if is_t(a) == is_t(b) else FALSE
-    if a.eq(b):
+    if a is b or a.eq(b):
         return TRUE
-    return a == b
+    return z3.BoolRef(z3.Z3_mk_eq(_CTX.ref(), a.as_ast(), b.as_ast()), _CTX)
 
 
 def ite(c: Term, a: Term, b: Term) -> Term:
-    """If-then-else with constant folding."""
+    """If-then-else with constant folding (both branches of one sort)."""
     if is_t(c):
         return a
     if is_f(c):
         return b
-    if a.eq(b):
+    if a is b or a.eq(b):
         return a
-    return z3.If(c, a, b)
+    cls = z3.BoolRef if isinstance(a, z3.BoolRef) else z3.ArithRef
+    return cls(z3.Z3_mk_ite(_CTX.ref(), c.as_ast(), a.as_ast(), b.as_ast()), _CTX)
 
 
 def count(bs: Sequence[Term]) -> Term:
@@ -168,7 +189,7 @@ def count(bs: Sequence[Term]) -> Term:
         elif not is_f(b):
             rest.append(z3.If(b, 1, 0))
     if not rest:
-        return z3.IntVal(n)
+        return int_val(n)
     total = z3.Sum(rest) if len(rest) > 1 else rest[0]
     return total + n if n else total
 
@@ -177,7 +198,7 @@ def arith(op: str, a: Term, b: Term) -> Term:
     """``a op b`` on Int terms with constant folding."""
     ca, cb = int_const(a), int_const(b)
     if ca is not None and cb is not None:
-        return z3.IntVal(ca + cb if op == "+" else ca - cb if op == "-" else ca * cb)
+        return int_val(ca + cb if op == "+" else ca - cb if op == "-" else ca * cb)
     if op == "+":
         return a + b
     if op == "-":
@@ -343,7 +364,7 @@ class Universe:
         self.index = {e: {k: i for i, k in enumerate(ks)} for e, ks in self.keys.items()}
         self.str_index = {s: i for i, s in enumerate(self.strings)}
         top = max([len(self.strings), *(len(k) for k in self.keys.values()), 8])
-        self._ivals = [z3.IntVal(i) for i in range(top + 1)]
+        self._ivals = [int_val(i) for i in range(top + 1)]
 
     @classmethod
     def build(cls, domain: Domain, state: State, creates: Mapping[str, int] | None = None,
@@ -400,17 +421,17 @@ class Universe:
         """A cached IntVal."""
         if 0 <= i < len(self._ivals):
             return self._ivals[i]
-        return z3.IntVal(i)
+        return int_val(i)
 
     def enc(self, ty: Ty, v: Any) -> Term | None:
         """The term of Python value ``v`` at type ``ty``; None if it cannot occur here."""
         if ty == INT:
             ok = isinstance(v, int) and not isinstance(v, bool)
-            return z3.IntVal(v) if ok else None
+            return int_val(v) if ok else None
         if ty == BOOL:
             return (TRUE if v else FALSE) if isinstance(v, bool) else None
         if ty == DATE:
-            return z3.IntVal(_date_ord(v)) if isinstance(v, str) and is_iso_date(v) else None
+            return int_val(_date_ord(v)) if isinstance(v, str) and is_iso_date(v) else None
         if ty == STR:
             i = self.str_index.get(v) if isinstance(v, str) else None
             return None if i is None else self.ival(i)
@@ -427,7 +448,7 @@ class Universe:
         if t is not None:
             return t
         if isinstance(ty, RefT):
-            return z3.IntVal(OUT)
+            return int_val(OUT)
         raise EncodeError(f"value {v!r} of type {ty.show()} is outside the universe")
 
     def dec(self, ty: Ty, t: Term) -> Any:
@@ -615,7 +636,7 @@ def _const_cell(uni: Universe, ent: str, key: str, f: str, ty: Ty, v: Any) -> Ce
     t = uni.enc(ty, v)
     if t is None:
         if isinstance(ty, RefT):
-            return z3.IntVal(OUT)
+            return int_val(OUT)
         raise EncodeError(f"{ent} {key!r} {f}: value {v!r} is not a valid {ty.show()}")
     return t
 
@@ -668,26 +689,64 @@ def read_field(uni: Universe, st: SymState, ent: str, key: Term, f: str) -> SymV
 # ------------------------------------------------------------------ expressions
 
 
+_FV: dict[int, tuple[ir.Expr, frozenset[str]]] = {}
+
+
+def free_vars(e: ir.Expr) -> frozenset[str]:
+    """The variables ``e`` reads (a comprehension binds its own), memoised per node."""
+    hit = _FV.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    if isinstance(e, ir.Var):
+        out = frozenset({e.name})
+    elif isinstance(e, ir.Comp):
+        inner = free_vars(e.proj) | (free_vars(e.cond) if e.cond is not None else frozenset())
+        out = inner - {e.var}
+    else:
+        out = frozenset().union(*(free_vars(c) for c in ir.children(e)))
+    _FV[id(e)] = (e, out)
+    return out
+
+
 class Evaluator:
-    """Evaluates IR expressions to ``(value, err)`` on one symbolic state."""
+    """Evaluates IR expressions to ``(value, err)`` on one symbolic state.
+
+    One evaluator serves one environment of parameters and bindings; sub-expressions
+    that do not read a comprehension variable are evaluated once (``Order[o].user_id``
+    inside a scan over every row is the same term on every row).
+    """
 
     def __init__(self, uni: Universe, st: SymState, where: str = "") -> None:
         self.uni = uni
         self.st = st
         self.where = where
+        self._active: set[str] = set()
+        self._memo: dict[int, tuple[ir.Expr, tuple[SymVal, Term]]] = {}
 
     def fail(self, msg: str) -> EncodeError:
         return EncodeError(f"{self.uni.domain.source}: {self.where}: {msg}")
 
     def ev(self, e: ir.Expr, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
         """The value of ``e`` and the condition under which evaluating it raises."""
+        if isinstance(e, ir.Lit | ir.Var):
+            return self._ev(e, env)
+        if self._active and free_vars(e) & self._active:
+            return self._ev(e, env)
+        hit = self._memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        r = self._ev(e, env)
+        self._memo[id(e)] = (e, r)
+        return r
+
+    def _ev(self, e: ir.Expr, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
         uni, st = self.uni, self.st
         match e:
             case ir.Lit(value=v, ty=t):
                 term = uni.enc(t, v)
                 if term is None:
                     if isinstance(t, RefT):
-                        return z3.IntVal(OUT), FALSE
+                        return int_val(OUT), FALSE
                     raise self.fail(f"literal {v!r} cannot be encoded")
                 return term, FALSE
             case ir.Var(name=n):
@@ -737,7 +796,7 @@ class Evaluator:
                 return arith(op, x, y), or_(ex, ey)
             case ir.Neg(operand=o):
                 v, err = self.ev(o, env)
-                return arith("-", z3.IntVal(0), v), err
+                return arith("-", int_val(0), v), err
             case ir.Contains(item=a, container=b, negated=neg):
                 x, ex = self.ev(a, env)
                 lst, el = self.ev(b, env)
@@ -784,6 +843,17 @@ class Evaluator:
         items: list[tuple[Term, SymVal]] = []
         errs: list[Term] = []
         inner = dict(env)
+        shadowed = c.var in self._active
+        self._active.add(c.var)
+        try:
+            self._scan(c, inner, items, errs)
+        finally:
+            if not shadowed:
+                self._active.discard(c.var)
+        return items, or_(*errs)
+
+    def _scan(self, c: ir.Comp, inner: dict[str, SymVal], items: list[tuple[Term, SymVal]],
+              errs: list[Term]) -> None:
         for i, ex in enumerate(self.st.exists[c.entity]):
             if is_f(ex):
                 continue
@@ -797,7 +867,6 @@ class Evaluator:
             items.append((take, pv))
             errs.append(and_(ex, ce))
             errs.append(and_(take, pe))
-        return items, or_(*errs)
 
     def agg(self, fn: str, c: ir.Comp, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
         items, err = self.comp(c, env)
@@ -808,13 +877,13 @@ class Evaluator:
         if fn == "count":
             return count([p for p, _ in items]), err
         if fn == "sum":
-            parts = [ite(p, v, z3.IntVal(0)) for p, v in items]
-            total = z3.IntVal(0)
+            parts = [ite(p, v, int_val(0)) for p, v in items]
+            total = int_val(0)
             for x in parts:
                 total = arith("+", total, x)
             return total, err
         # min / max: over no rows the interpreter raises
-        best: Term = z3.IntVal(0)
+        best: Term = int_val(0)
         seen: Term = FALSE
         for p, v in items:
             better = compare("<" if fn == "min" else ">", v, best)
@@ -859,12 +928,12 @@ def _param_valid(uni: Universe, st: SymState, p: Any, v: Term) -> Term:
     ty = p.ty
     if ty == INT:
         if p.min is not None:
-            parts.append(compare(">=", v, z3.IntVal(p.min)))
+            parts.append(compare(">=", v, int_val(p.min)))
         if p.max is not None:
-            parts.append(compare("<=", v, z3.IntVal(p.max)))
+            parts.append(compare("<=", v, int_val(p.max)))
     elif isinstance(ty, EnumT):
-        parts.append(compare(">=", v, z3.IntVal(0)))
-        parts.append(compare("<", v, z3.IntVal(len(ty.values))))
+        parts.append(compare(">=", v, int_val(0)))
+        parts.append(compare("<", v, int_val(len(ty.values))))
     elif isinstance(ty, RefT):
         parts.append(exists_at(uni, st, ty.entity, v))
     return and_(*parts)
@@ -957,7 +1026,7 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
             ex = list(st.exists[ent])
             cols = {f: list(st.cells[ent][f]) for f in edef.fields}
             conds = []
-            bind: Term = z3.IntVal(OUT)
+            bind: Term = int_val(OUT)
             for i in range(len(cands) - 1, -1, -1):
                 cond = eq(c, uni.ival(i))
                 if is_f(cond):
@@ -977,7 +1046,7 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
                 bind = ite(cond, uni.ival(u), bind)
             new.exists[ent] = ex
             new.cells[ent] = cols
-            new.created[ent] = arith("+", c, z3.IntVal(1))
+            new.created[ent] = arith("+", c, int_val(1))
             if b is not None:
                 env[b] = bind
             # Running out of prepared ids is a failure; universes are sized so that no
@@ -1012,9 +1081,9 @@ def _invariants(uni: Universe, st: SymState, touched: dict[str, list[Term]]) -> 
             for fd in bounded:
                 v = st.cells[ent][fd.name][u]
                 if fd.min is not None:
-                    conds.append(compare(">=", v, z3.IntVal(fd.min)))
+                    conds.append(compare(">=", v, int_val(fd.min)))
                 if fd.max is not None:
-                    conds.append(compare("<=", v, z3.IntVal(fd.max)))
+                    conds.append(compare("<=", v, int_val(fd.max)))
             for fd in unique:
                 v = st.cells[ent][fd.name][u]
                 for u2, x2 in enumerate(ex):

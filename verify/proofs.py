@@ -48,7 +48,7 @@ from graphgen.types import RefT, RowT, Ty
 from tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
 from verify import CHECKER_VERSION
 from verify.bmc import Bmc, ChangesGoal, parse_sort, relevant_tools, same_value, strings_in
-from verify.encode import EncodeError, Evaluator, SymState, Universe, and_, is_t, not_
+from verify.encode import EncodeError, Evaluator, SymState, Universe, is_f, is_t
 from verify.slicing import slice_state
 
 DEFAULT_TIMEOUT_MS = 4000
@@ -217,14 +217,19 @@ class Prover:
         status, model, _ = bmc.check(assume, self.timeout_ms)
         return status, model
 
-    def _witness(self, model: Any) -> str:
+    def _witness(self, model: Any, goal: ChangesGoal | None = None) -> str:
+        """The model's chain as text, replayed by the interpreter: a disagreement (the
+        chain fails, or misses ``goal``) is reported, since it means an encoding bug."""
         assert self.bmc is not None
         chain = self.bmc.extract(model)
         text = " → ".join(f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
                           for c in chain) or "(no calls)"
         replay = dry_run(self.domain, self.initial, self.task.givens, chain)
+        goal = goal or self.goal
         if replay.failed:
             text += f" [encoding disagrees with the interpreter: {replay.failed}]"
+        elif not goal_holds(goal, replay.final, replay.shown or [], self.task.givens):
+            text += " [encoding disagrees with the interpreter: the goal does not hold]"
         return text
 
     def _goal_lit(self) -> Any:
@@ -362,7 +367,7 @@ class Prover:
             return _res("refusal_impossible", False, "timeout")
         if status == "sat":
             return _res("refusal_impossible", False,
-                        f"the requested change is reachable: {self._witness(model)}")
+                        f"the requested change is reachable: {self._witness(model, goal)}")
         return _res("refusal_impossible", True,
                     f"no chain of <= {self.k} calls makes the requested change")
 
@@ -410,16 +415,13 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
     sl = slice_state(domain, initial, {t.key}, None, [scan])
     uni = Universe.build(domain, sl, None, [(RefT(t.entity), t.key)])
     st = SymState.from_state(uni, sl)
-    ev = Evaluator(uni, st, f"target {t.phrase!r}")
+    items, err = Evaluator(uni, st, f"target {t.phrase!r}").comp(scan, {})
+    if not is_f(z3.simplify(err)):
+        return "description raises on some row"
     z3_keys = []
-    for i, k in enumerate(uni.keys[t.entity]):
-        if not is_t(st.exists[t.entity][i]):
-            continue
-        v, err = ev.ev(cond, {"x": uni.ival(i)})
-        if is_t(z3.simplify(err)):
-            return f"description raises on row {k!r}"
-        if is_t(z3.simplify(and_(v, not_(err)))):
-            z3_keys.append(k)
+    for take, key in items:
+        if is_t(z3.simplify(take)):
+            z3_keys.append(uni.dec(RefT(t.entity), z3.simplify(key)))
     # the interpreter on the full table, as an independent check of the slice
     try:
         full_keys = [k for k in sorted(initial.tables.get(t.entity, {}))

@@ -1,0 +1,418 @@
+"""The dry-run acceptance gate: every broken candidate is rejected, with its reason.
+
+Broken candidates are built two ways: by mutating real generated mock tasks (one defect
+each, so the expected reason is the first check that fails), and by hand on a small mock
+state. Each hand-built family has a valid twin that passes, so the rejection is due to
+the defect and not to some other slip in the fixture.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import pytest
+
+from graphgen.domain import Domain
+from graphgen.domains import load_builtin
+from graphgen.interp import call_tool
+from graphgen.state import State
+from tasks.gate import REASONS, GateResult, check_candidate, run_chain
+from tasks.model import Call, Change, Given, Goal, Target, Task
+from tasks.render import stated
+from tasks.taskset import generate
+
+MOCK = load_builtin("mock")
+
+
+@cache
+def _mock_tasks() -> tuple[Task, ...]:
+    return tuple(generate(MOCK, 80, 11).tasks)
+
+
+def _pick(pred: Callable[[Task], bool]) -> Task:
+    for t in _mock_tasks():
+        if pred(t):
+            return t.model_copy(deep=True)
+    raise AssertionError("no generated task fits; the fixture seed needs a look")
+
+
+def _deposit_task() -> Task:
+    """An action task whose last call is a deposit."""
+    return _pick(lambda t: t.kind == "action" and t.chain[-1].tool == "deposit")
+
+
+def _lock_task() -> Task:
+    return _pick(lambda t: t.kind == "action" and [c.tool for c in t.chain][-1] == "lock_account"
+                 and len(t.goal.changes) == 1)
+
+
+def _info_task() -> Task:
+    """An information task whose answer is a number."""
+    return _pick(lambda t: t.kind == "information" and isinstance(t.goal.answer[0], int)
+                 and not isinstance(t.goal.answer[0], bool))
+
+
+def _refusal_task() -> Task:
+    return _pick(lambda t: t.kind == "refusal")
+
+
+def _gate(task: Task, domain: Domain = MOCK, **over: Any) -> GateResult:
+    args: dict[str, Any] = {
+        "kind": task.kind, "initial": State.from_dict(task.initial_state),
+        "chain": task.chain, "givens": task.givens, "targets": task.targets,
+        "instruction": task.instruction, "goal": task.goal, "refused_call": task.refused_call,
+    }
+    args.update(over)
+    return check_candidate(domain, **args)
+
+
+def _account_of(task: Task) -> str:
+    return next(str(c.args["account_id"]) for c in [*task.chain, *filter(None, [task.refused_call])]
+                if "account_id" in c.args)
+
+
+# --------------------------------------------------------------------------- sanity
+
+
+def test_generated_tasks_pass_the_gate_again() -> None:
+    kinds = Counter(t.kind for t in _mock_tasks())
+    assert set(kinds) == {"action", "information", "refusal"}
+    for t in _mock_tasks():
+        res = _gate(t)
+        assert res.ok, (t.id, res)
+
+
+# --------------------------------------------------------------------------- mutations
+# Each builder returns (task, overrides for check_candidate); the table maps it to the
+# reason that must be reported.
+
+
+def _goal_already_true() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    acc = _account_of(t)
+    bal = t.initial_state["tables"]["Account"][acc]["balance"]
+    goal = Goal(changes=[Change(entity="Account", key=acc, field="balance", before=bal,
+                                after=bal)])
+    return t, {"goal": goal}
+
+
+def _goal_empty() -> tuple[Task, dict[str, Any]]:
+    return _deposit_task(), {"goal": Goal()}
+
+
+def _info_without_answer() -> tuple[Task, dict[str, Any]]:
+    return _info_task(), {"goal": Goal(changes=[], answer=[])}
+
+
+def _precondition_fails() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    state = State.from_dict(t.initial_state)
+    state.tables["Account"][_account_of(t)]["status"] = "locked"
+    return t, {"initial": state}
+
+
+def _unknown_tool() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    return t, {"chain": [*t.chain[:-1], Call(tool="teleport", args={})]}
+
+
+def _unknown_param() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    last = t.chain[-1]
+    return t, {"chain": [*t.chain[:-1], Call(tool="deposit", args={**last.args, "memo": "x"})]}
+
+
+def _write_to_unknown_tool_in_refusal() -> tuple[Task, dict[str, Any]]:
+    t = _refusal_task()
+    return t, {"chain": [*t.chain, Call(tool="close_everything", args={})]}
+
+
+def _refusal_without_refused_call() -> tuple[Task, dict[str, Any]]:
+    return _refusal_task(), {"refused_call": None}
+
+
+def _refused_call_malformed() -> tuple[Task, dict[str, Any]]:
+    t = _refusal_task()
+    assert t.refused_call is not None
+    bad = Call(tool=t.refused_call.tool, args={**t.refused_call.args, "account_id": "A999"})
+    return t, {"refused_call": bad}
+
+
+def _id_without_lookup() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    assert t.chain[0].tool == "find_account"
+    return t, {"chain": t.chain[1:]}  # the account id is used but never looked up
+
+
+def _free_value_not_given() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    return t, {"givens": [g for g in t.givens if not g.sort.startswith("free:")]}
+
+
+def _given_not_stated() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    email = next(str(g.value) for g in t.givens if g.sort == "field:Account.email")
+    return t, {"instruction": t.instruction.replace(email, "my usual address")}
+
+
+def _given_only_inside_another_number() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    amount = str(t.chain[-1].args["amount"])
+    assert stated(t.instruction, amount)
+    return t, {"instruction": t.instruction.replace(amount, "1" + amount + "0")}
+
+
+def _id_leak() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    return t, {"instruction": t.instruction + f" (That is account {_account_of(t)}.)"}
+
+
+def _refused_id_leak() -> tuple[Task, dict[str, Any]]:
+    t = _refusal_task()
+    return t, {"instruction": f"{_account_of(t)}: " + t.instruction}
+
+
+def _nondeterministic_write() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    seen: Counter[str] = Counter()
+
+    def flaky(domain: Domain, st: State, name: str, args: dict[str, Any]) -> Any:
+        seen[name] += 1
+        if name == "deposit" and seen[name] > 1:  # the second run deposits one more
+            args = {**args, "amount": args["amount"] + 1}
+        return call_tool(domain, st, name, args)
+
+    return t, {"execute": flaky}
+
+
+def _nondeterministic_read() -> tuple[Task, dict[str, Any]]:
+    t = _info_task()
+    seen: Counter[str] = Counter()
+
+    def flaky(domain: Domain, st: State, name: str, args: dict[str, Any]) -> Any:
+        seen[name] += 1
+        out = call_tool(domain, st, name, args)
+        if name == "get_account" and seen[name] > 1:
+            out = {**out, "owner": "Somebody Else"}
+        return out
+
+    return t, {"execute": flaky}
+
+
+def _fails_on_second_run() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    seen: Counter[str] = Counter()
+
+    def flaky(domain: Domain, st: State, name: str, args: dict[str, Any]) -> Any:
+        seen[name] += 1
+        if name == "deposit" and seen[name] > 1:
+            return call_tool(domain, st, name, {**args, "amount": 0})  # below min: error
+        return call_tool(domain, st, name, args)
+
+    return t, {"execute": flaky}
+
+
+def _answer_in_instruction() -> tuple[Task, dict[str, Any]]:
+    t = _info_task()
+    return t, {"instruction": t.instruction + f" I think it is {t.goal.answer[0]}."}
+
+
+def _answer_not_revealed() -> tuple[Task, dict[str, Any]]:
+    t = _info_task()
+    return t, {"goal": Goal(changes=[], answer=[987654321])}
+
+
+def _information_changes_state() -> tuple[Task, dict[str, Any]]:
+    t = _info_task()
+    acc = next(str(c.args["account_id"]) for c in t.chain if "account_id" in c.args)
+    state = State.from_dict(t.initial_state)
+    state.tables["Account"][acc]["status"] = "active"
+    chain = [*t.chain, Call(tool="deposit", args={"account_id": acc, "amount": 77})]
+    return t, {"initial": state, "chain": chain,
+               "givens": [*t.givens, Given(sort="free:int", value=77)],
+               "instruction": t.instruction + " Also deposit 77."}
+
+
+def _refusal_succeeds() -> tuple[Task, dict[str, Any]]:
+    t = _refusal_task()
+    state = State.from_dict(t.initial_state)
+    row = state.tables["Account"][_account_of(t)]
+    row["status"], row["balance"] = "active", 100_000
+    return t, {"initial": state}
+
+
+def _wrong_expected_value() -> tuple[Task, dict[str, Any]]:
+    t = _deposit_task()
+    changes = [c.model_copy() for c in t.goal.changes]
+    changes[0].after = changes[0].after + 1
+    return t, {"goal": Goal(changes=changes)}
+
+
+def _chain_stops_short() -> tuple[Task, dict[str, Any]]:
+    t = _pick(lambda t: t.kind == "action" and [c.tool for c in t.chain][-2:]
+              == ["deposit", "lock_account"])
+    return t, {"chain": t.chain[:-1]}  # the lock the instruction asks for never happens
+
+
+def _goal_names_another_row() -> tuple[Task, dict[str, Any]]:
+    t = _lock_task()
+    acc = _account_of(t)
+    other = next(k for k, r in sorted(t.initial_state["tables"]["Account"].items())
+                 if k != acc and r["status"] == "active")
+    ch = t.goal.changes[0]
+    return t, {"goal": Goal(changes=[ch.model_copy(update={"key": other})])}
+
+
+CASES: list[tuple[str, Callable[[], tuple[Task, dict[str, Any]]], str]] = [
+    ("goal already true", _goal_already_true, "goal_already_true"),
+    ("empty action goal", _goal_empty, "goal_already_true"),
+    ("information without answer", _info_without_answer, "goal_already_true"),
+    ("precondition fails", _precondition_fails, "call_failed"),
+    ("unknown tool", _unknown_tool, "bad_chain"),
+    ("unknown parameter", _unknown_param, "bad_chain"),
+    ("unknown write in a refusal chain", _write_to_unknown_tool_in_refusal, "bad_chain"),
+    ("refusal without refused call", _refusal_without_refused_call, "bad_chain"),
+    ("refused call on a missing id", _refused_call_malformed, "bad_chain"),
+    ("id used without lookup", _id_without_lookup, "unknown_argument"),
+    ("free value not given", _free_value_not_given, "unknown_argument"),
+    ("given not stated", _given_not_stated, "given_not_stated"),
+    ("given only inside a longer number", _given_only_inside_another_number,
+     "given_not_stated"),
+    ("internal id in the text", _id_leak, "id_leak"),
+    ("refused call's id in the text", _refused_id_leak, "id_leak"),
+    ("write differs on re-run", _nondeterministic_write, "nondeterministic"),
+    ("read differs on re-run", _nondeterministic_read, "nondeterministic"),
+    ("re-run fails", _fails_on_second_run, "nondeterministic"),
+    ("answer in the instruction", _answer_in_instruction, "answer_in_instruction"),
+    ("answer not revealed", _answer_not_revealed, "answer_not_revealed"),
+    ("information task writes", _information_changes_state, "state_changed"),
+    ("refused call would succeed", _refusal_succeeds, "refusal_succeeds"),
+    ("wrong expected value", _wrong_expected_value, "goal_not_reached"),
+    ("chain stops short of the goal", _chain_stops_short, "goal_not_reached"),
+    ("goal names another row", _goal_names_another_row, "goal_not_reached"),
+]
+
+
+@pytest.mark.parametrize(("build", "reason"), [(b, r) for _, b, r in CASES],
+                         ids=[n for n, _, _ in CASES])
+def test_mutated_candidate_is_rejected(build: Callable[[], tuple[Task, dict[str, Any]]],
+                                       reason: str) -> None:
+    task, over = build()
+    assert _gate(task).ok, "the unmutated task must pass, or the test proves nothing"
+    res = _gate(task, **over)
+    assert not res.ok
+    assert res.reason == reason, res
+    assert res.reason in REASONS and res.detail
+
+
+def test_every_reason_has_a_test() -> None:
+    tested = {r for _, _, r in CASES} | {"ambiguous_target"}  # hand-built below
+    assert tested == set(REASONS)
+
+
+def test_failed_call_is_located() -> None:
+    task, over = _precondition_fails()
+    res = _gate(task, **over)
+    last = len(task.chain) - 1
+    assert f"call {last} (deposit)" in res.detail and "locked" in res.detail
+
+
+# --------------------------------------------------------------------------- by hand
+
+
+def _row(email: str, owner: str, balance: int, status: str = "active") -> dict[str, Any]:
+    return {"email": email, "owner": owner, "balance": balance, "status": status}
+
+
+def _hand_state(second_owner: str = "Bo Chen") -> State:
+    return State(
+        {"Account": {"A001": _row("ann@example.com", "Ann Lee", 120),
+                     "A002": _row("bo@example.com", second_owner, 40, "locked")},
+         "Payment": {}},
+        {"Account": 3, "Payment": 1},
+    )
+
+
+def _hand_info(state: State) -> GateResult:
+    """Bo asks for the balance of "the account with owner Ann Lee" (a referring phrase)."""
+    chain = [Call(tool="find_account", args={"email": "ann@example.com"}),
+             Call(tool="get_account", args={"account_id": "A001"})]
+    target = Target(entity="Account", key="A001", phrase="the account with owner Ann Lee",
+                    description="x.owner == 'Ann Lee'")
+    return check_candidate(
+        MOCK, "information", state, chain,
+        [Given(sort="field:Account.email", value="ann@example.com")], [target],
+        "My email is ann@example.com. What is the balance of the account with owner Ann Lee?",
+        Goal(changes=[], answer=[120]))
+
+
+def test_hand_built_information_task_passes() -> None:
+    assert _hand_info(_hand_state()).ok
+
+
+def test_referring_expression_matching_two_rows_is_ambiguous() -> None:
+    res = _hand_info(_hand_state(second_owner="Ann Lee"))
+    assert (res.ok, res.reason) == (False, "ambiguous_target")
+    assert "matches 2" in res.detail
+
+
+def test_unparsable_description_is_rejected() -> None:
+    state = _hand_state()
+    chain = [Call(tool="find_account", args={"email": "ann@example.com"})]
+    target = Target(entity="Account", key="A001", phrase="the account", description="x.nope == 1")
+    res = check_candidate(MOCK, "information", state, chain,
+                          [Given(sort="field:Account.email", value="ann@example.com")],
+                          [target], "My email is ann@example.com. Who owns the account?",
+                          Goal(answer=["Ann Lee"]))
+    assert (res.ok, res.reason) == (False, "ambiguous_target")
+
+
+def _hand_deposit(state: State, amount: int = 10) -> GateResult:
+    chain = [Call(tool="find_account", args={"email": "bo@example.com"}),
+             Call(tool="deposit", args={"account_id": "A002", "amount": amount})]
+    bal = state.tables["Account"]["A002"]["balance"]
+    return check_candidate(
+        MOCK, "action", state, chain,
+        [Given(sort="field:Account.email", value="bo@example.com"),
+         Given(sort="free:int", value=amount)], [],
+        f"My email is bo@example.com. Please deposit {amount} into my account.",
+        Goal(changes=[Change(entity="Account", key="A002", field="balance", before=bal,
+                             after=bal + amount)]))
+
+
+def test_hand_built_deposit_on_active_account_passes() -> None:
+    state = _hand_state()
+    state.tables["Account"]["A002"]["status"] = "active"
+    assert _hand_deposit(state).ok
+
+
+def test_hand_built_deposit_on_locked_account_fails_its_precondition() -> None:
+    res = _hand_deposit(_hand_state())
+    assert (res.ok, res.reason) == (False, "call_failed")
+    assert "call 1 (deposit)" in res.detail and "locked" in res.detail
+
+
+def test_hand_built_id_given_without_lookup_is_unknown() -> None:
+    state = _hand_state()
+    chain = [Call(tool="get_account", args={"account_id": "A001"})]
+    res = check_candidate(MOCK, "information", state, chain, [], [], "What is my balance?",
+                          Goal(answer=[120]))
+    assert (res.ok, res.reason) == (False, "unknown_argument")
+    assert "A001" in res.detail
+
+
+def test_run_chain_leaves_the_initial_state_alone_and_locates_errors() -> None:
+    state = _hand_state()
+    state.tables["Account"]["A002"]["status"] = "active"
+    before = state.copy()
+    run = run_chain(MOCK, state, [Call(tool="deposit", args={"account_id": "A002", "amount": 5}),
+                                  Call(tool="get_account", args={"account_id": "A002"})])
+    assert state == before
+    assert run.final.tables["Account"]["A002"]["balance"] == 45
+    assert run.results[1]["balance"] == 45
+    with pytest.raises(Exception, match=r"call 1 \(pay\)"):
+        run_chain(MOCK, state, [Call(tool="get_account", args={"account_id": "A001"}),
+                                Call(tool="pay", args={"account_id": "A001", "amount": 500})])

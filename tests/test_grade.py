@@ -1,0 +1,251 @@
+"""The grading function: exact goal changes, nothing else, strict answer matching.
+
+Unit cases on tiny dict states, then a bounded property test over generated task sets:
+every reference chain re-executes to its goal and grades as a success, while the initial
+state, a state with one extra change, and answers missing the values all fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tasks.grade
+from graphgen.domains import load_builtin
+from graphgen.errors import ToolError
+from graphgen.interp import call_tool
+from graphgen.state import State
+from tasks.gate import run_chain
+from tasks.grade import expected_final, grade, state_diff
+from tasks.model import Task
+from tasks.taskset import generate
+
+S0: dict[str, Any] = {
+    "tables": {
+        "A": {"a1": {"n": 1, "s": "active"}, "a2": {"n": 7, "s": "locked"}},
+        "B": {"b1": {"a": "a1", "x": 3}},
+    },
+    "counters": {"A": 3, "B": 2},
+}
+
+
+def _copy(s: dict[str, Any]) -> dict[str, Any]:
+    return {"tables": {e: {k: dict(r) for k, r in t.items()} for e, t in s["tables"].items()},
+            "counters": dict(s["counters"])}
+
+
+def _change(entity: str, key: str, field: str, before: Any, after: Any) -> dict[str, Any]:
+    return {"entity": entity, "key": key, "field": field, "before": before, "after": after}
+
+
+# --------------------------------------------------------------------------- state_diff
+
+
+def test_state_diff_reports_fields_creations_and_deletions() -> None:
+    s1 = _copy(S0)
+    s1["tables"]["A"]["a1"]["n"] = 2
+    s1["tables"]["B"]["b2"] = {"a": "a2", "x": 1}
+    del s1["tables"]["A"]["a2"]
+    assert state_diff(S0, s1) == [
+        ("A", "a1", "n", 1, 2),
+        ("A", "a2", "*", {"n": 7, "s": "locked"}, None),
+        ("B", "b2", "*", None, {"a": "a2", "x": 1}),
+    ]
+    assert state_diff(S0, _copy(S0)) == []
+
+
+# --------------------------------------------------------------------------- changes
+
+
+def test_exact_change_succeeds_and_missing_or_wrong_change_fails() -> None:
+    goal = {"changes": [_change("A", "a1", "n", 1, 5)]}
+    s1 = _copy(S0)
+    s1["tables"]["A"]["a1"]["n"] = 5
+    assert grade(S0, s1, goal)["success"]
+    assert not grade(S0, S0, goal)["success"]
+    s1["tables"]["A"]["a1"]["n"] = 6
+    res = grade(S0, s1, goal)
+    assert not res["success"]
+    bad = [i for i in res["items"] if not i["ok"]]
+    assert bad[0]["check"] == "change A a1 n" and "want 5" in bad[0]["detail"]
+
+
+def test_any_other_change_fails_and_is_named() -> None:
+    goal = {"changes": [_change("A", "a1", "n", 1, 5)]}
+    s1 = _copy(S0)
+    s1["tables"]["A"]["a1"]["n"] = 5
+    s1["tables"]["B"]["b1"]["x"] = 4
+    res = grade(S0, s1, goal)
+    assert not res["success"]
+    other = next(i for i in res["items"] if i["check"] == "no other changes")
+    assert not other["ok"] and "B b1 x" in other["detail"]
+
+
+def test_created_and_deleted_rows() -> None:
+    new_row = {"a": "a2", "x": 9}
+    goal = {"changes": [_change("B", "b2", "*", None, new_row),
+                        _change("A", "a2", "*", {"n": 7, "s": "locked"}, None)]}
+    s1 = _copy(S0)
+    s1["tables"]["B"]["b2"] = dict(new_row)
+    del s1["tables"]["A"]["a2"]
+    assert grade(S0, s1, goal)["success"]
+    s1["tables"]["B"]["b2"]["x"] = 8  # created, but with the wrong contents
+    assert not grade(S0, s1, goal)["success"]
+    s2 = _copy(S0)
+    s2["tables"]["B"]["b2"] = dict(new_row)  # the deletion is missing
+    assert not grade(S0, s2, goal)["success"]
+
+
+def test_expected_final_is_graded_a_success() -> None:
+    goal = {"changes": [_change("A", "a1", "s", "active", "locked"),
+                        _change("B", "b2", "*", None, {"a": "a1", "x": 0})]}
+    final = expected_final(S0, goal)
+    assert final["tables"]["A"]["a1"]["s"] == "locked"
+    assert final["tables"]["B"]["b2"] == {"a": "a1", "x": 0}
+    assert S0["tables"]["A"]["a1"]["s"] == "active"  # the input is not mutated
+    assert grade(S0, final, goal)["success"]
+
+
+def test_empty_goal_accepts_only_the_unchanged_state() -> None:
+    assert grade(S0, _copy(S0), {"changes": []})["success"]
+    s1 = _copy(S0)
+    s1["tables"]["A"]["a2"]["s"] = "active"
+    assert not grade(S0, s1, {"changes": []})["success"]
+
+
+# --------------------------------------------------------------------------- answers
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "ok"),
+    [
+        (5, "You have 5 units left.", True),
+        (5, "You have 15 units left.", False),  # numbers must stand alone
+        (5, "It costs 5.9 now.", False),
+        (15, "It costs 5 now.", False),
+        (1369, "Your balance is 1,369.", True),
+        (1369, "Your balance is 11369.", False),
+        (0, "Your balance is 0.", True),
+        (0, "Your balance is 10.", False),
+        ("locked", "The account is Locked.", True),  # case does not matter
+        ("active", "The account is inactive.", False),
+        ("Lily Owens", "The owner is lily owens.", True),
+        ("2026-03-02", "It was placed on 2026-03-02.", True),
+        (True, "Yes, it is insured.", True),
+        (False, "No, it is not.", True),
+        (False, "I know it is insured.", False),  # "no" is not a word of "know"
+    ],
+)
+def test_answer_matching_is_strict(value: Any, text: str, ok: bool) -> None:
+    res = grade(S0, S0, {"changes": [], "answer": [value]}, text)
+    assert res["success"] is ok
+
+
+def test_every_answer_value_is_needed() -> None:
+    goal = {"changes": [], "answer": [12, "gold"]}
+    assert grade(S0, S0, goal, "12 and gold")["success"]
+    assert not grade(S0, S0, goal, "only 12")["success"]
+    res = grade(S0, S0, goal, None)
+    assert not res["success"]
+    assert all(i["detail"] == "no answer given" for i in res["items"]
+               if i["check"].startswith("answer"))
+
+
+def test_doctests_pass() -> None:
+    result = doctest.testmod(tasks.grade)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_grade_module_imports_nothing_from_the_pipeline() -> None:
+    """Environments ship this very file, so it may only use the standard library."""
+    tree = ast.parse(Path(tasks.grade.__file__).read_text(encoding="utf-8"))
+    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+            for a in n.names}
+    mods |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
+             if isinstance(n, ast.ImportFrom)}
+    assert mods <= {"__future__", "re", "typing"}
+
+
+# --------------------------------------------------------------------------- property
+
+SIZES = {"mock": 40, "airline": 15, "retail": 10}
+
+
+def _goal_holds(goal: dict[str, Any], state: dict[str, Any]) -> bool:
+    for c in goal["changes"]:
+        row = state["tables"].get(c["entity"], {}).get(c["key"])
+        if c["field"] == "*":
+            if row != c["after"]:
+                return False
+        elif row is None or row.get(c["field"]) != c["after"]:
+            return False
+    return True
+
+
+def _perturb(state: dict[str, Any], goal: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``state`` with one change the goal does not mention."""
+    touched = {(c["entity"], c["key"]) for c in goal["changes"]}
+    out = _copy(state)
+    for ent, table in sorted(out["tables"].items()):
+        for key, row in sorted(table.items()):
+            if (ent, key) in touched:
+                continue
+            for f, v in sorted(row.items()):
+                if isinstance(v, bool):
+                    row[f] = not v
+                elif isinstance(v, int):
+                    row[f] = v + 1
+                elif isinstance(v, str):
+                    row[f] = v + "x"
+                elif isinstance(v, list):
+                    row[f] = [*v, "zz"]
+                else:
+                    continue
+                return out
+    raise AssertionError("no field to perturb")
+
+
+def _check_task(domain_name: str, task: Task) -> None:
+    domain = load_builtin(domain_name)
+    initial = State.from_dict(task.initial_state)
+    run = run_chain(domain, initial, task.chain)
+    s0, s1 = initial.to_dict(), run.final.to_dict()
+    goal = task.goal.model_dump()
+    assert State.from_dict(task.initial_state) == initial, "the chain mutated its input"
+    if task.kind == "action":
+        assert goal["changes"] and not _goal_holds(goal, s0), task.id
+        assert _goal_holds(goal, s1), task.id
+        assert grade(s0, s1, goal)["success"], (task.id, grade(s0, s1, goal))
+        assert not grade(s0, s0, goal)["success"], task.id
+        assert not grade(s0, _perturb(s1, goal), goal)["success"], task.id
+        assert expected_final(s0, goal)["tables"] == s1["tables"], task.id
+        return
+    assert state_diff(s0, s1) == [], task.id
+    assert goal["answer"], task.id
+    said = "Here you go: " + "; ".join(str(v) for v in goal["answer"]) + "."
+    assert grade(s0, s1, goal, said)["success"], (task.id, said)
+    assert not grade(s0, s1, goal, "Sorry, I cannot help with that.")["success"], task.id
+    assert not grade(s0, s1, goal, None)["success"], task.id
+    assert not grade(s0, _perturb(s1, goal), goal, said)["success"], task.id
+    if task.kind == "refusal":
+        assert task.refused_call is not None
+        with pytest.raises(ToolError) as exc:
+            call_tool(domain, run.final.copy(), task.refused_call.tool,
+                      task.refused_call.args)
+        assert exc.value.kind == "precondition", task.id
+
+
+@settings(max_examples=50, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(domain_name=st.sampled_from(sorted(SIZES)), seed=st.integers(0, 100_000))
+def test_generated_tasks_replay_and_grade(domain_name: str, seed: int) -> None:
+    res = generate(load_builtin(domain_name), SIZES[domain_name], seed)
+    assert len(res.tasks) == SIZES[domain_name]
+    for task in res.tasks:
+        _check_task(domain_name, task)
