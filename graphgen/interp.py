@@ -248,6 +248,27 @@ def apply_unchecked(domain: Domain, st: State, name: str, args: Mapping[str, Any
         raise
 
 
+def footprint(domain: Domain, st: State, name: str, args: Mapping[str, Any]
+              ) -> list[tuple[str, str, str]]:
+    """The cells (entity, key, field) a successful call would write on ``st``, including
+    writes that leave a value as it was; ``field`` is '*' for created or deleted rows.
+
+    The state is not changed. Raises ToolError if the call would fail.
+    """
+    probe = st.copy()
+    env = dict(precheck(domain, probe, name, args))
+    undo: list[tuple[Any, ...]] = []
+    for stmt in domain.tools[name].effects:
+        apply_effect(domain, probe, stmt.effect, env, undo)
+    check_invariants(domain, probe, undo)
+    cells = []
+    for u in undo:
+        cell = (u[1], u[2], u[3] if u[0] == "set" else "*")
+        if cell not in cells:
+            cells.append(cell)
+    return cells
+
+
 def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Any:
     """Run tool ``name`` on ``st`` (mutated in place) and return its result.
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,13 +26,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
-from graphgen.interp import apply_unchecked, call_tool, evaluate, failed_check, precheck
+from graphgen.interp import (
+    apply_unchecked,
+    call_tool,
+    evaluate,
+    failed_check,
+    footprint,
+    precheck,
+)
 from graphgen.knowledge import Sort, param_sort
 from graphgen.state import State, diff
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT
 from tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from tasks.plan import Planner, ReadCache
-from tasks.referring import describe, humanize
+from tasks.referring import describe, humanize, stated_facts
 from tasks.render import intent_text, join_intents, opener
 from tasks.values import free_value
 
@@ -185,6 +192,8 @@ class Expander:
             if t is None:
                 return False
             targets[(s.name, v)] = t
+            for fs, fv in stated_facts(self.domain, initial, t):
+                planner.give(fs, fv)
             row = initial.tables[s.name][v]
             seen = all(planner.know.knows(Sort("field", f"{s.name}.{f}"), row[f])
                        for f in re.findall(r"x\.(\w+) ==", t.description)
@@ -238,6 +247,7 @@ class Expander:
         created: dict[Any, str] = {}
         principal: tuple[str, str] | None = None
         intent_writes: list[set[tuple[str, str, str]]] = []
+        pinned: list[tuple[str, str, str]] = []  # every cell an intent writes
         for i in range(n):
             done = False
             for tool in self._pick_tool(self.domain.write_tools, rng):
@@ -257,6 +267,10 @@ class Expander:
                     continue
                 snap = planner.snapshot()
                 before = st.copy()
+                try:
+                    cells = footprint(self.domain, st, tool.name, args)
+                except ToolError:
+                    continue
                 ok_targets = dict(targets)
                 if not self._identify(planner, initial, tool, args, set(created), rng,
                                       ok_targets, principal or owner):
@@ -273,6 +287,7 @@ class Expander:
                     planner.forget_reads()
                     continue
                 intent_writes.append(written)
+                pinned.extend(c for c in cells if c not in pinned)
                 targets = ok_targets
                 principal = principal or owner
                 intents.append(Call(tool=tool.name, args=args))
@@ -284,7 +299,7 @@ class Expander:
                 if i == 0:
                     raise NoCandidate("no_valid_binding")
                 break
-        goal = Goal(changes=_changes(initial, st))
+        goal = Goal(changes=_changes(initial, st, pinned))
         chain = prune_reads(self.domain, planner, explored)
         sentences = [intent_text(self.domain, self.domain.tools[c.tool], c.args, rng, targets,
                                  created, principal) for c in intents]
@@ -444,6 +459,8 @@ class Expander:
                     target = describe(self.domain, initial, ent, key, rng, principal)
                     if target is None:
                         continue
+                    for fs, fv in stated_facts(self.domain, initial, target):
+                        planner.give(fs, fv)
                 fname = rng.choice(askable)
                 value = initial.tables[ent][key][fname]
                 if target is not None and f"x.{fname} ==" in target.description:
@@ -566,8 +583,18 @@ def _created(domain: Domain, before: State, after: State) -> list[tuple[str, str
             if k not in before.tables[e]]
 
 
-def _changes(a: State, b: State) -> list[Change]:
-    return [Change(entity=e, key=k, field=f, before=x, after=y) for e, k, f, x, y in diff(a, b)]
+def _changes(a: State, b: State, pinned: Sequence[tuple[str, str, str]] = ()) -> list[Change]:
+    """The diff from ``a`` to ``b``, plus the pinned cells that kept their value (a
+    request "set the city to Barcelona" pins the city even when it already was)."""
+    out = [Change(entity=e, key=k, field=f, before=x, after=y) for e, k, f, x, y in diff(a, b)]
+    seen = {(c.entity, c.key, c.field) for c in out}
+    for e, k, f in pinned:
+        if f == "*" or (e, k, f) in seen:
+            continue
+        row_a, row_b = a.tables[e].get(k), b.tables[e].get(k)
+        if row_a is not None and row_b is not None and row_a[f] == row_b[f]:
+            out.append(Change(entity=e, key=k, field=f, before=row_a[f], after=row_b[f]))
+    return sorted(out, key=lambda c: (c.entity, c.key, c.field))
 
 
 def _blocking_values(domain: Domain, st: State, chk: ir.Check, args: dict[str, Any]

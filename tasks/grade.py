@@ -62,8 +62,10 @@ def grade(initial: dict[str, Any], final: dict[str, Any], goal: dict[str, Any],
 
     ``goal`` is ``{"changes": [{entity, key, field, before, after}], "answer": [values]}``.
     Success needs every expected change, no other change, and every answer value
-    mentioned in ``answer``. Returns ``{"success": bool, "items": [...]}`` where each item
-    is ``{"check", "ok", "detail"}``.
+    mentioned in ``answer``. An entry whose ``before`` equals its ``after`` is a value the
+    request pins (written, but to the value it already had): it must hold at the end.
+    Returns ``{"success": bool, "items": [...]}`` where each item is ``{"check", "ok",
+    "detail"}``.
 
     >>> s0 = {"tables": {"A": {"a1": {"n": 1}}}, "counters": {"A": 2}}
     >>> s1 = {"tables": {"A": {"a1": {"n": 2}}}, "counters": {"A": 2}}
@@ -75,6 +77,15 @@ def grade(initial: dict[str, Any], final: dict[str, Any], goal: dict[str, Any],
     expected = {(c["entity"], c["key"], c["field"]): c for c in goal.get("changes", [])}
     actual = {(e, k, f): (x, y) for e, k, f, x, y in state_diff(initial, final)}
     for (e, k, f), c in sorted(expected.items()):
+        if f != "*" and c.get("before") == c.get("after"):
+            # A value the user specified that happens to equal the old one: it must
+            # still hold at the end (the request pins it), though it is not a change.
+            row = _rows(final).get(e, {}).get(k)
+            now = "missing" if row is None else repr(row.get(f))
+            items.append({"check": f"keep {e} {k} {f}", "ok": row is not None
+                          and row.get(f) == c.get("after"),
+                          "detail": f"want {c.get('after')!r}, got {now}"})
+            continue
         got = actual.get((e, k, f))
         ok = got is not None and got[1] == c.get("after")
         shown = "missing" if got is None else repr(got[1])

@@ -16,6 +16,7 @@ from typing import Any
 
 from graphgen.domain import Domain
 from graphgen.interp import evaluate
+from graphgen.knowledge import Sort
 from graphgen.parse import Elaborator
 from graphgen.state import State
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT
@@ -107,3 +108,32 @@ def describe(domain: Domain, state: State, entity: str, key: str, rng: random.Ra
             return Target(entity=entity, key=key, phrase=phrase,
                           description=" and ".join(src for _, src, _ in combo))
     return None
+
+
+def stated_facts(domain: Domain, state: State, target: Target) -> list[tuple[Sort, Any]]:
+    """The givable values a target's phrase states (so the agent may use them).
+
+    An instruction that says "the item with color amber" has told the agent the value
+    ``amber`` of ``Item.color``; if that field is givable it is as good as a given, and
+    the knowledge model (and so the proven minimum) must count it.
+    """
+    edef = domain.entities[target.entity]
+    row = state.tables[target.entity][target.key]
+    out: list[tuple[Sort, Any]] = []
+    for f in re.findall(r"x\.(\w+) ==", target.description):
+        if f == edef.key:
+            if edef.key_givable:
+                out.append((Sort("key", target.entity), target.key))
+            continue
+        fd = edef.fields.get(f)
+        if fd is None:
+            continue
+        if fd.givable:
+            out.append((Sort("field", f"{target.entity}.{f}"), row[f]))
+        if isinstance(fd.ty, RefT):  # "with flight GG123": the other row's display value
+            other = domain.entities[fd.ty.entity]
+            shown = other.fields.get(other.display or "")
+            orow = state.tables[fd.ty.entity].get(row[f])
+            if shown is not None and shown.givable and orow is not None:
+                out.append((Sort("field", f"{fd.ty.entity}.{shown.name}"), orow[shown.name]))
+    return out

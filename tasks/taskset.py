@@ -25,8 +25,9 @@ from tasks.gate import Executor, check_candidate
 from tasks.model import Manifest, Task
 
 Progress = Callable[[int, int], None]  # (accepted, attempts)
-# Extra acceptance checks (the z3 gate plugs in here): return "" to accept or a reason.
-Check = Callable[[Domain, Task], str]
+# Extra acceptance checks (the z3 gate plugs in here): return the (possibly enriched,
+# e.g. certified) task to accept it, or a rejection reason.
+Check = Callable[[Domain, Task], "Task | str"]
 
 
 @dataclass
@@ -99,9 +100,11 @@ def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = Non
         task = candidate_to_task(domain, cand, f"{domain.name}-{seed}-{len(tasks):05d}", seed)
         reason = ""
         for chk in extra_checks or []:
-            reason = chk(domain, task)
-            if reason:
+            got = chk(domain, task)
+            if isinstance(got, str):
+                reason = got
                 break
+            task = got
         if reason:
             rejected[reason] += 1
             continue

@@ -503,8 +503,8 @@ class Bmc:
         self.uni = Universe.build(domain, self.state, creates,
                                   [(t, v) for _, t, v in self.givens] + list(extra))
         self.given_terms: dict[Sort, list[Term]] = {}
-        for s, t, v in self.givens:
-            term = self.uni.enc(t, v)
+        for s, gty, v in self.givens:
+            term = self.uni.enc(gty, v)
             if term is not None:
                 self.given_terms.setdefault(s, []).append(term)
         self.solver = z3.Solver()
@@ -520,6 +520,10 @@ class Bmc:
                 lv = leaves(domain, ret, rty)
             self._site_tpl.append(sites)
             self._leaf_tpl.append(lv)
+        # the site and leaf terms each template outputs besides its transition
+        self._extra: list[list[Term]] = [
+            [x for g, _, v in sites for x in (g, v)] + [x for g, _, v in lv for x in (g, v)]
+            for sites, lv in zip(self._site_tpl, self._leaf_tpl, strict=True)]
         self.steps: list[_Step] = []
         self.states: list[SymState] = [SymState.from_state(self.uni, self.state)]
         self.sites: dict[Sort, list[tuple[Term, Term]]] = {}
@@ -626,9 +630,7 @@ class Bmc:
             new_leaves: list[tuple[Term, Ty, Term]] = []
             for j, (tool, tpl) in enumerate(zip(self.tools, self.templates, strict=True)):
                 chosen = and_(act, sel == j)
-                extra = [x for g, _, v in self._site_tpl[j] for x in (g, v)]
-                extra += [x for g, _, v in self._leaf_tpl[j] for x in (g, v)]
-                ok, post, subs = tpl.instantiate(cur, args[j], extra)
+                ok, post, subs = tpl.instantiate(cur, args[j], self._extra[j])
                 known = [self._known(p, args[j][p.name]) for p in tool.params.values()]
                 self.solver.add(implies(chosen, and_(ok, *known)))
                 posts.append(post)
@@ -731,7 +733,7 @@ class Bmc:
     def reason_unknown(self) -> str:
         """Why the last check was inconclusive ('timeout', ...)."""
         r = str(self.solver.reason_unknown())
-        return "timeout" if "timeout" in r or "canceled" in r else r
+        return "timeout" if "timeout" in r or "canceled" in r else f"inconclusive: {r}"
 
     def extract(self, m: z3.ModelRef) -> list[Call]:
         """The witness chain of a model."""
@@ -758,7 +760,7 @@ class Bmc:
         for ent, edef in self.domain.entities.items():
             for i in range(len(self.uni.keys[ent])):
                 e1, e2 = fin.exists[ent][i], ref.exists[ent][i]
-                diffs = []
+                diffs: list[Term] = []
                 for f, fd in edef.fields.items():
                     a, b = fin.cells[ent][f][i], ref.cells[ent][f][i]
                     if isinstance(fd.ty, ListT):
@@ -782,10 +784,17 @@ def search(domain: Domain, state: State, givens: Iterable[Given], goal: Goal, k:
            tools: Sequence[str] | None = None, timeout_ms: int = 5000,
            length: int | None = None) -> SearchResult:
     """Is there a chain of at most ``k`` (exactly ``length``, if given) successful calls
-    with known arguments after which ``goal`` holds? A witness chain when sat."""
+    with known arguments after which ``goal`` holds? A witness chain when sat.
+
+    ``tools`` restricts the tools chains may use; by default (and without ``length``),
+    when the goal says what it reads, the tools irrelevant to it are left out
+    (:func:`relevant_tools`: this changes no answer, since deleting irrelevant calls from
+    a solution leaves a shorter solution; an exact length keeps every tool).
+    A timeout gives status ``'unknown'`` with ``reason`` ``'timeout'``.
+    """
     t0 = time.perf_counter()
     givens = list(givens)
-    if tools is None:
+    if tools is None and length is None:
         rel = goal.relevance(domain)
         tools = relevant_tools(domain, *rel) if rel is not None else None
     bmc = Bmc(domain, state, givens, max(k, length or 0), tools=tools, seeds=goal.seeds(),

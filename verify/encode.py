@@ -25,6 +25,13 @@ atomic, so callers keep the pre-state when ``ok`` is false.
 
 :class:`ToolTemplate` builds a tool's terms once over a fully symbolic pre-state and
 instantiates them for any concrete or symbolic state by substitution.
+
+Limits (each raises :class:`EncodeError` or is stated where it applies): a list field
+must hold a sorted list without repeats (the interpreter's invariant); storing a list
+*literal* of several computed items into a field is rejected (its order and repeats are
+not representable); appending an item outside the element universe — only possible for
+``list[int]`` fields fed computed ints, which no built-in domain has — counts as a
+failure. Ids, strings, dates and enum members are always inside by construction.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from graphgen.errors import GraphgenError
 from graphgen.interp import check_value
 from graphgen.parse import is_iso_date
 from graphgen.state import State
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RecordT, RefT, RowT, Ty
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RecordT, RefT, Ty
 
 # z3 ships no type stubs: every z3 expression is ``Any`` to mypy. The alias documents
 # which values are z3 terms.
@@ -159,9 +166,8 @@ def eq(a: Term, b: Term) -> Term:
     ca, cb = int_const(a), int_const(b)
     if ca is not None and cb is not None:
         return TRUE if ca == cb else FALSE
-    if isinstance(a, z3.BoolRef):
-        if (is_t(a) or is_f(a)) and (is_t(b) or is_f(b)):
-            return TRUE if is_t(a) == is_t(b) else FALSE
+    if isinstance(a, z3.BoolRef) and (is_t(a) or is_f(a)) and (is_t(b) or is_f(b)):
+        return TRUE if is_t(a) == is_t(b) else FALSE
     if a is b or a.eq(b):
         return TRUE
     return z3.BoolRef(z3.Z3_mk_eq(_CTX.ref(), a.as_ast(), b.as_ast()), _CTX)
@@ -409,8 +415,8 @@ class Universe:
         created: dict[str, list[str]] = {}
         counter0 = {e: int(state.counters.get(e, 1)) for e in domain.entities}
         for ent, edef in domain.entities.items():
-            n = int((creates or {}).get(ent, 0))
-            created[ent] = [edef.make_id(counter0[ent] + i) for i in range(n)]
+            n_new = int((creates or {}).get(ent, 0))
+            created[ent] = [edef.make_id(counter0[ent] + i) for i in range(n_new)]
             refs[ent].update(created[ent])
         return cls(domain, {e: sorted(r) for e, r in refs.items()}, sorted(strings),
                    sorted(dates), sorted(ints), counter0, created)
@@ -828,13 +834,13 @@ class Evaluator:
                 ov, oe = self.ev(o, env)
                 return merge(cv, tv, ov), or_(ce, and_(cv, te), and_(not_(cv), oe))
             case ir.DictLit(keys=ks, values=vs):
-                fields: dict[str, SymVal] = {}
+                rec: dict[str, SymVal] = {}
                 errs = []
                 for name, sub in zip(ks, vs, strict=True):
                     v, err = self.ev(sub, env)
-                    fields[name] = v
+                    rec[name] = v
                     errs.append(err)
-                return RecVal(fields), or_(*errs)
+                return RecVal(rec), or_(*errs)
         raise self.fail(f"unknown IR node {type(e).__name__}")
 
     def comp(self, c: ir.Comp, env: Mapping[str, SymVal]) -> tuple[list[tuple[Term, SymVal]],
@@ -1050,7 +1056,7 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
             if b is not None:
                 env[b] = bind
             # Running out of prepared ids is a failure; universes are sized so that no
-            # chain within the bound can (k calls × creates per call).
+            # chain within the bound can (k calls times creates per call).
             return new, or_(*(err for _, err in vals.values()), not_(or_(*conds)))
         case ir.Delete(entity=ent, key=k):
             kv, ke = ev.ev(k, env)
@@ -1112,12 +1118,37 @@ class ToolTemplate:
         # Which positions the call can change: unchanged cells are the very pre terms.
         self.changed = [not a.eq(b) for a, b in zip(self._pre_terms, self._post_terms,
                                                     strict=True)]
+        self._pack_cache: dict[tuple[int, ...], tuple[Term, int]] = {}
+        self._keep: list[list[Term]] = []
 
     def pairs(self, st: SymState, args: Mapping[str, Term]) -> list[tuple[Term, Term]]:
         """The substitution sending the template's variables to ``st`` and ``args``."""
         out = list(zip(self._pre_terms, st.terms(), strict=True))
         out.extend((self.args[n], args[n]) for n in self.args)
         return out
+
+    def _packed(self, extra: Sequence[Term]) -> tuple[Term, int]:
+        """All outputs as the arguments of one application, so one substitution pass
+        shares its cache across them (separate calls re-walk the shared subterms)."""
+        key = tuple(id(x) for x in extra)
+        hit = self._pack_cache.get(key)
+        if hit is not None:
+            return hit
+        idx = [i for i, ch in enumerate(self.changed) if ch]
+        outs = [self.enc.ok, *(self._post_terms[i] for i in idx), *extra]
+        n = len(outs)
+        dom = (z3.Sort * n)()
+        arr = (z3.Ast * n)()
+        for i, t in enumerate(outs):
+            dom[i] = t.sort().ast
+            arr[i] = t.as_ast()
+        ctx = _CTX.ref()
+        name = z3.Z3_mk_string_symbol(ctx, f"pack.{self.tool.name}.{n}")
+        fd = z3.Z3_mk_func_decl(ctx, name, n, dom, z3.BoolSort().ast)
+        app = z3.BoolRef(z3.Z3_mk_app(ctx, fd, n, arr), _CTX)
+        self._pack_cache[key] = (app, n)
+        self._keep.append(list(extra))  # ids in the cache key stay valid
+        return app, n
 
     def instantiate(self, st: SymState, args: Mapping[str, Term],
                     extra: Sequence[Term] = ()) -> tuple[Term, list[Term], list[Term]]:
@@ -1127,8 +1158,11 @@ class ToolTemplate:
         pairs = self.pairs(st, args)
         cur = st.terms()
         idx = [i for i, ch in enumerate(self.changed) if ch]
-        subs = substitute_all([self.enc.ok, *(self._post_terms[i] for i in idx), *extra],
-                              pairs)
+        app, n = self._packed(extra)
+        inst = substitute_all([app], pairs)[0]
+        ctx = _CTX.ref()
+        subs = [z3.z3._to_expr_ref(z3.Z3_get_app_arg(ctx, inst.as_ast(), i), _CTX)
+                for i in range(n)]
         post = list(cur)
         for i, t in zip(idx, subs[1:1 + len(idx)], strict=True):
             post[i] = t
@@ -1209,6 +1243,7 @@ def run_concrete(domain: Domain, state: State, calls: Sequence[tuple[str, Mappin
 __all__ = [
     "FALSE", "OUT", "TRUE", "CallEnc", "EncodeError", "Evaluator", "ListVal", "RecVal",
     "RowVal", "SymState", "SymVal", "Term", "ToolTemplate", "Universe", "and_",
-    "creates_per_call", "encode_call", "eq", "exists_at", "implies", "ite", "leaves", "not_",
-    "or_", "read_field", "run_concrete", "static_arg_error", "sym_eq",
+    "creates_per_call", "encode_call", "eq", "exists_at", "free_vars", "implies", "int_const",
+    "int_val", "is_f", "is_t", "ite", "leaves", "not_", "or_", "read_field", "run_concrete",
+    "static_arg_error", "sym_eq",
 ]

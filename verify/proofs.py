@@ -161,6 +161,7 @@ class Prover:
         if task.refused_call is not None:
             self.requested = requested_change(domain, self.initial, task.refused_call)
         self.bmc: Bmc | None = None
+        self.last_unknown = ""
         self.build_error = ""
         self.build_ms = 0.0
 
@@ -212,9 +213,11 @@ class Prover:
     # ------------------------------------------------------------ helpers
 
     def _check(self, assume: list[Any]) -> tuple[str, Any]:
+        """(status, model); an inconclusive answer's reason is kept in ``last_unknown``."""
         bmc = self.bmc
         assert bmc is not None
         status, model, _ = bmc.check(assume, self.timeout_ms)
+        self.last_unknown = bmc.reason_unknown() if status == "unknown" else ""
         return status, model
 
     def _witness(self, model: Any, goal: ChangesGoal | None = None) -> str:
@@ -254,7 +257,7 @@ class Prover:
                         "encoding (a value outside the universe)")
         status, model = self._check([pin, self._goal_lit()])
         if status == "unknown":
-            return _res("reference_chain", False, "timeout")
+            return _res("reference_chain", False, self.last_unknown)
         if status == "unsat":
             return _res("reference_chain", False, "encoding disagrees with the dry-run: z3 "
                         "finds the pinned chain invalid or short of the goal")
@@ -278,14 +281,14 @@ class Prover:
             return _res("goal_not_initial", False, self.build_error)
         status, model = self._check([self._goal_lit(), *bmc.length_is(0)])
         if status != "unsat":
-            return _res("goal_not_initial", False, "timeout" if status == "unknown" else
+            return _res("goal_not_initial", False, self.last_unknown if status == "unknown" else
                         "z3 finds the goal true initially (encoding disagrees)")
         if not self.goal.changes:
             return _res("goal_not_initial", True,
                         "goal false initially; read-only part n/a (answered by reads)")
         status, model = self._check([self._goal_lit(), bmc.read_only()])
         if status == "unknown":
-            return _res("goal_not_initial", False, "timeout")
+            return _res("goal_not_initial", False, self.last_unknown)
         if status == "sat":
             return _res("goal_not_initial", False,
                         f"read-only chain reaches the goal: {self._witness(model)}")
@@ -303,13 +306,13 @@ class Prover:
         if m > 0:
             status, model = self._check([self._goal_lit(), *bmc.length_below(m)])
             if status == "unknown":
-                return _res("min_calls", False, "timeout")
+                return _res("min_calls", False, self.last_unknown)
             if status == "sat":
                 return _res("min_calls", False,
                             f"shortcut below {m} calls: {self._witness(model)}")
         status, model = self._check([self._goal_lit(), *bmc.length_is(m)])
         if status == "unknown":
-            return _res("min_calls", False, "timeout")
+            return _res("min_calls", False, self.last_unknown)
         if status == "unsat":
             return _res("min_calls", False, f"no chain of exactly {m} calls reaches the goal")
         return _res("min_calls", True, f"no chain below {m} calls; {m} calls suffice")
@@ -338,7 +341,7 @@ class Prover:
         m = self.task.min_calls
         status, model = self._check([self._goal_lit(), differs, *bmc.length_is(m)])
         if status == "unknown":
-            return _res("unique_final_state", False, "timeout")
+            return _res("unique_final_state", False, self.last_unknown)
         if status == "sat":
             d = diff(bmc.restrict(self.run.final), bmc.final_state(model))[:3]
             return _res("unique_final_state", False,
@@ -364,7 +367,7 @@ class Prover:
         lit = bmc.lit("requested", bmc.goal_term(goal))
         status, model = self._check([lit])
         if status == "unknown":
-            return _res("refusal_impossible", False, "timeout")
+            return _res("refusal_impossible", False, self.last_unknown)
         if status == "sat":
             return _res("refusal_impossible", False,
                         f"the requested change is reachable: {self._witness(model, goal)}")
@@ -441,10 +444,35 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
 def prove_task(domain: Domain, task: Task, k: int | None = None,
                timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Certificate:
     """Run every applicable proof for ``task`` (bound ``k``, default chain length + 2)."""
-    p = Prover(domain, task, k, timeout_ms)
+    try:
+        p = Prover(domain, task, k, timeout_ms)
+    except (ValueError, GraphgenError, KeyError) as exc:  # e.g. a malformed initial state
+        bad = ProofResult(name="input", ok=False, detail=f"cannot read the task: {exc}")
+        return Certificate(k=k or 0, proofs=[bad], z3_version=z3.get_version_string(),
+                           checker_version=CHECKER_VERSION)
     proofs = p.all()
     return Certificate(k=p.k, proofs=proofs, z3_version=z3.get_version_string(),
                        checker_version=CHECKER_VERSION)
+
+
+def shortest_solution(domain: Domain, task: Task, k: int | None = None,
+                      timeout_ms: int = DEFAULT_TIMEOUT_MS
+                      ) -> tuple[int | None, list[Call] | None, str]:
+    """The proven length of the shortest chain reaching ``task``'s goal (within k), a
+    witness of that length, and "" — or (None, None, why) when there is none or a query
+    was inconclusive. What a generator should record as ``min_calls``."""
+    p = Prover(domain, task, k, timeout_ms)
+    bmc = p.build()
+    if bmc is None:
+        return None, None, p.build_error
+    goal = p._goal_lit()
+    for m in range(0, p.k + 1):
+        status, model = p._check([goal, *bmc.length_is(m)])
+        if status == "unknown":
+            return None, None, p.last_unknown
+        if status == "sat":
+            return m, bmc.extract(model), ""
+    return None, None, f"no chain of <= {p.k} calls reaches the goal"
 
 
 def proof_check(domain: Domain, task: Task) -> str:
@@ -458,4 +486,5 @@ def proof_check(domain: Domain, task: Task) -> str:
 
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "DryRun", "Prover", "check_target", "dry_run", "goal_holds",
-           "proof_check", "prove_task", "requested_change", "target_condition"]
+           "proof_check", "prove_task", "requested_change", "shortest_solution",
+           "target_condition"]

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from graphgen import ir
 from graphgen.domain import Domain
@@ -164,28 +165,28 @@ class _Analysis:
         match e:
             case ir.Compare(op="==", left=a, right=b):
                 for x, y in ((a, b), (b, a)):
-                    s = self._loop_field(x, var, ent)
-                    if (s is not None and not s[1] and not _mentions(y, var)
+                    lf = self._loop_field(x, var, ent)
+                    if (lf is not None and not lf[1] and not _mentions(y, var)
                             and self.error_free(y, loops)):
-                        return {s}
+                        return {lf}
             case ir.Contains(item=a, container=b, negated=False):
-                s = self._loop_field(a, var, ent)
-                if (s is not None and not s[1] and not _mentions(b, var)
+                lf = self._loop_field(a, var, ent)
+                if (lf is not None and not lf[1] and not _mentions(b, var)
                         and self.error_free(b, loops)):
-                    return {s}
-                s = self._loop_field(b, var, ent)
-                if (s is not None and s[1] and not _mentions(a, var)
+                    return {lf}
+                lf = self._loop_field(b, var, ent)
+                if (lf is not None and lf[1] and not _mentions(a, var)
                         and self.error_free(a, loops)):
-                    return {s}
+                    return {lf}
             case ir.BoolOp(op="and", values=vs):
                 return self._first_selective(list(vs), var, ent, loops)
             case ir.BoolOp(op="or", values=vs):
                 out: set[Selector] = set()
                 for v in vs:
-                    s = self._selective(v, var, ent, loops)
-                    if s is None:
+                    sel = self._selective(v, var, ent, loops)
+                    if sel is None:
                         return None
-                    out |= s
+                    out |= sel
                 return out
         return None
 
@@ -239,8 +240,8 @@ def analyze(domain: Domain, state: State, extra_scans: Sequence[ir.Comp] = ()) -
                 touchable.add(s.effect.entity)
         if t.returns is not None:
             a.visit(t.returns)
-    for c in extra_scans:
-        a.visit(c)
+    for scan in extra_scans:
+        a.visit(scan)
     for ent in sorted(touchable):
         for f, fd in domain.entities[ent].fields.items():
             if fd.unique:
@@ -281,7 +282,7 @@ def slice_state(domain: Domain, state: State, seeds: Iterable[str],
     for ent, edef in domain.entities.items():
         n0 = state.counters.get(ent, 1)
         reach.update(edef.make_id(n0 + i) for i in range((creates or {}).get(ent, 0)))
-    kept: dict[str, dict[str, dict[str, object]]] = {e: {} for e in domain.entities}
+    kept: dict[str, dict[str, dict[str, Any]]] = {e: {} for e in domain.entities}
     for ent in spec.full:
         for k, row in state.tables.get(ent, {}).items():
             kept[ent][k] = row
@@ -313,7 +314,7 @@ def slice_state(domain: Domain, state: State, seeds: Iterable[str],
                     reach.update(_strings(row))
                     changed = True
     tables = {e: {k: dict(r) for k, r in sorted(t.items())} for e, t in kept.items()}
-    return State(tables, dict(state.counters))  # type: ignore[arg-type]
+    return State(tables, dict(state.counters))
 
 
 __all__ = ["SliceSpec", "analyze", "slice_state"]

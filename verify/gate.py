@@ -1,0 +1,95 @@
+"""The acceptance gate: nothing leaves the pipeline without a dry-run and the z3 proofs.
+
+* :func:`certify` is what the generator runs on each candidate that passed the dry-run
+  gate: it *finds* the shortest solution length with z3 (the task's ``min_calls``),
+  then proves every obligation and attaches the certificate.
+* :func:`recheck` is what ``graphgen verify`` runs on a task read from a file: it trusts
+  nothing the file says it proved — it re-runs the dry-run gate and every proof against
+  the task's own claims (its goal, its ``min_calls``, its targets).
+
+Rejection reasons are short and countable: ``proof_<name>`` for a failed proof,
+``timeout`` when z3 could not decide in time, ``dry_run_<reason>`` for the executable
+checks, ``domain_changed`` when the file was made from another version of the domain.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from graphgen.domain import Domain
+from graphgen.state import State
+from tasks.gate import check_candidate
+from tasks.model import Certificate, ProofResult, Task
+from verify.proofs import CHECKER_VERSION, DEFAULT_TIMEOUT_MS, Prover
+
+
+def _reason(results: list[ProofResult]) -> str:
+    for r in results:
+        if not r.ok:
+            low = r.detail.lower()
+            if "timeout" in low or "canceled" in low or "unknown" in low:
+                return "timeout"
+            return f"proof_{r.name}"
+    return ""
+
+
+def minimum_calls(prover: Prover, upto: int) -> int | str:
+    """The length of the shortest chain reaching the task's goal (≤ ``upto``), found by
+    asking z3 for each length in turn; or a rejection reason."""
+    bmc = prover.build()
+    if bmc is None:
+        return "proof_encoding"
+    goal = bmc.lit("goal", bmc.goal_term(prover.goal))  # the literal the proofs reuse
+    for n in range(upto + 1):
+        status, _, _ = bmc.check([goal, *bmc.length_is(n)], prover.timeout_ms)
+        if status == "sat":
+            return n
+        if status == "unknown":
+            return "timeout"
+    return "proof_min_calls"  # not even the reference length: the encoding disagrees
+
+
+def certify(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
+            ) -> Task | str:
+    """The task with its proven ``min_calls`` and certificate, or why it is rejected."""
+    prover = Prover(domain, task, None, timeout_ms)
+    if task.kind != "refusal":
+        m = minimum_calls(prover, len(task.chain))
+        if isinstance(m, str):
+            return m
+        task = task.model_copy(update={"min_calls": m})
+        prover.task = task
+    results = prover.all()
+    why = _reason(results)
+    if why:
+        return why
+    cert = Certificate(k=prover.k, proofs=results, z3_version=z3.get_version_string(),
+                       checker_version=CHECKER_VERSION)
+    return task.model_copy(update={"certificate": cert})
+
+
+def proof_check(domain: Domain, task: Task) -> Task | str:
+    """The generator's extra check (see :func:`tasks.taskset.generate`)."""
+    return certify(domain, task)
+
+
+def recheck(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
+            ) -> tuple[str, Certificate | None]:
+    """Re-verify a task from scratch, ignoring its certificate: ("" , cert) if it holds."""
+    if task.domain != domain.name or task.domain_hash != domain.content_hash:
+        return "domain_changed", None
+    try:
+        initial = State.from_dict(task.initial_state)
+    except ValueError:
+        return "dry_run_bad_state", None
+    gate = check_candidate(domain, task.kind, initial, task.chain, task.givens, task.targets,
+                           task.instruction, task.goal, task.refused_call)
+    if not gate.ok:
+        return f"dry_run_{gate.reason}", None
+    if task.difficulty != len(task.chain) or task.min_calls > len(task.chain):
+        return "bad_metadata", None
+    prover = Prover(domain, task, None, timeout_ms)
+    results = prover.all()
+    cert = Certificate(k=prover.k, proofs=results, z3_version=z3.get_version_string(),
+                       checker_version=CHECKER_VERSION)
+    return _reason(results), cert
