@@ -6,6 +6,7 @@ progress bar for long runs.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -25,6 +26,10 @@ app = typer.Typer(
 )
 out = Console()
 err = Console(stderr=True)
+
+def _default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
 
 DomainArg = Annotated[str, typer.Argument(help="A built-in domain name or a domain YAML file.")]
 
@@ -145,6 +150,8 @@ def generate(
     prove: Annotated[bool, typer.Option("--prove/--no-prove",
                                         help="Also require the z3 proofs (verify gate).")
                      ] = True,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes for the proofs.")
+                    ] = _default_jobs(),
 ) -> None:
     """Generate a task set: expand the graph, gate every candidate, write JSONL."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -152,10 +159,11 @@ def generate(
     from tasks.expand import GenOptions
     from tasks.taskset import generate as gen
     from tasks.taskset import write_taskset
+    from verify.gate import proof_check
 
     d = _load(domain)
     opts = GenOptions(max_intents=max_intents, walk_ratio=walk_ratio)
-    checks = _proof_checks() if prove else []
+    checks = [proof_check] if prove else []
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[attempts]} attempts"), console=err,
                   transient=False) as bar:
@@ -164,20 +172,12 @@ def generate(
         def tick(accepted: int, attempts: int) -> None:
             bar.update(job, completed=accepted, attempts=attempts)
 
-        res = gen(d, n, seed, opts, progress=tick, extra_checks=checks)
+        res = gen(d, n, seed, opts, progress=tick, extra_checks=checks, jobs=jobs)
     write_taskset(output, res.manifest, res.tasks)
     _summary(res.manifest.model_dump())
     out.print(f"wrote {len(res.tasks)} tasks to {output}")
     if len(res.tasks) < n:
         err.print(f"[yellow]warning:[/yellow] only {len(res.tasks)} of {n} tasks accepted")
-
-
-def _proof_checks() -> list:  # type: ignore[type-arg]
-    try:
-        from verify.gate import proof_check
-    except ImportError:  # the verify package is optional until it is installed
-        return []
-    return [proof_check]
 
 
 def _summary(m: dict) -> None:  # type: ignore[type-arg]
@@ -244,6 +244,55 @@ def show(
     # Task text is data, not markup: unescaped, "[x.user_id == ...]" would vanish.
     body = f"[bold]{escape(tk.instruction)}[/bold]\n" + escape("\n".join(lines))
     out.print(Panel(body, title=tk.id), highlight=False)
+
+
+@app.command()
+def verify(
+    file: Annotated[Path, typer.Argument(help="Task-set JSONL file to re-check.")],
+    domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")
+                      ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes.")] = _default_jobs(),
+    timeout_ms: Annotated[int, typer.Option(help="z3 time limit per query.")] = 4000,
+) -> None:
+    """Re-check a task set from scratch (dry-run and every z3 proof), trusting nothing
+    the file claims to have proven. Exits 1 if any task fails."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from rich.progress import Progress
+
+    from tasks.taskset import TaskSetError, read_taskset
+    from verify.gate import recheck
+
+    try:
+        manifest, tasks = read_taskset(file)
+    except (OSError, TaskSetError) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+    d = _load(domain or manifest.domain)
+    reasons: dict[str, int] = {}
+    failed: list[tuple[str, str]] = []
+    with Progress(console=err) as bar, ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        job = bar.add_task(f"verifying {file.name}", total=len(tasks))
+        outs = pool.map(recheck, [d] * len(tasks), tasks, [timeout_ms] * len(tasks))
+        for t, (why, _cert) in zip(tasks, outs, strict=True):
+            key = why or "ok"
+            reasons[key] = reasons.get(key, 0) + 1
+            if why:
+                failed.append((t.id, why))
+            bar.advance(job)
+    if manifest.accepted != len(tasks):
+        reasons["manifest_count_mismatch"] = 1
+        failed.append(("manifest", f"says {manifest.accepted} tasks, file has {len(tasks)}"))
+    table = Table(title=f"verify {file.name}: {len(tasks)} tasks")
+    table.add_column("result")
+    table.add_column("tasks", justify="right")
+    for k, v in sorted(reasons.items(), key=lambda kv: (kv[0] != "ok", kv[0])):
+        table.add_row(k, str(v))
+    out.print(table)
+    for tid, why in failed[:20]:
+        out.print(f"  {tid}: {escape(why)}")
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command("compile")

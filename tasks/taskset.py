@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from tasks.model import Manifest, Task
 Progress = Callable[[int, int], None]  # (accepted, attempts)
 # Extra acceptance checks (the z3 gate plugs in here): return the (possibly enriched,
 # e.g. certified) task to accept it, or a rejection reason.
-Check = Callable[[Domain, Task], "Task | str"]
+Check = Callable[[Domain, Task], Task | str]
 
 
 @dataclass
@@ -56,62 +57,86 @@ def candidate_to_task(domain: Domain, c: Candidate, task_id: str, seed: int) -> 
     )
 
 
+BATCH = 16  # candidates proven together; fixed, so results do not depend on ``jobs``
+
+
+def _run_checks(domain: Domain, task: Task, checks: list[Check]) -> Task | str:
+    for chk in checks:
+        got = chk(domain, task)
+        if isinstance(got, str):
+            return got
+        task = got
+    return task
+
+
 def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = None,
              progress: Progress | None = None, execute: Executor = call_tool,
-             extra_checks: list[Check] | None = None, max_attempts: int | None = None
-             ) -> GenResult:
+             extra_checks: Sequence[Check] | None = None, max_attempts: int | None = None,
+             jobs: int = 1) -> GenResult:
     """Generate up to ``n`` accepted tasks; every rejection is counted by reason.
 
-    Deterministic in (domain, n, seed, options). ``extra_checks`` run after the dry-run
-    gate (the z3 proofs plug in here).
+    Deterministic in (domain, n, seed, options), whatever ``jobs`` is. Candidates that pass
+    the dry-run gate are collected in batches; ``extra_checks`` (the z3 proofs plug in
+    here) run on a batch, in ``jobs`` processes, and accepted tasks are kept in order.
     """
     opts = options or GenOptions()
     exp = Expander(domain, opts, execute)
+    checks = list(extra_checks or [])
     states: dict[int, State] = {}
     tasks: list[Task] = []
     rejected: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     attempts = 0
     limit = max_attempts if max_attempts is not None else max(50, n * 6)
-    while len(tasks) < n and attempts < limit:
-        rng = random.Random(f"{seed}:{attempts}")
-        attempts += 1
-        block = len(tasks) // opts.tasks_per_state
-        if block not in states:
-            states[block] = generate_state(domain, seed * 7919 + block, opts.sizes)
-        initial = states[block]
-        kind = _pick_kind(rng, opts.kinds, kinds)
-        try:
-            if kind == "action":
-                cand = exp.action(initial, rng, walk=rng.random() < opts.walk_ratio)
-            elif kind == "information":
-                cand = exp.information(initial, rng)
+    pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 and checks else None
+    try:
+        while len(tasks) < n and attempts < limit:
+            block = len(tasks) // opts.tasks_per_state
+            if block not in states:
+                states[block] = generate_state(domain, seed * 7919 + block, opts.sizes)
+            initial = states[block]
+            batch: list[Task] = []
+            want = min(BATCH, n - len(tasks)) if checks else 1
+            while len(batch) < want and attempts < limit:
+                rng = random.Random(f"{seed}:{attempts}")
+                attempts += 1
+                kind = _pick_kind(rng, opts.kinds, kinds)
+                try:
+                    if kind == "action":
+                        cand = exp.action(initial, rng, walk=rng.random() < opts.walk_ratio)
+                    elif kind == "information":
+                        cand = exp.information(initial, rng)
+                    else:
+                        cand = exp.refusal(initial, rng)
+                except NoCandidate as nc:
+                    rejected[nc.reason] += 1
+                    continue
+                res = check_candidate(domain, cand.kind, cand.initial, cand.chain,
+                                      cand.givens, cand.targets, cand.instruction, cand.goal,
+                                      cand.refused_call, execute)
+                if not res.ok:
+                    rejected[res.reason] += 1
+                    continue
+                batch.append(candidate_to_task(domain, cand, "pending", seed))
+            if pool is not None:
+                outcomes = list(pool.map(_run_checks, [domain] * len(batch), batch,
+                                         [checks] * len(batch)))
             else:
-                cand = exp.refusal(initial, rng)
-        except NoCandidate as nc:
-            rejected[nc.reason] += 1
-            continue
-        res = check_candidate(domain, cand.kind, cand.initial, cand.chain, cand.givens,
-                              cand.targets, cand.instruction, cand.goal, cand.refused_call,
-                              execute)
-        if not res.ok:
-            rejected[res.reason] += 1
-            continue
-        task = candidate_to_task(domain, cand, f"{domain.name}-{seed}-{len(tasks):05d}", seed)
-        reason = ""
-        for chk in extra_checks or []:
-            got = chk(domain, task)
-            if isinstance(got, str):
-                reason = got
-                break
-            task = got
-        if reason:
-            rejected[reason] += 1
-            continue
-        tasks.append(task)
-        kinds[cand.kind] += 1
-        if progress:
-            progress(len(tasks), attempts)
+                outcomes = [_run_checks(domain, t, checks) for t in batch]
+            for got in outcomes:
+                if isinstance(got, str):
+                    rejected[got] += 1
+                    continue
+                if len(tasks) >= n:
+                    break
+                tasks.append(got.model_copy(
+                    update={"id": f"{domain.name}-{seed}-{len(tasks):05d}"}))
+                kinds[got.kind] += 1
+                if progress:
+                    progress(len(tasks), attempts)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     manifest = Manifest(
         generator_version=__version__, domain=domain.name, domain_hash=domain.content_hash,
         seed=seed, options={"n": n, **opts.model_dump()}, accepted=len(tasks),

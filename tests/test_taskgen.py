@@ -172,14 +172,30 @@ def test_progress_reports_each_accepted_task() -> None:
     assert len(res.tasks) == 15
 
 
-def test_extra_checks_can_reject_with_their_reason() -> None:
-    def no_lock(domain: Domain, task: Task) -> str:
-        return "uses_lock" if "lock_account" in task.tools_used else ""
+def _no_lock(domain: Domain, task: Task) -> Task | str:
+    """An extra check: reject tasks that lock, mark the others (to see they are kept)."""
+    if "lock_account" in task.tools_used:
+        return "uses_lock"
+    return task.model_copy(update={"min_calls": 0})
 
-    res = generate(load_builtin("mock"), 40, 1, extra_checks=[no_lock])
+
+def test_extra_checks_can_reject_with_their_reason() -> None:
+    res = generate(load_builtin("mock"), 40, 1, extra_checks=[_no_lock])
     assert len(res.tasks) == 40
     assert all("lock_account" not in t.tools_used for t in res.tasks)
+    assert all(t.min_calls == 0 for t in res.tasks)  # the check's version was kept
     assert res.rejected["uses_lock"] > 0 and res.manifest.rejected["uses_lock"] > 0
+    assert [t.id for t in res.tasks] == [f"mock-1-{i:05d}" for i in range(40)]
+
+
+def test_parallel_checks_give_the_same_task_set(tmp_path: Path) -> None:
+    """jobs only changes speed: the same bytes come out with 1 or 2 processes."""
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    r1 = generate(load_builtin("mock"), 30, 4, extra_checks=[_no_lock], jobs=1)
+    write_taskset(one, r1.manifest, r1.tasks)
+    r2 = generate(load_builtin("mock"), 30, 4, extra_checks=[_no_lock], jobs=2)
+    write_taskset(two, r2.manifest, r2.tasks)
+    assert one.read_bytes() == two.read_bytes()
 
 
 # --------------------------------------------------------------------------- determinism

@@ -20,7 +20,8 @@ from graphgen.domain import Domain
 from graphgen.state import State
 from tasks.gate import check_candidate
 from tasks.model import Certificate, ProofResult, Task
-from verify.proofs import CHECKER_VERSION, DEFAULT_TIMEOUT_MS, Prover
+from verify import CHECKER_VERSION
+from verify.proofs import DEFAULT_TIMEOUT_MS, Prover
 
 
 def _reason(results: list[ProofResult]) -> str:
@@ -33,30 +34,15 @@ def _reason(results: list[ProofResult]) -> str:
     return ""
 
 
-def minimum_calls(prover: Prover, upto: int) -> int | str:
-    """The length of the shortest chain reaching the task's goal (≤ ``upto``), found by
-    asking z3 for each length in turn; or a rejection reason."""
-    bmc = prover.build()
-    if bmc is None:
-        return "proof_encoding"
-    goal = bmc.lit("goal", bmc.goal_term(prover.goal))  # the literal the proofs reuse
-    for n in range(upto + 1):
-        status, _, _ = bmc.check([goal, *bmc.length_is(n)], prover.timeout_ms)
-        if status == "sat":
-            return n
-        if status == "unknown":
-            return "timeout"
-    return "proof_min_calls"  # not even the reference length: the encoding disagrees
-
-
 def certify(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
             ) -> Task | str:
     """The task with its proven ``min_calls`` and certificate, or why it is rejected."""
     prover = Prover(domain, task, None, timeout_ms)
     if task.kind != "refusal":
-        m = minimum_calls(prover, len(task.chain))
-        if isinstance(m, str):
-            return m
+        m, _, why = prover.shortest(len(task.chain))
+        if m is None:
+            low = why.lower()
+            return "timeout" if ("timeout" in low or "canceled" in low) else "proof_min_calls"
         task = task.model_copy(update={"min_calls": m})
         prover.task = task
     results = prover.all()

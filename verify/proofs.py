@@ -374,6 +374,22 @@ class Prover:
         return _res("refusal_impossible", True,
                     f"no chain of <= {self.k} calls makes the requested change")
 
+    def shortest(self, upto: int | None = None) -> tuple[int | None, list[Call] | None, str]:
+        """The shortest length (≤ ``upto``, default k) of a chain reaching the goal, a
+        witness of that length, and "" — or (None, None, why). Reuses this unrolling, so
+        the proofs that follow cost no second encoding."""
+        bmc = self.build()
+        if bmc is None:
+            return None, None, self.build_error
+        goal = self._goal_lit()
+        for m in range(0, (self.k if upto is None else upto) + 1):
+            status, model = self._check([goal, *bmc.length_is(m)])
+            if status == "unknown":
+                return None, None, self.last_unknown
+            if status == "sat":
+                return m, bmc.extract(model), ""
+        return None, None, f"no chain of <= {upto or self.k} calls reaches the goal"
+
     def all(self) -> list[ProofResult]:
         """Every applicable proof, timed."""
         steps: list[Callable[[], ProofResult]] = [
@@ -461,30 +477,9 @@ def shortest_solution(domain: Domain, task: Task, k: int | None = None,
     """The proven length of the shortest chain reaching ``task``'s goal (within k), a
     witness of that length, and "" — or (None, None, why) when there is none or a query
     was inconclusive. What a generator should record as ``min_calls``."""
-    p = Prover(domain, task, k, timeout_ms)
-    bmc = p.build()
-    if bmc is None:
-        return None, None, p.build_error
-    goal = p._goal_lit()
-    for m in range(0, p.k + 1):
-        status, model = p._check([goal, *bmc.length_is(m)])
-        if status == "unknown":
-            return None, None, p.last_unknown
-        if status == "sat":
-            return m, bmc.extract(model), ""
-    return None, None, f"no chain of <= {p.k} calls reaches the goal"
-
-
-def proof_check(domain: Domain, task: Task) -> str:
-    """An acceptance check for the task generator: "" when every proof holds, else the
-    first failing proof's name and detail (as a rejection reason)."""
-    cert = prove_task(domain, task)
-    for r in cert.proofs:
-        if not r.ok:
-            return f"proof_{r.name}: {r.detail}"
-    return ""
+    return Prover(domain, task, k, timeout_ms).shortest()
 
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "DryRun", "Prover", "check_target", "dry_run", "goal_holds",
-           "proof_check", "prove_task", "requested_change", "shortest_solution",
+           "prove_task", "requested_change", "shortest_solution",
            "target_condition"]
