@@ -86,6 +86,7 @@ def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = Non
     tasks: list[Task] = []
     rejected: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
+    planned: Counter[str] = Counter()  # kinds of candidates that passed the dry-run
     attempts = 0
     limit = max_attempts if max_attempts is not None else max(50, n * 6)
     pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 and checks else None
@@ -100,7 +101,7 @@ def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = Non
             while len(batch) < want and attempts < limit:
                 rng = random.Random(f"{seed}:{attempts}")
                 attempts += 1
-                kind = _pick_kind(rng, opts.kinds, kinds)
+                kind = _pick_kind(rng, opts.kinds, planned)
                 try:
                     if kind == "action":
                         cand = exp.action(initial, rng, walk=rng.random() < opts.walk_ratio)
@@ -118,6 +119,7 @@ def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = Non
                     rejected[res.reason] += 1
                     continue
                 batch.append(candidate_to_task(domain, cand, "pending", seed))
+                planned[cand.kind] += 1
             if pool is not None:
                 outcomes = list(pool.map(_run_checks, [domain] * len(batch), batch,
                                          [checks] * len(batch)))
