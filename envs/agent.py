@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tasks.grade import expected_final
+from graphgen.grading import expected_final
 from tasks.model import Task
 
 SYSTEM_SUFFIX = (

@@ -48,7 +48,7 @@ from graphgen.unparse import _PREC, Printer, _p
 WIDTH = 100
 RUNTIME_SOURCE = Path(__file__).with_name("runtime.py")
 # The one grading function of the pipeline, shipped verbatim (it imports nothing of ours).
-GRADING_SOURCE = Path(__file__).parent.parent / "tasks" / "grade.py"
+GRADING_SOURCE = Path(__file__).parent.parent / "graphgen" / "grading.py"
 
 # Names the generated modules define or import at module level, and the builtins the
 # generated tool bodies call: a domain variable with one of these names is renamed.

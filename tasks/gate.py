@@ -13,10 +13,10 @@ from typing import Any
 
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, ToolError
+from graphgen.grading import grade, state_diff
 from graphgen.interp import call_tool, failed_check
 from graphgen.knowledge import Sort, facts_of_result, param_sort
 from graphgen.state import State
-from tasks.grade import grade, state_diff
 from tasks.model import Call, Given, Goal, Target, TaskKind
 from tasks.plan import Knowledge
 from tasks.referring import matching_keys

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tasks.grade
+import graphgen.grading
 from graphgen.domains import load_builtin
 from graphgen.errors import ToolError
+from graphgen.grading import expected_final, grade, state_diff
 from graphgen.interp import call_tool
 from graphgen.state import State
 from tasks.gate import run_chain
-from tasks.grade import expected_final, grade, state_diff
 from tasks.model import Task
 from tasks.taskset import generate
 
@@ -158,13 +158,13 @@ def test_every_answer_value_is_needed() -> None:
 
 
 def test_doctests_pass() -> None:
-    result = doctest.testmod(tasks.grade)
+    result = doctest.testmod(graphgen.grading)
     assert result.attempted > 0 and result.failed == 0
 
 
 def test_grade_module_imports_nothing_from_the_pipeline() -> None:
     """Environments ship this very file, so it may only use the standard library."""
-    tree = ast.parse(Path(tasks.grade.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(graphgen.grading.__file__).read_text(encoding="utf-8"))
     mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
             for a in n.names}
     mods |= {(n.module or "").split(".")[0] for n in ast.walk(tree)

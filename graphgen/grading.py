@@ -1,7 +1,7 @@
 """The one grading function: did the agent reach the goal, and nothing else?
 
-Pure Python over plain dicts (the JSON form of states and goals) with no imports from
-graphgen, so the environment compiler can ship this very module inside generated
+Pure Python over plain dicts (the JSON form of states and goals), importing only the
+standard library, so the environment compiler can ship this very module inside generated
 environments: the pipeline and the environments grade with the same code.
 """
 
