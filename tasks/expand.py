@@ -36,7 +36,7 @@ from graphgen.interp import (
 )
 from graphgen.knowledge import Sort, param_sort
 from graphgen.state import State, diff
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
 from tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from tasks.plan import Planner, ReadCache
 from tasks.referring import describe, humanize, stated_facts
@@ -618,4 +618,4 @@ def _blocking_values(domain: Domain, st: State, chk: ir.Check, args: dict[str, A
     return out[:1]
 
 
-__all__ = ["Candidate", "EnumT", "Expander", "GenOptions", "NoCandidate", "RowT"]
+__all__ = ["Candidate", "Expander", "GenOptions", "NoCandidate"]
