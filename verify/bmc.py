@@ -49,6 +49,8 @@ from verify.encode import (
     Universe,
     and_,
     creates_per_call,
+    fresh_bool,
+    fresh_int,
     eq,
     implies,
     int_const,
@@ -61,7 +63,7 @@ from verify.encode import (
     or_,
     read_field,
 )
-from verify.slicing import slice_state
+from verify.slicing import Flow, analyze_flow
 
 Status = str  # "sat" | "unsat" | "unknown"
 
@@ -485,7 +487,9 @@ class Bmc:
     def __init__(self, domain: Domain, state: State, givens: Iterable[Given], k: int, *,
                  tools: Sequence[str] | None = None, seeds: Iterable[str] = (),
                  extra: Iterable[tuple[Ty, Any]] = (), extra_scans: Sequence[ir.Comp] = (),
-                 slice_rows: bool = True) -> None:
+                 slice_rows: bool = True, answers: Sequence[Any] | None = None) -> None:
+        """``answers``: the values goals may ask to be *shown* (:meth:`GoalView.known`);
+        only outputs that can show one are tracked. None: track every output."""
         self.domain = domain
         self.k = k
         names = list(domain.tools) if tools is None else list(tools)
@@ -496,19 +500,32 @@ class Bmc:
             for e, n in creates_per_call(t).items():
                 creates[e] = max(creates.get(e, 0), n)
         creates = {e: n * k for e, n in creates.items()}
-        all_seeds = set(seeds) | {s for _, _, v in self.givens for s in strings_in(v)}
+        seeds = set(seeds)
         self.full_state = state
-        self.state = (slice_state(domain, state, all_seeds, creates, extra_scans)
-                      if slice_rows else state)
+        self.flow: Flow | None = None
+        if slice_rows:
+            rows = [(e, s) for e in domain.entities for s in sorted(seeds)
+                    if s in state.tables.get(e, {})]
+            self.flow = analyze_flow(domain, state, tools=self.tools,
+                                     givens=[(s, v) for s, _, v in self.givens], rows=rows,
+                                     creates=creates, extra_scans=extra_scans)
+            self.state = self.flow.state
+        else:
+            self.state = state
         self.uni = Universe.build(domain, self.state, creates,
                                   [(t, v) for _, t, v in self.givens] + list(extra))
+        if self.flow is not None and not self.flow.whole:
+            self.uni.bounds = self.flow
+        self._created = {e: set(ids) for e, ids in self.uni.created.items()}
         self.given_terms: dict[Sort, list[Term]] = {}
         for s, gty, v in self.givens:
             term = self.uni.enc(gty, v)
             if term is not None:
                 self.given_terms.setdefault(s, []).append(term)
         self.solver = z3.Solver()
-        self.templates = [ToolTemplate(self.uni, t, f"T{i}") for i, t in enumerate(self.tools)]
+        self.answers = answers
+        self.templates = self._templates(creates)
+        needed = {param_sort(p) for t in self.tools for p in t.params.values()}
         self._site_tpl: list[list[tuple[Term, Sort, Term]]] = []
         self._leaf_tpl: list[list[tuple[Term, Ty, Term]]] = []
         for tpl in self.templates:
@@ -517,7 +534,9 @@ class Bmc:
             ret, rty = tpl.enc.ret, tpl.enc.ret_ty
             if ret is not None and rty is not None:
                 reveal_sites(domain, tpl.tool.returns, rty, ret, TRUE, sites)
-                lv = leaves(domain, ret, rty)
+                # knowledge no parameter needs changes nothing a chain can do
+                sites = [x for x in sites if x[1] in needed and not x[1].always_known]
+                lv = [x for x in leaves(domain, ret, rty) if self._may_show(x[1])]
             self._site_tpl.append(sites)
             self._leaf_tpl.append(lv)
         # the site and leaf terms each template outputs besides its transition
@@ -532,6 +551,42 @@ class Bmc:
         self._unroll()
 
     # ------------------------------------------------------------ building
+
+    def _may_show(self, ty: Ty) -> bool:
+        """Can an output leaf of type ``ty`` show one of the answers?"""
+        if self.answers is None:
+            return True
+        return any(_enc_like(self.uni, ty, a) is not None for a in self.answers)
+
+    def _templates(self, creates: dict[str, int]) -> list[ToolTemplate]:
+        """Per-tool templates over one pre-state in which only *changeable* cells are
+        variables: every other cell holds its initial value in every state a chain can
+        reach (no call writes it), so it stays a constant and folds. The changeable
+        cells come from the value-flow analysis; the templates themselves are checked
+        to write nothing else (if one did, its cells become variables too)."""
+        base = SymState.from_state(self.uni, self.state)
+        layout = base.layout()
+        written = None if self.flow is None or self.flow.whole else self.flow.written
+        if written is None:
+            mask = set(range(len(layout)))
+        else:
+            keys = self.uni.keys
+            mask = set()
+            for i, (ent, f, row) in enumerate(layout):
+                if f == "#":
+                    if creates.get(ent, 0):
+                        mask.add(i)
+                elif keys[ent][row] in written.get((ent, f), ()):
+                    mask.add(i)
+        while True:
+            order = sorted(mask)
+            pre = base.with_fresh(order, "pre")
+            tpls = [ToolTemplate(self.uni, t, f"T{i}", pre, order)
+                    for i, t in enumerate(self.tools)]
+            extra = {i for tpl in tpls for i, ch in enumerate(tpl.changed) if ch} - mask
+            if not extra:
+                return tpls
+            mask |= extra
 
     def _domain_of(self, s: Sort) -> list[tuple[Any, Term]] | None:
         """The finite value domain of sort ``s`` as (python key, term) pairs; None for
@@ -604,7 +659,7 @@ class Bmc:
                 if is_t(val) or is_f(val):
                     self.kn[s][key] = val
                     continue
-                b = z3.FreshBool("known")
+                b = fresh_bool("known")
                 self.solver.add(b == val)
                 self.kn[s][key] = b
 
@@ -645,7 +700,7 @@ class Bmc:
                 writers = [j for j, tpl in enumerate(self.templates) if tpl.changed[i]]
                 if not writers:
                     continue
-                v = z3.FreshBool("x") if isinstance(old, z3.BoolRef) else z3.FreshInt("x")
+                v = fresh_bool("x") if isinstance(old, z3.BoolRef) else fresh_int("x")
                 val = old
                 for j in reversed(writers):
                     val = ite(and_(act, sel == j), posts[j][i], val)
@@ -754,7 +809,7 @@ class Bmc:
 
     def state_differs(self, other: State) -> Term:
         """The final state differs from concrete ``other`` on the universe."""
-        ref = SymState.from_state(self.uni, other)
+        ref = SymState.from_state(self.uni, self.restrict(other))
         fin = self.states[-1]
         parts: list[Term] = []
         for ent, edef in self.domain.entities.items():
@@ -774,9 +829,13 @@ class Bmc:
         return or_(*parts)
 
     def restrict(self, st: State) -> State:
-        """``st`` restricted to the universe's keys (to compare with decoded states)."""
+        """``st`` restricted to the rows the encoding tracks: the slice's rows and the
+        ids creates can make (to compare with decoded states). Other universe keys are
+        ids that rows of the slice refer to; their rows never change, so the encoding
+        holds them as absent constants and does not decode them."""
         tables = {e: {k: dict(r) for k, r in sorted(st.tables.get(e, {}).items())
-                      if k in self.uni.index[e]} for e in self.domain.entities}
+                      if k in self.state.tables.get(e, {}) or k in self._created[e]}
+                  for e in self.domain.entities}
         return State(tables, dict(st.counters))
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import z3
 
@@ -71,18 +71,25 @@ class EncodeError(GraphgenError):
 
 
 _CTX = z3.main_ctx()
-_TRUE_ID = TRUE.get_id()
-_FALSE_ID = FALSE.get_id()
+# z3 hash-conses terms, so one term is one AST pointer: comparing pointers in Python
+# identifies terms without a call into z3 (get_id/eq cost a ctypes round trip each).
+_TRUE_PTR = TRUE.ast.value
+_FALSE_PTR = FALSE.ast.value
+
+
+def same(a: Term, b: Term) -> bool:
+    """``a`` and ``b`` are the same term."""
+    return a is b or bool(a.ast.value == b.ast.value)
 
 
 def is_t(x: Term) -> bool:
-    """``x`` is the literal true (z3 hash-conses terms, so ids identify literals)."""
-    return x is TRUE or (isinstance(x, z3.BoolRef) and x.get_id() == _TRUE_ID)
+    """``x`` is the literal true."""
+    return x is TRUE or bool(x.ast.value == _TRUE_PTR)
 
 
 def is_f(x: Term) -> bool:
     """``x`` is the literal false."""
-    return x is FALSE or (isinstance(x, z3.BoolRef) and x.get_id() == _FALSE_ID)
+    return x is FALSE or bool(x.ast.value == _FALSE_PTR)
 
 
 def _mk_nary(fn: Any, parts: Sequence[Term]) -> Term:
@@ -90,7 +97,7 @@ def _mk_nary(fn: Any, parts: Sequence[Term]) -> Term:
     n = len(parts)
     arr = (z3.Ast * n)()
     for i, p in enumerate(parts):
-        arr[i] = p.as_ast()
+        arr[i] = p.ast
     return z3.BoolRef(fn(_CTX.ref(), n, arr), _CTX)
 
 
@@ -126,7 +133,7 @@ def not_(x: Term) -> Term:
         return FALSE
     if is_f(x):
         return TRUE
-    return z3.Not(x)
+    return z3.BoolRef(z3.Z3_mk_not(_CTX.ref(), x.ast), _CTX)
 
 
 def implies(a: Term, b: Term) -> Term:
@@ -166,11 +173,11 @@ def eq(a: Term, b: Term) -> Term:
     ca, cb = int_const(a), int_const(b)
     if ca is not None and cb is not None:
         return TRUE if ca == cb else FALSE
-    if isinstance(a, z3.BoolRef) and (is_t(a) or is_f(a)) and (is_t(b) or is_f(b)):
-        return TRUE if is_t(a) == is_t(b) else FALSE
-    if a is b or a.eq(b):
+    if same(a, b):
         return TRUE
-    return z3.BoolRef(z3.Z3_mk_eq(_CTX.ref(), a.as_ast(), b.as_ast()), _CTX)
+    if isinstance(a, z3.BoolRef) and (is_t(a) or is_f(a)) and (is_t(b) or is_f(b)):
+        return FALSE  # two different literals
+    return z3.BoolRef(z3.Z3_mk_eq(_CTX.ref(), a.ast, b.ast), _CTX)
 
 
 def ite(c: Term, a: Term, b: Term) -> Term:
@@ -179,10 +186,10 @@ def ite(c: Term, a: Term, b: Term) -> Term:
         return a
     if is_f(c):
         return b
-    if a is b or a.eq(b):
+    if same(a, b):
         return a
     cls = z3.BoolRef if isinstance(a, z3.BoolRef) else z3.ArithRef
-    return cls(z3.Z3_mk_ite(_CTX.ref(), c.as_ast(), a.as_ast(), b.as_ast()), _CTX)
+    return cls(z3.Z3_mk_ite(_CTX.ref(), c.ast, a.ast, b.ast), _CTX)
 
 
 def count(bs: Sequence[Term]) -> Term:
@@ -225,6 +232,20 @@ def compare(op: str, a: Term, b: Term) -> Term:
     if op == ">":
         return a > b
     return a >= b
+
+
+_INT_SORT = z3.IntSort().ast
+_BOOL_SORT = z3.BoolSort().ast
+
+
+def fresh_int(prefix: str) -> Term:
+    """A fresh Int constant (the C call: z3.FreshInt coerces in Python first)."""
+    return z3.ArithRef(z3.Z3_mk_fresh_const(_CTX.ref(), prefix, _INT_SORT), _CTX)
+
+
+def fresh_bool(prefix: str) -> Term:
+    """A fresh Bool constant."""
+    return z3.BoolRef(z3.Z3_mk_fresh_const(_CTX.ref(), prefix, _BOOL_SORT), _CTX)
 
 
 def substitute_all(terms: Sequence[Term], pairs: Sequence[tuple[Term, Term]]) -> list[Term]:
@@ -351,6 +372,20 @@ def _date_ord(s: str) -> int:
     return _dt.date.fromisoformat(s).toordinal()
 
 
+class KeyBounds(Protocol):
+    """What a value-flow analysis (:func:`verify.slicing.analyze_flow`) proved about the
+    keys chains can use: the encoding then reads and writes only those rows' cells.
+    Exact whenever the analysis is sound, since a key outside the bound is never the
+    value of an evaluation that counts (see :mod:`verify.slicing`)."""
+
+    def keys_of(self, e: ir.Expr) -> frozenset[str] | None:
+        """Every key ``e`` (an id expression reading no loop variable) can evaluate to
+        in a call with known arguments on a reachable state; None if not bounded."""
+
+    def param_keys(self, tool: str, p: Any) -> frozenset[str] | None:
+        """Every key id parameter ``p`` of ``tool`` can be given (known ids)."""
+
+
 @dataclass
 class Universe:
     """The finite world an encoding ranges over, and the value codec."""
@@ -362,12 +397,18 @@ class Universe:
     ints: list[int]
     counter0: dict[str, int]
     created: dict[str, list[str]]  # entity → ids the 0th, 1st, ... create would make
+    live: dict[str, list[int]] = field(default_factory=dict)
+    bounds: KeyBounds | None = None
     index: dict[str, dict[str, int]] = field(default_factory=dict)
     str_index: dict[str, int] = field(default_factory=dict)
     _ivals: list[Term] = field(default_factory=list)
+    _cand_cache: dict[int, tuple[ir.Expr, list[int]]] = field(default_factory=dict)
+    _live_set: dict[str, set[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.index = {e: {k: i for i, k in enumerate(ks)} for e, ks in self.keys.items()}
+        if not self.live:
+            self.live = {e: list(range(len(ks))) for e, ks in self.keys.items()}
         self.str_index = {s: i for i, s in enumerate(self.strings)}
         top = max([len(self.strings), *(len(k) for k in self.keys.values()), 8])
         self._ivals = [int_val(i) for i in range(top + 1)]
@@ -418,8 +459,14 @@ class Universe:
             n_new = int((creates or {}).get(ent, 0))
             created[ent] = [edef.make_id(counter0[ent] + i) for i in range(n_new)]
             refs[ent].update(created[ent])
-        return cls(domain, {e: sorted(r) for e, r in refs.items()}, sorted(strings),
-                   sorted(dates), sorted(ints), counter0, created)
+        keys = {e: sorted(r) for e, r in refs.items()}
+        live = {}
+        for ent, ks in keys.items():
+            table = state.tables.get(ent, {})
+            made = set(created[ent])
+            live[ent] = [i for i, k in enumerate(ks) if k in table or k in made]
+        return cls(domain, keys, sorted(strings), sorted(dates), sorted(ints), counter0,
+                   created, live)
 
     # -------------------------------------------------------------- codec
 
@@ -503,7 +550,40 @@ class Universe:
 
     def z3_var(self, ty: Ty, name: str) -> Term:
         """A fresh z3 constant for a scalar of type ``ty``."""
-        return z3.FreshBool(name) if ty == BOOL else z3.FreshInt(name)
+        return fresh_bool(name) if ty == BOOL else fresh_int(name)
+
+    # -------------------------------------------------------------- key candidates
+
+    def live_idx(self, ent: str) -> list[int]:
+        """Indices of the keys whose row can exist in some reachable state: rows of the
+        state the universe was built from and ids creates make. Every other key (an id a
+        row refers to, a given id) names no row now and none can appear there later."""
+        return self.live.get(ent, [])
+
+    def cands(self, e: ir.Expr, ent: str) -> list[int]:
+        """The live keys key expression ``e`` can name (see :class:`KeyBounds`)."""
+        if self.bounds is None:
+            return self.live_idx(ent)
+        hit = self._cand_cache.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        keys = self.bounds.keys_of(e)
+        out = self.live_idx(ent) if keys is None else self._live_of(ent, keys)
+        self._cand_cache[id(e)] = (e, out)
+        return out
+
+    def param_cands(self, tool: str, p: Any) -> list[int]:
+        """The live keys an id parameter can be (see :class:`KeyBounds`)."""
+        ent = p.ty.entity
+        if self.bounds is None:
+            return self.live_idx(ent)
+        keys = self.bounds.param_keys(tool, p)
+        return self.live_idx(ent) if keys is None else self._live_of(ent, keys)
+
+    def _live_of(self, ent: str, keys: Iterable[str]) -> list[int]:
+        idx = self.index[ent]
+        ok = self._live_set.setdefault(ent, set(self.live_idx(ent)))
+        return sorted(i for k in keys if (i := idx.get(k)) is not None and i in ok)
 
 
 def _tool_exprs(tool: ToolDef) -> list[ir.Expr]:
@@ -559,17 +639,40 @@ class SymState:
         cells: dict[str, dict[str, list[Cell]]] = {}
         for ent, edef in uni.domain.entities.items():
             keys = uni.keys[ent]
-            exists[ent] = [z3.FreshBool(f"{tag}.{ent}.ex") for _ in keys]
+            exists[ent] = [fresh_bool(f"{tag}.{ent}.ex") for _ in keys]
             cells[ent] = {}
             for f, fd in edef.fields.items():
                 if isinstance(fd.ty, ListT):
                     n = len(uni.elems(fd.ty.elem))
-                    cells[ent][f] = [[z3.FreshBool(f"{tag}.{ent}.{f}") for _ in range(n)]
+                    cells[ent][f] = [[fresh_bool(f"{tag}.{ent}.{f}") for _ in range(n)]
                                      for _ in keys]
                 else:
                     cells[ent][f] = [uni.z3_var(fd.ty, f"{tag}.{ent}.{f}") for _ in keys]
-        created = {e: z3.FreshInt(f"{tag}.{e}.created") for e in uni.domain.entities}
+        created = {e: fresh_int(f"{tag}.{e}.created") for e in uni.domain.entities}
         return cls(exists, cells, created)
+
+    def layout(self) -> list[tuple[str, str, int]]:
+        """Per position of :meth:`terms`: (entity, field, row index); field ``'*'`` is
+        the row's existence and ``'#'`` (row -1) the created-rows counter."""
+        out: list[tuple[str, str, int]] = []
+        for ent in sorted(self.exists):
+            out.extend((ent, "*", i) for i in range(len(self.exists[ent])))
+            for f in sorted(self.cells[ent]):
+                for i, c in enumerate(self.cells[ent][f]):
+                    if isinstance(c, list):
+                        out.extend((ent, f, i) for _ in c)
+                    else:
+                        out.append((ent, f, i))
+        out.extend((e, "#", -1) for e in sorted(self.created))
+        return out
+
+    def with_fresh(self, positions: Iterable[int], tag: str) -> SymState:
+        """This state with a fresh constant at each of ``positions`` (of :meth:`terms`)."""
+        terms = self.terms()
+        for i in positions:
+            t = terms[i]
+            terms[i] = (fresh_bool(tag) if isinstance(t, z3.BoolRef) else fresh_int(tag))
+        return self.rebuild(terms)
 
     def terms(self) -> list[Term]:
         """Every term of the state in a fixed order (pairs with another state's)."""
@@ -650,32 +753,41 @@ def _const_cell(uni: Universe, ent: str, key: str, f: str, ty: Ty, v: Any) -> Ce
 # ------------------------------------------------------------------ reading the state
 
 
-def exists_at(uni: Universe, st: SymState, ent: str, key: Term) -> Term:
-    """Does a row of ``ent`` with key ``key`` exist?"""
+def exists_at(uni: Universe, st: SymState, ent: str, key: Term,
+              cands: Sequence[int] | None = None) -> Term:
+    """Does a row of ``ent`` with key ``key`` exist? ``cands``: the only keys ``key``
+    can be when it matters (default: the live keys; any other key has no row)."""
     col = st.exists[ent]
     c = int_const(key)
     if c is not None:
         return col[c] if 0 <= c < len(col) else FALSE
-    return or_(*(and_(eq(key, uni.ival(i)), x) for i, x in enumerate(col)))
+    idx = uni.live_idx(ent) if cands is None else cands
+    return or_(*(and_(eq(key, uni.ival(i)), col[i]) for i in idx))
 
 
-def select(uni: Universe, col: Sequence[Term], key: Term) -> Term:
-    """``col[key]``; an arbitrary value when ``key`` is outside (callers flag that)."""
+def select(uni: Universe, col: Sequence[Term], key: Term,
+           cands: Sequence[int] | None = None) -> Term:
+    """``col[key]``; an arbitrary value when ``key`` is none of ``cands`` (default: every
+    position), which callers flag as an error (the row does not exist)."""
     c = int_const(key)
     if c is not None:
         return col[c] if 0 <= c < len(col) else col[0] if col else uni.ival(0)
-    if not col:
-        return uni.ival(0)
-    out = col[-1]
-    for i in range(len(col) - 2, -1, -1):
+    idx = range(len(col)) if cands is None else cands
+    if not idx:
+        return col[0] if col else uni.ival(0)
+    out = col[idx[-1]]
+    for i in reversed(idx[:-1]):
         out = ite(eq(key, uni.ival(i)), col[i], out)
     return out
 
 
-def read_field(uni: Universe, st: SymState, ent: str, key: Term, f: str) -> SymVal:
-    """The value of field ``f`` of row ``key`` (a ListVal for list fields)."""
+def read_field(uni: Universe, st: SymState, ent: str, key: Term, f: str,
+               cands: Sequence[int] | None = None) -> SymVal:
+    """The value of field ``f`` of row ``key`` (a ListVal for list fields); ``cands`` as
+    for :func:`exists_at`."""
     fd = uni.domain.entities[ent].fields[f]
     col = st.cells[ent][f]
+    idx = uni.live_idx(ent) if cands is None else cands
     if isinstance(fd.ty, ListT):
         terms = uni.elem_terms(fd.ty.elem)
         if not col:
@@ -685,11 +797,11 @@ def read_field(uni: Universe, st: SymState, ent: str, key: Term, f: str) -> SymV
         if c is not None:
             mem = col[c] if 0 <= c < len(col) else [FALSE] * n
         else:
-            mem = [select(uni, [row[j] for row in col], key) for j in range(n)]
+            mem = [select(uni, [row[j] for row in col], key, idx) for j in range(n)]
         return ListVal([(mem[j], terms[j]) for j in range(n)])
     if not col:
         return FALSE if fd.ty == BOOL else uni.ival(0)
-    return select(uni, col, key)
+    return select(uni, col, key, idx)
 
 
 # ------------------------------------------------------------------ expressions
@@ -761,17 +873,19 @@ class Evaluator:
                 return env[n], FALSE
             case ir.FieldOf(entity=ent, key=k, field=f):
                 kv, ke = self.ev(k, env)
-                miss = not_(exists_at(uni, st, ent, kv))
-                return read_field(uni, st, ent, kv, f), or_(ke, miss)
+                cands = uni.cands(k, ent)
+                miss = not_(exists_at(uni, st, ent, kv, cands))
+                return read_field(uni, st, ent, kv, f, cands), or_(ke, miss)
             case ir.RowOf(entity=ent, key=k):
                 kv, ke = self.ev(k, env)
-                miss = not_(exists_at(uni, st, ent, kv))
-                fields = {f: read_field(uni, st, ent, kv, f)
+                cands = uni.cands(k, ent)
+                miss = not_(exists_at(uni, st, ent, kv, cands))
+                fields = {f: read_field(uni, st, ent, kv, f, cands)
                           for f in uni.domain.entities[ent].fields}
                 return RowVal(ent, kv, fields), or_(ke, miss)
             case ir.Exists(entity=ent, key=k):
                 kv, ke = self.ev(k, env)
-                return exists_at(uni, st, ent, kv), ke
+                return exists_at(uni, st, ent, kv, uni.cands(k, ent)), ke
             case ir.Compare(op=op, left=a, right=b):
                 x, ex = self.ev(a, env)
                 y, ey = self.ev(b, env)
@@ -929,7 +1043,7 @@ def _membership(uni: Universe, ty: ListT, v: SymVal, where: str) -> list[Term]:
     return [or_(*(and_(p, eq(x, t)) for p, x in v.items)) for t in terms]
 
 
-def _param_valid(uni: Universe, st: SymState, p: Any, v: Term) -> Term:
+def _param_valid(uni: Universe, st: SymState, tool: ToolDef, p: Any, v: Term) -> Term:
     parts = []
     ty = p.ty
     if ty == INT:
@@ -941,7 +1055,7 @@ def _param_valid(uni: Universe, st: SymState, p: Any, v: Term) -> Term:
         parts.append(compare(">=", v, int_val(0)))
         parts.append(compare("<", v, int_val(len(ty.values))))
     elif isinstance(ty, RefT):
-        parts.append(exists_at(uni, st, ty.entity, v))
+        parts.append(exists_at(uni, st, ty.entity, v, uni.param_cands(tool.name, p)))
     return and_(*parts)
 
 
@@ -950,7 +1064,8 @@ def encode_call(uni: Universe, st: SymState, tool: ToolDef, args: Mapping[str, T
     parameter, already of the right z3 sort) on state ``st``."""
     src = uni.domain.source
     env: dict[str, SymVal] = dict(args)
-    valid = and_(*(_param_valid(uni, st, p, args[p.name]) for p in tool.params.values()))
+    valid = and_(*(_param_valid(uni, st, tool, p, args[p.name])
+                   for p in tool.params.values()))
     conds: list[Term] = [valid]
     for i, chk in enumerate(tool.requires):
         v, err = Evaluator(uni, st, f"tool {tool.name!r}, requires[{i}]").ev(chk.expr, env)
@@ -983,10 +1098,11 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
         case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
             kv, ke = ev.ev(k, env)
             val, ve = ev.ev(v, env)
+            cands = uni.cands(k, ent)
             fd = uni.domain.entities[ent].fields[f]
             old = st.cells[ent][f]
             col = list(old)
-            for u in range(len(col)):
+            for u in cands:  # a write to any other key fails: its row does not exist
                 hit = eq(kv, uni.ival(u))
                 if is_f(hit):
                     continue
@@ -998,20 +1114,21 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
                     col[u] = ite(hit, nv, old[u])
                 _touch(uni, touched, ent, u, hit)
             new.cells[ent] = {**new.cells[ent], f: col}
-            return new, or_(ke, not_(exists_at(uni, st, ent, kv)), ve)
+            return new, or_(ke, not_(exists_at(uni, st, ent, kv, cands)), ve)
         case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
             kv, ke = ev.ev(k, env)
             val, ve = ev.ev(v, env)
+            cands = uni.cands(k, ent)
             fd = uni.domain.entities[ent].fields[f]
             assert isinstance(fd.ty, ListT)
             terms = uni.elem_terms(fd.ty.elem)
             is_j = [eq(val, t) for t in terms]
             old = st.cells[ent][f]
-            cur = read_field(uni, st, ent, kv, f)
+            cur = read_field(uni, st, ent, kv, f, cands)
             assert isinstance(cur, ListVal)
             member = or_(*(and_(h, p) for h, (p, _) in zip(is_j, cur.items, strict=True)))
             col = list(old)
-            for u in range(len(col)):
+            for u in cands:
                 hit = eq(kv, uni.ival(u))
                 if is_f(hit):
                     continue
@@ -1023,7 +1140,7 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
             # (documented limit; ids and strings are always inside by construction).
             bad = member if op == "append" else not_(member)
             unrep = not_(or_(*is_j)) if op == "append" else FALSE
-            return new, or_(ke, not_(exists_at(uni, st, ent, kv)), ve, bad, unrep)
+            return new, or_(ke, not_(exists_at(uni, st, ent, kv, cands)), ve, bad, unrep)
         case ir.Create(entity=ent, bind=b, values=vs):
             edef = uni.domain.entities[ent]
             vals: dict[str, tuple[SymVal, Term]] = {f: ev.ev(x, env) for f, x in vs}
@@ -1060,13 +1177,14 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
             return new, or_(*(err for _, err in vals.values()), not_(or_(*conds)))
         case ir.Delete(entity=ent, key=k):
             kv, ke = ev.ev(k, env)
+            cands = uni.cands(k, ent)
             ex = list(st.exists[ent])
-            for u in range(len(ex)):
+            for u in cands:
                 hit = eq(kv, uni.ival(u))
                 if not is_f(hit):
                     ex[u] = ite(hit, FALSE, ex[u])
             new.exists[ent] = ex
-            return new, or_(ke, not_(exists_at(uni, st, ent, kv)))
+            return new, or_(ke, not_(exists_at(uni, st, ent, kv, cands)))
     raise EncodeError(f"{where}: unknown effect {type(eff).__name__}")
 
 
@@ -1106,24 +1224,32 @@ class ToolTemplate:
     """One tool's transition built once over a fully symbolic pre-state and symbolic
     arguments; :meth:`instantiate` specialises it to any state and arguments."""
 
-    def __init__(self, uni: Universe, tool: ToolDef, tag: str = "") -> None:
+    def __init__(self, uni: Universe, tool: ToolDef, tag: str = "",
+                 pre: SymState | None = None, variables: Sequence[int] | None = None) -> None:
+        """``pre``: the pre-state to build over (default: every cell a fresh constant);
+        ``variables``: the positions of ``pre`` that are constants to substitute (the
+        others must hold in every state the template is instantiated on)."""
         self.uni = uni
         self.tool = tool
         tag = tag or tool.name
-        self.pre = SymState.fresh(uni, f"{tag}.pre")
+        self.pre = pre if pre is not None else SymState.fresh(uni, f"{tag}.pre")
         self.args = {p.name: uni.z3_var(p.ty, f"{tag}.{p.name}") for p in tool.params.values()}
         self.enc = encode_call(uni, self.pre, tool, self.args)
         self._pre_terms = self.pre.terms()
         self._post_terms = self.enc.post.terms()
+        self._vars = (list(range(len(self._pre_terms))) if variables is None
+                      else list(variables))
         # Which positions the call can change: unchanged cells are the very pre terms.
-        self.changed = [not a.eq(b) for a, b in zip(self._pre_terms, self._post_terms,
-                                                    strict=True)]
+        self.changed = [not same(a, b)
+                        for a, b in zip(self._pre_terms, self._post_terms, strict=True)]
         self._pack_cache: dict[tuple[int, ...], tuple[Term, int]] = {}
         self._keep: list[list[Term]] = []
 
     def pairs(self, st: SymState, args: Mapping[str, Term]) -> list[tuple[Term, Term]]:
         """The substitution sending the template's variables to ``st`` and ``args``."""
-        out = list(zip(self._pre_terms, st.terms(), strict=True))
+        cur = st.terms()
+        pre = self._pre_terms
+        out = [(pre[i], cur[i]) for i in self._vars]
         out.extend((self.args[n], args[n]) for n in self.args)
         return out
 

@@ -49,7 +49,7 @@ from tasks.model import Call, Certificate, Change, Given, ProofResult, Target, T
 from verify import CHECKER_VERSION
 from verify.bmc import Bmc, ChangesGoal, parse_sort, relevant_tools, same_value, strings_in
 from verify.encode import EncodeError, Evaluator, SymState, Universe, is_f, is_t
-from verify.slicing import slice_state
+from verify.slicing import analyze_flow
 
 DEFAULT_TIMEOUT_MS = 4000
 NA = "n/a"
@@ -431,7 +431,8 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
         return f"description {t.description!r} does not parse: {exc.message}"
     # z3 on the slice: scanning with this filter reaches every row it can match.
     scan = ir.Comp("x", t.entity, cond, ir.Var("x", RefT(t.entity)), RowT(t.entity))
-    sl = slice_state(domain, initial, {t.key}, None, [scan])
+    sl = analyze_flow(domain, initial, tools=[], rows=[(t.entity, t.key)],
+                      extra_scans=[scan]).state
     uni = Universe.build(domain, sl, None, [(RefT(t.entity), t.key)])
     st = SymState.from_state(uni, sl)
     items, err = Evaluator(uni, st, f"target {t.phrase!r}").comp(scan, {})

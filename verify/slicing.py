@@ -1,59 +1,78 @@
-"""Cone of influence: the rows that any call chain can ever read.
+"""Cone of influence by value flow: the rows that any knowable call chain can touch.
 
-Proofs quantify over every chain of up to k calls, but a chain only ever touches rows it
-can *reach*. We keep a row of table E in the slice when
+Proofs quantify over every chain of up to k calls whose arguments the agent *knows*
+(:mod:`graphgen.knowledge`). A chain only touches the rows it can reach, and which rows it
+can reach depends on which values it can hold. :func:`analyze_flow` computes, as one
+fixpoint over the tools chains may use, an over-approximation of
 
-1. its key is a *reachable string* (see below), or
-2. E is scanned by a comprehension (or aggregate) whose filter has a *selective*
+* ``know[S]``   — every id/str/date value that can be known at sort ``S`` (givens at
+  ``S``, plus what any output of any tool can reveal at ``S``, the mirror of
+  :func:`graphgen.knowledge.facts_of_result`);
+* ``vals(n)``   — every id/str/date value IR node ``n`` can evaluate to (literals;
+  parameters range over ``know`` at their sort; fields of the rows the key can name;
+  loop variables over the rows a scan can match; ...);
+* ``written``   — the rows whose field (or existence, ``'*'``) a call can change, and the
+  values it can write there.
+
+and keeps, in the slice, every row of the state that some evaluation can *probe*:
+
+1. a point read ``E[k]`` (also ``k in E``, a write to ``E[k]``, an id parameter's
+   existence check) probes the rows whose key is in ``vals(k)``;
+2. a scan over ``E`` (comprehension or aggregate) whose filter has a *selective*
    conjunct ``x.f == X`` (also ``x.f in X``, ``X in x.f`` for a list field ``f``, or an
    ``or`` of selective disjuncts) on a str/date/id field, reached with only error-free
-   conjuncts before it, and the row's ``f`` value is reachable; or
-3. E can be written and has a ``unique`` str/date/id field whose value is reachable
-   (the uniqueness check compares a touched row with every other row).
+   conjuncts before it, probes the rows whose ``f`` value is in ``vals(X)``; any other
+   scan probes the whole table;
+3. a call that can touch a row of ``E`` probes, for each ``unique`` str/date/id field,
+   the rows holding a value that field of a touched row can hold (the uniqueness check
+   compares a touched row with every other row); a unique field of another type keeps
+   the table whole;
+4. the rows a goal names are kept as they are (the goal reads them).
 
-A table that is scanned without a selective conjunct, or has a unique field of another
-type and can be written, is kept whole. *Reachable strings* V start from the seeds
-(givens, goal keys and values, reference-chain arguments), every string literal of the
-domain and every id a create can make, and grow with every string (key, field, list
-item) of every row added, until nothing changes.
+Why this is sound (the slice behaves exactly like the full state for every chain of
+known arguments). By induction over the calls and over evaluation: (a) the states agree
+on every kept row and rows outside the slice never change, since every write goes to a
+probed row; (b) every id/str/date value an evaluation that counts produces at node ``n``
+is in ``vals(n)`` — strings are never computed (the IR has no string operations), so
+each is a literal, an argument (known, hence in ``know`` at its sort: knowledge only ever
+comes from givens and outputs, which the fixpoint mirrors), a created id, or a field of
+a row the evaluation reached through a probed key or a matching scan row (whose current
+value is its initial one or one written there). Hence a point read finds the same row,
+or the same absence, on both states; a scan visits a row outside the slice only up to
+its selective conjunct, which is false there (the row's value is not in ``vals(X)``
+while ``X``'s value is), and the conjuncts before it cannot raise, so its value and
+failure are the same; and uniqueness clashes can only involve kept rows. Ints are
+computed, so int fields never select (tables read by int comparisons only stay whole
+when scanned without a selective conjunct). Error-freedom is syntactic: literals,
+variables, fields of the loop row (or of a row behind a *total* reference: a ref field
+whose targets all exist and cannot be deleted), and operators over those; no
+``min``/``max``.
 
-Why this is sound (the slice behaves exactly like the full state for every chain whose
-arguments are known values). By induction over the calls: every string an evaluation
-produces is a literal, an argument (a given, or a value an earlier output showed, hence
-from a sliced row), a field of a sliced row, or a created id — so it is in V. Strings
-are never computed (the IR has no string operations). Hence (a) a point read
-``E[k]`` reads a sliced row or a row absent from both states; (b) a scan visits a
-non-sliced row only up to its selective conjunct, which is false there because the
-row's value is not in V while the compared value is, and the conjuncts before it cannot
-raise, so the scan's value and failure are the same; (c) a touched row is sliced and the
-only rows its unique fields can clash with hold values in V; (d) writes go to sliced
-rows, so rows outside the slice never change and final states agree outside it. Ints
-are computed, so int fields are never used to select (their tables stay whole when
-needed). Error-freedom is syntactic: literals, variables, fields of the loop row (or of
-a row behind a *total* reference: a ref field whose targets all exist and cannot be
-deleted), and operators over those; no ``min``/``max``.
+The same fixpoint gives the encoding two more facts it relies on: the *changeable* cells
+(``written``: everything else keeps its initial value in every reachable state, so the
+encoding can keep it constant) and, per key expression that does not depend on a loop
+variable, the finite set of rows it can name (so a read or write through it only needs
+those rows' cells).
+
+When the analysis meets something it does not model (a value it cannot bound), it gives
+up and keeps the whole state; that is always sound.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from graphgen import ir
-from graphgen.domain import Domain
+from graphgen.domain import Domain, ToolDef
+from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
-from graphgen.types import DATE, STR, ListT, RefT, Ty
+from graphgen.types import DATE, STR, ListT, RecordT, RefT, RowT, Ty
 
 Selector = tuple[str, bool]  # (field, is a list field); field "#key" is the key
-
-
-@dataclass(frozen=True)
-class SliceSpec:
-    """The static half of slicing for one domain (plus extra scans such as targets)."""
-
-    full: frozenset[str]
-    selectors: dict[str, frozenset[Selector]]
+CellKey = tuple[str, str]  # (entity, field); field '*' is the row's existence
+Alt = tuple[str, bool, ir.Expr, bool]  # (field, is a list field, X, X is a list)
 
 
 def _stringish(t: Ty) -> bool:
@@ -64,22 +83,136 @@ def _mentions(e: ir.Expr, var: str) -> bool:
     return any(isinstance(n, ir.Var) and n.name == var for n in ir.walk(e))
 
 
-class _Analysis:
-    def __init__(self, domain: Domain, state: State) -> None:
+# ------------------------------------------------------------------ abstract values
+# The value of an id/str/date expression is a set of strings; of a list, the value of
+# its items; of a row, its entity and possible keys; of a dict literal, its fields'.
+# ``None`` is the value of everything else (ints, bools, enum members: never tracked).
+
+
+@dataclass
+class AList:
+    """A list value: what each item can be."""
+
+    elem: Any
+
+
+@dataclass
+class ARow:
+    """A whole row of ``entity`` whose key is one of ``keys``."""
+
+    entity: str
+    keys: set[str]
+
+
+@dataclass
+class ARec:
+    """A dict literal's value, per field."""
+
+    fields: dict[str, Any]
+
+
+class _GiveUp(Exception):
+    """A value the analysis cannot bound: the caller keeps the whole state."""
+
+
+def _join(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, set) and isinstance(b, set):
+        return a | b
+    if isinstance(a, AList) and isinstance(b, AList):
+        return AList(_join(a.elem, b.elem))
+    if isinstance(a, ARow) and isinstance(b, ARow) and a.entity == b.entity:
+        return ARow(a.entity, a.keys | b.keys)
+    if isinstance(a, ARec) and isinstance(b, ARec):
+        return ARec({k: _join(a.fields.get(k), b.fields.get(k))
+                     for k in a.fields.keys() | b.fields.keys()})
+    raise _GiveUp(f"cannot join {type(a).__name__} and {type(b).__name__}")
+
+
+def _strs(av: Any) -> set[str]:
+    """The strings of a scalar value (a set), or give up."""
+    if isinstance(av, set):
+        return av
+    raise _GiveUp("an id/str/date value that the analysis did not bound")
+
+
+# ------------------------------------------------------------------ the result
+
+
+@dataclass
+class Flow:
+    """What :func:`analyze_flow` found (see the module docstring)."""
+
+    state: State
+    know: dict[Sort, frozenset[str]] | None
+    """Every id/str/date value knowable at each sort (None: not bounded)."""
+    written: dict[CellKey, frozenset[str]] | None
+    """Rows (keys) whose field can change, per (entity, field); None: any row may."""
+    key_vals: dict[int, tuple[ir.Expr, frozenset[str]]] = field(default_factory=dict)
+    """Per key expression that reads no loop variable (by ``id``), the keys it can
+    evaluate to, with the node itself (ids are only meaningful while it lives)."""
+    whole: bool = False
+    """True when the analysis gave up and the state was kept whole."""
+
+    everywhere: frozenset[str] = frozenset()
+    """Strings known at every sort."""
+
+    def keys_of(self, e: ir.Expr) -> frozenset[str] | None:
+        """The keys ``e`` can evaluate to, if bounded."""
+        hit = self.key_vals.get(id(e))
+        return hit[1] if hit is not None and hit[0] is e else None
+
+    def param_keys(self, tool: str, p: Any) -> frozenset[str] | None:
+        """The values parameter ``p`` (an id) of ``tool`` can be given: those known at
+        its sort."""
+        if self.know is None:
+            return None
+        return self.know.get(param_sort(p), frozenset()) | self.everywhere
+
+
+# ------------------------------------------------------------------ the analysis
+
+
+class _Flow:
+    def __init__(self, domain: Domain, state: State, tools: Sequence[ToolDef],
+                 creates: Mapping[str, int], everywhere: set[str]) -> None:
         self.domain = domain
         self.state = state
-        self.deleted = {s.effect.entity for t in domain.tools.values() for s in t.effects
+        self.tools = list(tools)
+        self.everywhere = everywhere
+        self.deleted = {s.effect.entity for t in self.tools for s in t.effects
                         if isinstance(s.effect, ir.Delete)}
         self.total = self._total_refs()
+        self.tables = {e: state.tables.get(e, {}) for e in domain.entities}
+        self.created: dict[str, list[str]] = {}
+        made = {s.effect.entity for t in self.tools for s in t.effects
+                if isinstance(s.effect, ir.Create)}
+        for ent, edef in domain.entities.items():
+            n0 = state.counters.get(ent, 1)
+            n = int(creates.get(ent, 0)) if ent in made else 0
+            self.created[ent] = [edef.make_id(n0 + i) for i in range(n)]
+        self.inc: dict[str, set[str]] = {e: set() for e in domain.entities}
         self.full: set[str] = set()
-        self.selectors: dict[str, set[Selector]] = {e: set() for e in domain.entities}
+        self.know: dict[Sort, set[str]] = {}
+        self.wkeys: dict[CellKey, set[str]] = {}
+        self.wvals: dict[CellKey, set[str]] = {}
+        self.key_vals: dict[int, tuple[ir.Expr, set[str]]] = {}
+        self.changed = False
+        self._index: dict[CellKey, dict[str, list[str]]] = {}
+        self._sel: dict[int, tuple[ir.Comp, list[list[Alt]] | None]] = {}
+        self._loops = 0  # depth of comprehensions being evaluated
+        self._loop_vars: set[str] = set()
+        self._memo: dict[int, Any] = {}
 
     # ------------------------------------------------------------ total references
 
     def _total_refs(self) -> set[tuple[str, str]]:
         """Ref fields whose value always names an existing row."""
         writes: dict[tuple[str, str], list[ir.Expr]] = {}
-        for t in self.domain.tools.values():
+        for t in self.tools:
             for s in t.effects:
                 eff = s.effect
                 if isinstance(eff, ir.Assign):
@@ -146,7 +279,7 @@ class _Analysis:
                 return (c is None or self.error_free(c, inner)) and self.error_free(p, inner)
         return all(self.error_free(x, loops) for x in ir.children(e))
 
-    # ------------------------------------------------------------ scans
+    # ------------------------------------------------------------ selective conjuncts
 
     def _loop_field(self, e: ir.Expr, var: str, ent: str) -> Selector | None:
         if isinstance(e, ir.Var) and e.name == var:
@@ -159,162 +292,460 @@ class _Analysis:
             return (e.field, False) if _stringish(fd.ty) else None
         return None
 
-    def _selective(self, e: ir.Expr, var: str, ent: str, loops: frozenset[str]
-                   ) -> set[Selector] | None:
-        """Selectors such that a row fails ``e`` (without raising) unless one matches."""
+    def _requirements(self, e: ir.Expr, var: str, ent: str, loops: frozenset[str]
+                      ) -> list[list[Alt]] | None:
+        """Requirements on a row, each a list of alternatives ``(field, is_list, X, X is
+        a list)``: a row that matches no alternative of some requirement makes ``e``
+        false without raising. None when there is none."""
         match e:
             case ir.Compare(op="==", left=a, right=b):
                 for x, y in ((a, b), (b, a)):
                     lf = self._loop_field(x, var, ent)
                     if (lf is not None and not lf[1] and not _mentions(y, var)
                             and self.error_free(y, loops)):
-                        return {lf}
+                        return [[(lf[0], False, y, False)]]
             case ir.Contains(item=a, container=b, negated=False):
                 lf = self._loop_field(a, var, ent)
                 if (lf is not None and not lf[1] and not _mentions(b, var)
                         and self.error_free(b, loops)):
-                    return {lf}
+                    return [[(lf[0], False, b, True)]]
                 lf = self._loop_field(b, var, ent)
                 if (lf is not None and lf[1] and not _mentions(a, var)
                         and self.error_free(a, loops)):
-                    return {lf}
+                    return [[(lf[0], True, a, False)]]
             case ir.BoolOp(op="and", values=vs):
-                return self._first_selective(list(vs), var, ent, loops)
+                # Every requirement of a conjunct reached with only error-free conjuncts
+                # before it counts: failing it makes the conjunction false, and nothing
+                # before it raises.
+                out: list[list[Alt]] = []
+                for c in vs:
+                    r = self._requirements(c, var, ent, loops)
+                    if r is not None:
+                        out += r
+                    if not self.error_free(c, loops):
+                        break
+                return out or None
             case ir.BoolOp(op="or", values=vs):
-                out: set[Selector] = set()
+                # False without raising when every disjunct is: a row must fail one
+                # requirement of each (we keep the first of each disjunct).
+                alts: list[Alt] = []
                 for v in vs:
-                    sel = self._selective(v, var, ent, loops)
-                    if sel is None:
+                    r = self._requirements(v, var, ent, loops)
+                    if r is None:
                         return None
-                    out |= sel
-                return out
+                    alts += r[0]
+                return [alts]
         return None
 
-    def _first_selective(self, conj: Sequence[ir.Expr], var: str, ent: str,
-                         loops: frozenset[str]) -> set[Selector] | None:
-        for c in conj:
-            s = self._selective(c, var, ent, loops)
-            if s is not None:
-                return s
-            if not self.error_free(c, loops):
-                return None  # a later conjunct may never be reached on other rows
-        return None
-
-    def scan(self, c: ir.Comp, loops: frozenset[str]) -> None:
-        """Record what scanning ``c.entity`` with ``c``'s filter can reach."""
+    def requirements(self, c: ir.Comp, loops: frozenset[str]) -> list[list[Alt]] | None:
+        """The requirements of ``c``'s filter on the rows it scans (cached per node)."""
+        hit = self._sel.get(id(c))
+        if hit is not None and hit[0] is c:
+            return hit[1]
         inner = loops | {c.var}
-        sel = None if c.cond is None else self._first_selective([c.cond], c.var, c.entity,
-                                                                inner)
-        if sel is None:
-            self.full.add(c.entity)
-        else:
-            self.selectors[c.entity] |= sel
+        req = None if c.cond is None else self._requirements(c.cond, c.var, c.entity, inner)
+        self._sel[id(c)] = (c, req)
+        return req
 
-    def visit(self, e: ir.Expr, loops: frozenset[str] = frozenset()) -> None:
-        """Find every scan inside ``e``."""
-        if isinstance(e, ir.Agg):
-            self.visit(e.comp, loops)
-            return
-        if isinstance(e, ir.Comp):
-            self.scan(e, loops)
-            inner = loops | {e.var}
-            if e.cond is not None:
-                self.visit(e.cond, inner)
-            self.visit(e.proj, inner)
-            return
+    # ------------------------------------------------------------ rows and fields
+
+    def index(self, ent: str, f: str) -> dict[str, list[str]]:
+        """Value → keys of the state rows holding it in field ``f`` (list items too)."""
+        idx = self._index.get((ent, f))
+        if idx is None:
+            idx = {}
+            for k, row in self.tables[ent].items():
+                v = row.get(f)
+                for x in v if isinstance(v, list) else [v]:
+                    if isinstance(x, str):
+                        idx.setdefault(x, []).append(k)
+            self._index[(ent, f)] = idx
+        return idx
+
+    def include(self, ent: str, keys: Iterable[str]) -> None:
+        inc = self.inc[ent]
+        table = self.tables[ent]
+        for k in keys:
+            if k not in inc and k in table:
+                inc.add(k)
+                self.changed = True
+
+    def whole(self, ent: str) -> None:
+        if ent not in self.full:
+            self.full.add(ent)
+            self.include(ent, list(self.tables[ent]))
+            self.changed = True
+
+    def probe(self, ent: str, keys: Any) -> set[str]:
+        ks = _strs(keys)
+        self.include(ent, ks)
+        return ks
+
+    def all_keys(self, ent: str) -> set[str]:
+        return set(self.tables[ent]) | set(self.created[ent])
+
+    def _add(self, store: dict[Any, set[str]], key: Any, vals: Iterable[str]) -> None:
+        cur = store.setdefault(key, set())
+        n = len(cur)
+        cur.update(vals)
+        if len(cur) != n:
+            self.changed = True
+
+    def fvals(self, ent: str, f: str, keys: set[str]) -> Any:
+        """What field ``f`` of a row keyed in ``keys`` can hold."""
+        fd = self.domain.entities[ent].fields[f]
+        ty = fd.ty
+        is_list = isinstance(ty, ListT)
+        elem = ty.elem if isinstance(ty, ListT) else ty
+        if not _stringish(elem):
+            return AList(None) if is_list else None
+        out: set[str] = set()
+        table = self.tables[ent]
+        for k in keys:
+            row = table.get(k)
+            if row is not None:
+                v = row.get(f)
+                if isinstance(v, list):
+                    out.update(x for x in v if isinstance(x, str))
+                elif isinstance(v, str):
+                    out.add(v)
+        wk = self.wkeys.get((ent, f))
+        if wk and not wk.isdisjoint(keys):
+            out |= self.wvals.get((ent, f), set())
+        return AList(out) if is_list else out
+
+    # ------------------------------------------------------------ evaluation
+
+    def param_val(self, p: Any) -> Any:
+        if not _stringish(p.ty):
+            return None
+        s = param_sort(p)
+        return set(self.know.get(s, set())) | self.everywhere
+
+    def ev(self, e: ir.Expr, env: Mapping[str, Any]) -> Any:
+        """The abstract value of ``e``, recording every probe it makes."""
+        match e:
+            case ir.Lit(value=v, ty=t):
+                return {v} if _stringish(t) and isinstance(v, str) else None
+            case ir.Var(name=n):
+                if n not in env:
+                    raise _GiveUp(f"unbound name {n!r}")
+                v = env[n]
+                return set(v) if isinstance(v, set) else v
+            case ir.FieldOf(entity=ent, key=k, field=f):
+                keys = self.key(k, env, ent)
+                return self.fvals(ent, f, keys)
+            case ir.RowOf(entity=ent, key=k):
+                return ARow(ent, self.key(k, env, ent))
+            case ir.Exists(entity=ent, key=k):
+                self.key(k, env, ent)
+                return None
+            case ir.Comp():
+                return self.comp(e, env)
+            case ir.Agg(fn=fn, comp=c):
+                lst = self.comp(c, env)
+                return lst.elem if fn in ("min", "max") else None
+            case ir.IfExp(cond=c, then=t, orelse=o):
+                self.ev(c, env)
+                return _join(self.ev(t, env), self.ev(o, env))
+            case ir.ListLit(items=items):
+                out: Any = None
+                for it in items:
+                    out = _join(out, self.ev(it, env))
+                if out is None and isinstance(e.ty, ListT) and _stringish(e.ty.elem):
+                    out = set()  # the empty list
+                return AList(out)
+            case ir.DictLit(keys=ks, values=vs):
+                return ARec({k: self.ev(v, env) for k, v in zip(ks, vs, strict=True)})
         for x in ir.children(e):
-            self.visit(x, loops)
+            self.ev(x, env)
+        return None
 
+    def key(self, k: ir.Expr, env: Mapping[str, Any], ent: str) -> set[str]:
+        """Evaluate a key expression and probe the rows it can name."""
+        ks = self.probe(ent, self.ev(k, env))
+        if self._loops == 0 or not (set(free_names(k)) & self._loop_vars):
+            prev = self.key_vals.get(id(k))
+            if prev is not None and prev[0] is k:
+                prev[1].update(ks)
+            else:
+                self.key_vals[id(k)] = (k, set(ks))
+        return ks
 
-def analyze(domain: Domain, state: State, extra_scans: Sequence[ir.Comp] = ()) -> SliceSpec:
-    """What each table's slice depends on, for ``domain`` (and ``extra_scans``)."""
-    a = _Analysis(domain, state)
-    touchable: set[str] = set()
-    for t in domain.tools.values():
-        for c in t.requires:
-            a.visit(c.expr)
-        for s in t.effects:
-            for x in ir.effect_exprs(s.effect):
-                a.visit(x)
-            if isinstance(s.effect, ir.Assign | ir.ListEdit | ir.Create):
-                touchable.add(s.effect.entity)
-        if t.returns is not None:
-            a.visit(t.returns)
-    for scan in extra_scans:
-        a.visit(scan)
-    for ent in sorted(touchable):
-        for f, fd in domain.entities[ent].fields.items():
-            if fd.unique:
-                if _stringish(fd.ty):
-                    a.selectors[ent].add((f, False))
+    def matching(self, ent: str, alts: list[Alt], env: Mapping[str, Any]) -> set[str]:
+        """The rows (state rows and created ones) that can match some alternative."""
+        rows: set[str] = set()
+        for f, _is_list, x, x_list in alts:
+            xv = self.ev(x, env)
+            if x_list:
+                if not isinstance(xv, AList):
+                    raise _GiveUp("'in' over something that is not a list")
+                xv = xv.elem
+            want = _strs(xv)
+            if f == "#key":
+                rows.update(k for k in want if k in self.tables[ent] or k in self.created[ent])
+                continue
+            idx = self.index(ent, f)
+            for v in want:
+                got = idx.get(v)
+                if got:
+                    rows.update(got)
+            # a written row can hold any value written there
+            wk = self.wkeys.get((ent, f))
+            if wk and not self.wvals.get((ent, f), set()).isdisjoint(want):
+                rows |= wk
+        return rows
+
+    def comp(self, c: ir.Comp, env: Mapping[str, Any]) -> AList:
+        ent = c.entity
+        loops = frozenset(n for n, v in env.items() if n in self._loop_vars)
+        reqs = self.requirements(c, loops)
+        rows: set[str] = set()
+        if reqs is None:
+            self.whole(ent)
+            rows = self.all_keys(ent)
+        else:
+            first = True
+            for req in reqs:
+                got = self.matching(ent, req, env)
+                rows = got if first else rows & got
+                first = False
+            self.include(ent, rows)
+        inner = dict(env)
+        inner[c.var] = rows
+        outer = self._loop_vars
+        self._loop_vars = outer | {c.var}
+        self._loops += 1
+        try:
+            if c.cond is not None:
+                self.ev(c.cond, inner)
+            proj = self.ev(c.proj, inner)
+        finally:
+            self._loops -= 1
+            self._loop_vars = outer
+        if proj is None and _stringish(c.proj.ty):
+            proj = set()
+        return AList(proj)
+
+    # ------------------------------------------------------------ knowledge
+
+    def reveal(self, e: ir.Expr | None, t: Ty, av: Any) -> None:
+        """What an output of ``e`` (type ``t``, value ``av``) can reveal (the mirror of
+        :func:`graphgen.knowledge._facts`)."""
+        if av is None:
+            return
+        if isinstance(e, ir.FieldOf) and not isinstance(t, ListT):
+            for s in field_sorts(self.domain, e.entity, e.field):
+                self._learn(s, av)
+            return
+        if isinstance(t, ListT) and isinstance(av, AList):
+            if isinstance(e, ir.ListLit):
+                for item in e.items:
+                    # the item's own value when the return value was evaluated item by
+                    # item, else the join of all items (an over-approximation)
+                    self.reveal(item, t.elem, self._memo.get(id(item), av.elem))
+                return
+            inner = e.proj if isinstance(e, ir.Comp) else None
+            self.reveal(inner, t.elem, av.elem)
+            return
+        if isinstance(t, RowT) and isinstance(av, ARow):
+            edef = self.domain.entities[t.entity]
+            self._learn(key_sort(t.entity), av.keys)
+            for name, fd in edef.fields.items():
+                fv = self.fvals(t.entity, name, av.keys)
+                if isinstance(fd.ty, ListT):
+                    if isinstance(fd.ty.elem, RefT) and isinstance(fv, AList):
+                        self._learn(key_sort(fd.ty.elem.entity), fv.elem)
                 else:
-                    a.full.add(ent)
-    return SliceSpec(frozenset(a.full), {e: frozenset(s) for e, s in a.selectors.items()})
+                    for s in field_sorts(self.domain, t.entity, name):
+                        self._learn(s, fv)
+            return
+        if isinstance(t, RecordT) and isinstance(av, ARec):
+            exprs = dict(zip(e.keys, e.values, strict=True)) if isinstance(e, ir.DictLit) else {}
+            for name, ft in t.fields:
+                if name in av.fields:
+                    self.reveal(exprs.get(name), ft, av.fields[name])
+            return
+        if isinstance(t, RefT):
+            self._learn(key_sort(t.entity), av)
+
+    def _learn(self, s: Sort, av: Any) -> None:
+        if av is None or s.always_known:
+            return
+        self._add(self.know, s, _strs(av))
+
+    # ------------------------------------------------------------ tools
+
+    def tool(self, t: ToolDef) -> None:
+        env: dict[str, Any] = {}
+        for p in t.params.values():
+            env[p.name] = self.param_val(p)
+            if isinstance(p.ty, RefT):
+                self.probe(p.ty.entity, env[p.name])
+        for chk in t.requires:
+            self.ev(chk.expr, env)
+        for stmt in t.effects:
+            self.effect(stmt.effect, env)
+        if t.returns is not None:
+            self._memo = {}
+            rv = self._ev_memo(t.returns, env)
+            self.reveal(t.returns, t.returns.ty, rv)
+
+    def _ev_memo(self, e: ir.Expr, env: Mapping[str, Any]) -> Any:
+        """``ev`` that remembers the values of a list literal's items (for ``reveal``)."""
+        if isinstance(e, ir.ListLit):
+            out: Any = None
+            for it in e.items:
+                v = self._ev_memo(it, env)
+                self._memo[id(it)] = v
+                out = _join(out, v)
+            if out is None and isinstance(e.ty, ListT) and _stringish(e.ty.elem):
+                out = set()
+            return AList(out)
+        if isinstance(e, ir.DictLit):
+            return ARec({k: self._ev_memo(v, env) for k, v in zip(e.keys, e.values,
+                                                                  strict=True)})
+        return self.ev(e, env)
+
+    def effect(self, eff: ir.Effect, env: dict[str, Any]) -> None:
+        match eff:
+            case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
+                keys = self.key(k, env, ent)
+                val = self.ev(v, env)
+                self._add(self.wkeys, (ent, f), keys & self.all_keys(ent))
+                if op == "=":
+                    self._write(ent, f, val)
+            case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
+                keys = self.key(k, env, ent)
+                val = self.ev(v, env)
+                self._add(self.wkeys, (ent, f), keys & self.all_keys(ent))
+                if op == "append":
+                    self._write(ent, f, AList(val))
+            case ir.Create(entity=ent, bind=b, values=vs):
+                made = self.created[ent]
+                vals = {f: self.ev(x, env) for f, x in vs}
+                for f in self.domain.entities[ent].fields:
+                    self._add(self.wkeys, (ent, f), made)
+                    self._write(ent, f, vals.get(f))
+                self._add(self.wkeys, (ent, "*"), made)
+                if b is not None:
+                    env[b] = set(made)
+            case ir.Delete(entity=ent, key=k):
+                keys = self.key(k, env, ent)
+                self._add(self.wkeys, (ent, "*"), keys & set(self.tables[ent]))
+
+    def _write(self, ent: str, f: str, val: Any) -> None:
+        fd = self.domain.entities[ent].fields[f]
+        ty = fd.ty
+        if isinstance(ty, ListT):
+            if not _stringish(ty.elem):
+                return
+            if not isinstance(val, AList):
+                raise _GiveUp(f"a list written to {ent}.{f} without a bound")
+            self._add(self.wvals, (ent, f), _strs(val.elem))
+        elif _stringish(ty):
+            self._add(self.wvals, (ent, f), _strs(val))
+
+    def invariants(self) -> None:
+        """Rule 3: rows a touched row's unique field can clash with."""
+        for ent, edef in self.domain.entities.items():
+            touched: set[str] = set()
+            for f in edef.fields:
+                touched |= self.wkeys.get((ent, f), set())
+            if not touched:
+                continue
+            for f, fd in edef.fields.items():
+                if not fd.unique:
+                    continue
+                if not _stringish(fd.ty):
+                    self.whole(ent)
+                    continue
+                idx = self.index(ent, f)
+                for v in _strs(self.fvals(ent, f, touched)):
+                    got = idx.get(v)
+                    if got:
+                        self.include(ent, got)
+
+    def run(self, givens: Iterable[tuple[Sort, Any]], rows: Iterable[tuple[str, str]],
+            extra_scans: Sequence[ir.Comp]) -> None:
+        for s, v in givens:
+            if not s.always_known:
+                self._add(self.know, s, [x for x in _flat(v) if isinstance(x, str)])
+        for ent, k in rows:
+            if ent in self.inc:
+                self.include(ent, [k])
+        for ent in self.domain.entities:
+            self.include(ent, self.created[ent])  # an id a create would clash with
+        self.changed = True
+        while self.changed:
+            self.changed = False
+            for t in self.tools:
+                self.tool(t)
+            for c in extra_scans:
+                self.ev(c, {})
+            self.invariants()
 
 
-def _strings(row: Mapping[str, object]) -> Iterable[str]:
-    for v in row.values():
-        if isinstance(v, str):
-            yield v
-        elif isinstance(v, list):
-            yield from (x for x in v if isinstance(x, str))
+def free_names(e: ir.Expr) -> Iterable[str]:
+    """Names ``e`` reads (a comprehension's own variable excluded)."""
+    if isinstance(e, ir.Var):
+        yield e.name
+        return
+    if isinstance(e, ir.Comp):
+        for n in ir.children(e):
+            yield from (x for x in free_names(n) if x != e.var)
+        return
+    for n in ir.children(e):
+        yield from free_names(n)
+
+
+def _flat(v: Any) -> Iterable[Any]:
+    if isinstance(v, list):
+        for x in v:
+            yield from _flat(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _flat(x)
+    else:
+        yield v
+
+
+def analyze_flow(domain: Domain, state: State, *, tools: Sequence[ToolDef] | None = None,
+                 givens: Iterable[tuple[Sort, Any]] = (), everywhere: Iterable[str] = (),
+                 rows: Iterable[tuple[str, str]] = (), creates: Mapping[str, int] | None = None,
+                 extra_scans: Sequence[ir.Comp] = ()) -> Flow:
+    """Slice ``state`` for chains of ``tools`` (default: all) from the knowledge
+    ``givens`` (sort, value), with ``everywhere`` strings known at every sort, keeping
+    the rows ``rows`` names; ``creates[E]`` is how many E rows a chain may create and
+    ``extra_scans`` are further scans to account for (e.g. target descriptions)."""
+    ts = list(domain.tools.values()) if tools is None else list(tools)
+    fl = _Flow(domain, state, ts, creates or {}, {s for s in everywhere if isinstance(s, str)})
+    try:
+        fl.run(list(givens), list(rows), extra_scans)
+    except _GiveUp:
+        return Flow(state.copy(), None, None, whole=True)
+    tables = {e: {k: dict(state.tables[e][k]) for k in sorted(fl.inc[e])}
+              for e in domain.entities if e in state.tables}
+    for e in domain.entities:
+        tables.setdefault(e, {})
+    know = {s: frozenset(v) for s, v in fl.know.items()}
+    written = {ck: frozenset(v) for ck, v in fl.wkeys.items()}
+    key_vals = {i: (n, frozenset(v)) for i, (n, v) in fl.key_vals.items()}
+    return Flow(State(tables, dict(state.counters)), know, written, key_vals,
+                everywhere=frozenset(fl.everywhere))
 
 
 def slice_state(domain: Domain, state: State, seeds: Iterable[str],
                 creates: Mapping[str, int] | None = None,
                 extra_scans: Sequence[ir.Comp] = ()) -> State:
-    """The cone-of-influence slice of ``state`` (same counters, fewer rows).
-
-    ``seeds`` are the strings known from outside the state (givens, goal keys and
-    values, chain arguments); ``creates[E]`` is how many E rows a chain may create.
-    """
-    spec = analyze(domain, state, extra_scans)
-    reach: set[str] = {s for s in seeds if isinstance(s, str)}
-    for t in domain.tools.values():
-        for e in [c.expr for c in t.requires] + [x for s in t.effects
-                                                  for x in ir.effect_exprs(s.effect)] + (
-                [t.returns] if t.returns is not None else []):
-            reach.update(n.value for n in ir.walk(e)
-                         if isinstance(n, ir.Lit) and isinstance(n.value, str))
-    for c in extra_scans:
-        reach.update(n.value for n in ir.walk(c)
-                     if isinstance(n, ir.Lit) and isinstance(n.value, str))
-    for ent, edef in domain.entities.items():
-        n0 = state.counters.get(ent, 1)
-        reach.update(edef.make_id(n0 + i) for i in range((creates or {}).get(ent, 0)))
-    kept: dict[str, dict[str, dict[str, Any]]] = {e: {} for e in domain.entities}
-    for ent in spec.full:
-        for k, row in state.tables.get(ent, {}).items():
-            kept[ent][k] = row
-            reach.add(k)
-            reach.update(_strings(row))
-    changed = True
-    while changed:
-        changed = False
-        for ent in domain.entities:
-            if ent in spec.full:
-                continue
-            sels = sorted(spec.selectors.get(ent, frozenset()))
-            table = state.tables.get(ent, {})
-            for k, row in table.items():
-                if k in kept[ent]:
-                    continue
-                hit = k in reach
-                for f, is_list in sels:
-                    if hit:
-                        break
-                    v = row.get(f)
-                    if is_list:
-                        hit = isinstance(v, list) and any(x in reach for x in v)
-                    else:
-                        hit = v in reach
-                if hit:
-                    kept[ent][k] = row
-                    reach.add(k)
-                    reach.update(_strings(row))
-                    changed = True
-    tables = {e: {k: dict(r) for k, r in sorted(t.items())} for e, t in kept.items()}
-    return State(tables, dict(state.counters))
+    """The slice of ``state`` for chains of any tools whose string arguments are among
+    ``seeds`` (each known at every sort); rows keyed by a seed are kept too.
+    ``creates[E]`` is how many E rows a chain may create."""
+    seeds = {s for s in seeds if isinstance(s, str)}
+    rows = [(e, s) for e in domain.entities for s in seeds
+            if s in state.tables.get(e, {})]
+    return analyze_flow(domain, state, everywhere=seeds, rows=rows, creates=creates,
+                        extra_scans=extra_scans).state
 
 
-__all__ = ["SliceSpec", "analyze", "slice_state"]
+__all__ = ["AList", "ARec", "ARow", "Flow", "analyze_flow", "free_names", "slice_state"]

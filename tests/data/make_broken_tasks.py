@@ -57,7 +57,6 @@ from typing import Any
 from graphgen import __version__
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
-from graphgen.interp import failed_check
 from graphgen.state import State
 from tasks.gate import check_candidate
 from tasks.model import Call, Certificate, Change, Given, Goal, Manifest, Target, Task
@@ -147,15 +146,8 @@ def set_chain(t: Task, i: int, call: Call) -> Task:
     return edit(t, chain=chain)
 
 
-def blocking(domain: Domain, t: Task) -> str:
-    """The message of the check that makes a refusal's refused call fail."""
-    assert t.refused_call is not None
-    chk = failed_check(domain, State.from_dict(t.initial_state), t.refused_call.tool,
-                       t.refused_call.args)
-    return chk.message if chk is not None and chk.message else ""
-
-
 def keeps(t: Task) -> list[Change]:
+    """Goal entries that pin a written cell to the value it already had."""
     return [c for c in t.goal.changes if c.field != "*" and c.before == c.after]
 
 
@@ -515,7 +507,7 @@ RETAIL_CASES = [
          lambda t: t.kind == "action" and tools(t)[-1] == "modify_pending_order_address"
          and "place_order" not in tools(t), _order_id_in_text),
     Case("retail", GOAL_TRUE, "asks whether an item is in stock after stating it "
-         "('yes'): the answer is already given, though not as the literal value",
+         "('in stock: no'): the answer is already given, as a word rather than the value",
          "proof_goal_not_initial", "proof_goal_not_initial",
          lambda t: t.kind == "information" and tools(t)[-1] == "get_item_details",
          _stock_flag_given),
