@@ -40,7 +40,7 @@ from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
 from tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from tasks.plan import Planner, ReadCache
 from tasks.referring import describe, humanize, stated_facts
-from tasks.render import intent_text, join_intents, opener
+from tasks.render import intent_text, join_intents, opener, stated
 from tasks.values import free_value
 
 Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
@@ -420,7 +420,7 @@ class Expander:
                     planner.restore(snap)
                     continue
                 body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
-                if any(str(v) in body for v in values):
+                if any(stated(body, v) for v in values):
                     planner.restore(snap)
                     continue
                 text = _with_opener(self.domain, planner.givens, rng, body, self.principal)

@@ -165,7 +165,7 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
                                   f"{refused_call.tool} would succeed: nothing to refuse")
         revealed = {repr(v) for _, v in know.facts_items()} | {repr(r) for r in run.results}
         for v in goal.answer:
-            if str(v) in instruction and kind == "information":
+            if kind == "information" and stated(instruction, v):
                 return GateResult(False, "answer_in_instruction", f"{v!r} is in the text")
             if repr(v) not in revealed:
                 # Refusals too: the agent must be able to see the reason it reports.

@@ -39,7 +39,7 @@ from graphgen.interp import call_tool, failed_check
 from graphgen.state import State
 from tasks.gate import REASONS, check_candidate
 from tasks.model import Given, Task
-from tasks.taskset import read_taskset
+from tasks.taskset import generate, read_taskset
 from verify.gate import certify, recheck
 
 DATA = Path(__file__).parent / "data"
@@ -118,8 +118,10 @@ def test_corpus_covers_every_category_across_domains() -> None:
 def test_some_cases_only_z3_can_catch() -> None:
     """Each of these proofs has a case the dry-run passes (checked per task below)."""
     z3_only = {e["reason"] for e in EXPECTED.values() if e["reason"].startswith("proof_")}
+    # (An answer already stated in the instruction used to get past the dry-run as a
+    # yes/no word; the dry-run now matches whole words, so that case moved there.)
     assert z3_only >= {"proof_min_calls", "proof_unique_final_state",
-                       "proof_refusal_impossible", "proof_goal_not_initial"}
+                       "proof_refusal_impossible"}
 
 
 def test_files_are_what_the_script_makes() -> None:
@@ -214,13 +216,16 @@ def test_generator_gate_recomputes_what_these_break(tid: str) -> None:
         assert got.min_calls != t.min_calls
 
 
-# ------------------------------------------------------------------ a known gap
+# ------------------------------------------------------------------ refusals made possible
 
 
 def _refused_payment() -> Task:
-    """A good mock refusal: pay more than the balance ("insufficient funds")."""
-    _, tasks = read_taskset(DATA / "good_mock.jsonl")
-    return next(t for t in tasks if t.refused_call is not None and t.refused_call.tool == "pay")
+    """A mock "insufficient funds" refusal as the generator proposes it (dry-run only)."""
+    res = generate(domain("mock"), 80, 3)
+    return next(t for t in res.tasks if t.refused_call is not None
+                and t.refused_call.tool == "pay"
+                and failed_check(domain("mock"), State.from_dict(t.initial_state), "pay",
+                                 dict(t.refused_call.args)).message == "insufficient funds")
 
 
 def test_a_deposit_first_makes_the_refused_payment() -> None:
@@ -230,8 +235,6 @@ def test_a_deposit_first_makes_the_refused_payment() -> None:
     assert t.refused_call is not None
     args = dict(t.refused_call.args)
     st = State.from_dict(t.initial_state)
-    chk = failed_check(d, st, "pay", args)
-    assert chk is not None and chk.message == "insufficient funds"
     assert Given(sort="free:int", value=args["amount"]) in t.givens
     for c in t.chain:
         call_tool(d, st, c.tool, dict(c.args))
@@ -241,11 +244,12 @@ def test_a_deposit_first_makes_the_refused_payment() -> None:
                                          "amount": args["amount"]}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "proof 6 asks whether the refused call's effects, applied to the *initial* state, are "
-    "reachable: here that includes balance = balance - amount < 0, which no chain can "
-    "reach (balance has min 0), so the proof holds vacuously although the payment itself "
-    "is reachable (see the test above)"))
 def test_refusal_possible_after_a_deposit_is_rejected() -> None:
+    """Proof 6 asks whether the refused call itself can succeed after other calls."""
     t = _refused_payment()
-    assert recheck(domain("mock"), t)[0] == "proof_refusal_impossible"
+    why, cert = recheck(domain("mock"), t)
+    assert why == "proof_refusal_impossible"
+    assert cert is not None
+    detail = next(p.detail for p in cert.proofs if p.name == "refusal_impossible")
+    assert "deposit" in detail and "pay" in detail
+    assert certify(domain("mock"), t) == "proof_refusal_impossible"

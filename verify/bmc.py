@@ -39,6 +39,7 @@ from tasks.model import Call, Change, Given
 from verify.encode import (
     FALSE,
     TRUE,
+    EncodeError,
     ListVal,
     RecVal,
     RowVal,
@@ -49,9 +50,9 @@ from verify.encode import (
     Universe,
     and_,
     creates_per_call,
+    eq,
     fresh_bool,
     fresh_int,
-    eq,
     implies,
     int_const,
     int_val,
@@ -258,12 +259,14 @@ def relevant_tools(domain: Domain, reads: set[CellRef], outputs: bool) -> list[s
 
 
 class GoalView:
-    """What a goal can look at: the final symbolic state and the agent's knowledge."""
+    """What a goal can look at: the symbolic state after ``horizon`` steps (the final
+    state of every chain of at most that many calls) and the agent's knowledge then."""
 
-    def __init__(self, bmc: Bmc) -> None:
+    def __init__(self, bmc: Bmc, horizon: int | None = None) -> None:
         self.bmc = bmc
         self.uni = bmc.uni
-        self.final = bmc.states[-1]
+        self.horizon = bmc.k if horizon is None else horizon
+        self.final = bmc.state_at(self.horizon)
 
     def key(self, ent: str, key: str) -> Term | None:
         """The index term of ``ent`` key ``key`` (None if outside the universe)."""
@@ -287,7 +290,7 @@ class GoalView:
             assert isinstance(cur, ListVal)
             if not isinstance(value, list):
                 return FALSE
-            el = self.uni.elems(ty.elem)
+            el = self.uni.field_elems(ent, f)
             if any(x not in el for x in value) or list(value) != sorted(set(value)):
                 return FALSE
             want = set(value)
@@ -304,8 +307,11 @@ class GoalView:
         for _, _, gv in self.bmc.givens:
             if same_value(gv, value):
                 return TRUE
+        if self.bmc.answers is not None and not any(
+                same_value(a, value) for a in self.bmc.answers):
+            raise ValueError(f"answer {value!r} was not announced to the unrolling")
         parts = []
-        for guard, ty, term in self.bmc.leaf_sites:
+        for guard, ty, term in self.bmc.leaves_until(self.horizon):
             t = _enc_like(self.uni, ty, value)
             if t is not None:
                 parts.append(and_(guard, eq(term, t)))
@@ -322,7 +328,9 @@ class GoalView:
         if t is None:
             return FALSE
         opts = [eq(t, g) for g in self.bmc.given_terms.get(sort, [])]
-        opts += [and_(gd, eq(t, v)) for gd, v in self.bmc.sites.get(sort, [])]
+        self.bmc.ensure(self.horizon)
+        opts += [and_(gd, eq(t, v)) for h, gd, v in self.bmc.sites.get(sort, [])
+                 if h < self.horizon]
         return or_(*opts)
 
 
@@ -473,15 +481,25 @@ class SearchResult:
 class _Step:
     act: Term
     sel: Term
+    chosen: list[Term]  # per tool: this step is active and calls that tool
     args: list[dict[str, Term]]
+
+
+RLIMIT_PER_MS = 5000  # z3 resource units granted per millisecond of the time limit
 
 
 class Bmc:
     """All chains of up to ``k`` known-argument successful calls from ``state``.
 
-    ``state`` is sliced (see :mod:`verify.slicing`) with ``seeds`` (strings the queries
-    mention besides the givens) unless ``slice_rows`` is false; ``extra`` are typed values
-    that must be representable (goal values, pinned arguments).
+    ``state`` is sliced (see :mod:`verify.slicing`) for the knowledge the givens start
+    from, keeping the rows keyed by ``seeds`` (ids the queries name besides the givens),
+    unless ``slice_rows`` is false; ``extra`` are typed values that must be representable
+    (goal values, pinned arguments).
+
+    Steps are unrolled on demand: a query about chains of at most ``h`` calls only needs
+    ``h`` steps (:meth:`ensure`), and a goal looks at the state after a given *horizon*
+    (:meth:`goal_term`). Inactive steps keep the state and reveal nothing, so the state
+    after ``h`` steps is the final state of every chain of at most ``h`` calls.
     """
 
     def __init__(self, domain: Domain, state: State, givens: Iterable[Given], k: int, *,
@@ -495,11 +513,7 @@ class Bmc:
         names = list(domain.tools) if tools is None else list(tools)
         self.tools: list[ToolDef] = [domain.tools[n] for n in names]
         self.givens = typed_givens(domain, givens)
-        creates: dict[str, int] = {}
-        for t in self.tools:
-            for e, n in creates_per_call(t).items():
-                creates[e] = max(creates.get(e, 0), n)
-        creates = {e: n * k for e, n in creates.items()}
+        self.creates = self._creates(k)
         seeds = set(seeds)
         self.full_state = state
         self.flow: Flow | None = None
@@ -508,14 +522,49 @@ class Bmc:
                     if s in state.tables.get(e, {})]
             self.flow = analyze_flow(domain, state, tools=self.tools,
                                      givens=[(s, v) for s, _, v in self.givens], rows=rows,
-                                     creates=creates, extra_scans=extra_scans)
+                                     creates=self.creates, extra_scans=extra_scans)
             self.state = self.flow.state
+            # a tool with an argument no chain can know is never called
+            self.tools = [t for t in self.tools if t.name in self.flow.callable]
+            self.creates = self._creates(k)
         else:
             self.state = state
-        self.uni = Universe.build(domain, self.state, creates,
+        self.uni = Universe.build(domain, self.state, self.creates,
                                   [(t, v) for _, t, v in self.givens] + list(extra))
         if self.flow is not None and not self.flow.whole:
             self.uni.bounds = self.flow
+            self.uni.list_elems = self._list_elems(self.flow)
+        self.answers = None if answers is None else list(answers)
+        self._setup()
+
+    def _list_elems(self, flow: Flow) -> dict[tuple[str, str], list[Any]]:
+        """Per list field of ids/strings/dates, the items it can ever hold: those of the
+        slice's rows and those a call can write (the analysis' ``values``)."""
+        out: dict[tuple[str, str], list[Any]] = {}
+        for ent, edef in self.domain.entities.items():
+            for f, fd in edef.fields.items():
+                if not isinstance(fd.ty, ListT) or not (
+                        fd.ty.elem in (PRIMS["str"], PRIMS["date"])
+                        or isinstance(fd.ty.elem, RefT)):
+                    continue
+                can: set[Any] = set(flow.values.get((ent, f), frozenset()))
+                for row in self.state.tables.get(ent, {}).values():
+                    v = row.get(f)
+                    if isinstance(v, list):
+                        can.update(v)
+                out[(ent, f)] = [x for x in self.uni.elems(fd.ty.elem) if x in can]
+        return out
+
+    def _creates(self, k: int) -> dict[str, int]:
+        """How many rows of each entity a chain of ``k`` calls can create."""
+        per: dict[str, int] = {}
+        for t in self.tools:
+            for e, n in creates_per_call(t).items():
+                per[e] = max(per.get(e, 0), n)
+        return {e: n * k for e, n in per.items()}
+
+    def _setup(self) -> None:
+        """The per-unrolling part (shared by :meth:`reads_only`)."""
         self._created = {e: set(ids) for e, ids in self.uni.created.items()}
         self.given_terms: dict[Sort, list[Term]] = {}
         for s, gty, v in self.givens:
@@ -523,32 +572,42 @@ class Bmc:
             if term is not None:
                 self.given_terms.setdefault(s, []).append(term)
         self.solver = z3.Solver()
-        self.answers = answers
-        self.templates = self._templates(creates)
-        needed = {param_sort(p) for t in self.tools for p in t.params.values()}
+        self.templates: list[ToolTemplate | None] = []
         self._site_tpl: list[list[tuple[Term, Sort, Term]]] = []
         self._leaf_tpl: list[list[tuple[Term, Ty, Term]]] = []
-        for tpl in self.templates:
-            sites: list[tuple[Term, Sort, Term]] = []
-            lv: list[tuple[Term, Ty, Term]] = []
-            ret, rty = tpl.enc.ret, tpl.enc.ret_ty
-            if ret is not None and rty is not None:
-                reveal_sites(domain, tpl.tool.returns, rty, ret, TRUE, sites)
-                # knowledge no parameter needs changes nothing a chain can do
-                sites = [x for x in sites if x[1] in needed and not x[1].always_known]
-                lv = [x for x in leaves(domain, ret, rty) if self._may_show(x[1])]
-            self._site_tpl.append(sites)
-            self._leaf_tpl.append(lv)
-        # the site and leaf terms each template outputs besides its transition
-        self._extra: list[list[Term]] = [
-            [x for g, _, v in sites for x in (g, v)] + [x for g, _, v in lv for x in (g, v)]
-            for sites, lv in zip(self._site_tpl, self._leaf_tpl, strict=True)]
+        self._extra: list[list[Term]] = []
+        self._mask: list[int] = []
         self.steps: list[_Step] = []
         self.states: list[SymState] = [SymState.from_state(self.uni, self.state)]
-        self.sites: dict[Sort, list[tuple[Term, Term]]] = {}
+        # the state never changes when no tool writes: every horizon sees the first one
+        self.static = not any(t.is_write for t in self.tools)
+        self.sites: dict[Sort, list[tuple[int, Term, Term]]] = {}
         self.leaf_sites: list[tuple[Term, Ty, Term]] = []
+        self._leaf_count: list[int] = [0]  # leaf sites revealed by the first h steps
         self._lits: dict[str, Term] = {}
-        self._unroll()
+        self._ready = False
+        self.added: list[Term] = []  # every constraint asserted, in order
+
+    @property
+    def generation(self) -> int:
+        """How many constraints were asserted so far."""
+        return len(self.added)
+
+    def _add(self, *terms: Term) -> None:
+        self.added.extend(terms)
+        self.solver.add(*terms)
+
+    def reads_only(self) -> Bmc:
+        """The unrolling of the same universe whose chains call only read tools (the
+        slice and key bounds, computed for more tools, still cover them)."""
+        other = object.__new__(Bmc)
+        other.__dict__.update({
+            "domain": self.domain, "k": self.k, "givens": self.givens,
+            "creates": self.creates, "full_state": self.full_state, "flow": self.flow,
+            "state": self.state, "uni": self.uni, "answers": self.answers,
+            "tools": [t for t in self.tools if not t.is_write]})
+        other._setup()
+        return other
 
     # ------------------------------------------------------------ building
 
@@ -558,35 +617,67 @@ class Bmc:
             return True
         return any(_enc_like(self.uni, ty, a) is not None for a in self.answers)
 
-    def _templates(self, creates: dict[str, int]) -> list[ToolTemplate]:
-        """Per-tool templates over one pre-state in which only *changeable* cells are
+    def _prepare(self) -> None:
+        """The shared pre-state and the knowledge, before the first step. Templates are
+        built when a step first needs them (:meth:`_template`)."""
+        if self._ready:
+            return
+        self._ready = True
+        self._needed = {param_sort(p) for t in self.tools for p in t.params.values()}
+        self._mask, self._pre = self._pre_state()
+        self.templates = [None] * len(self.tools)
+        self._site_tpl = [[] for _ in self.tools]
+        self._leaf_tpl = [[] for _ in self.tools]
+        self._extra = [[] for _ in self.tools]
+        self._init_knowledge()
+
+    def _pre_state(self) -> tuple[list[int], SymState]:
+        """The templates' shared pre-state, in which only *changeable* cells are
         variables: every other cell holds its initial value in every state a chain can
         reach (no call writes it), so it stays a constant and folds. The changeable
-        cells come from the value-flow analysis; the templates themselves are checked
-        to write nothing else (if one did, its cells become variables too)."""
-        base = SymState.from_state(self.uni, self.state)
+        cells come from the value-flow analysis (every cell, without one)."""
+        base = self.states[0]
         layout = base.layout()
         written = None if self.flow is None or self.flow.whole else self.flow.written
         if written is None:
-            mask = set(range(len(layout)))
+            mask = list(range(len(layout)))
         else:
             keys = self.uni.keys
-            mask = set()
+            mask = []
             for i, (ent, f, row) in enumerate(layout):
                 if f == "#":
-                    if creates.get(ent, 0):
-                        mask.add(i)
+                    if self.creates.get(ent, 0):
+                        mask.append(i)
                 elif keys[ent][row] in written.get((ent, f), ()):
-                    mask.add(i)
-        while True:
-            order = sorted(mask)
-            pre = base.with_fresh(order, "pre")
-            tpls = [ToolTemplate(self.uni, t, f"T{i}", pre, order)
-                    for i, t in enumerate(self.tools)]
-            extra = {i for tpl in tpls for i, ch in enumerate(tpl.changed) if ch} - mask
-            if not extra:
-                return tpls
-            mask |= extra
+                    mask.append(i)
+        return mask, base.with_fresh(mask, "pre")
+
+    def _template(self, j: int) -> ToolTemplate:
+        """Tool ``j``'s template, built on first use. A template that could write a
+        cell the analysis found constant would mean the analysis is wrong: the encoding
+        then refuses (an error, so the task is rejected) rather than answer from it."""
+        tpl = self.templates[j]
+        if tpl is not None:
+            return tpl
+        tpl = ToolTemplate(self.uni, self.tools[j], f"T{j}", self._pre, self._mask)
+        if not set(tpl.changed_idx) <= set(self._mask):
+            raise EncodeError(f"tool {tpl.tool.name!r} can write cells the value-flow "
+                              f"analysis found constant")
+        sites: list[tuple[Term, Sort, Term]] = []
+        lv: list[tuple[Term, Ty, Term]] = []
+        ret, rty = tpl.enc.ret, tpl.enc.ret_ty
+        if ret is not None and rty is not None:
+            reveal_sites(self.domain, tpl.tool.returns, rty, ret, TRUE, sites)
+            # knowledge no parameter needs changes nothing a chain can do
+            sites = [x for x in sites if x[1] in self._needed and not x[1].always_known]
+            lv = [x for x in leaves(self.domain, ret, rty) if self._may_show(x[1])]
+        self._site_tpl[j] = sites
+        self._leaf_tpl[j] = lv
+        # the site and leaf terms the template outputs besides its transition
+        self._extra[j] = ([x for g, _, v in sites for x in (g, v)]
+                          + [x for g, _, v in lv for x in (g, v)])
+        self.templates[j] = tpl
+        return tpl
 
     def _domain_of(self, s: Sort) -> list[tuple[Any, Term]] | None:
         """The finite value domain of sort ``s`` as (python key, term) pairs; None for
@@ -660,93 +751,134 @@ class Bmc:
                     self.kn[s][key] = val
                     continue
                 b = fresh_bool("known")
-                self.solver.add(b == val)
+                self._add(b == val)
                 self.kn[s][key] = b
 
-    def _unroll(self) -> None:
-        self._init_knowledge()
+    def ensure(self, n: int) -> None:
+        """Unroll steps until there are ``min(n, k)``."""
+        n = min(n, self.k)
+        if len(self.steps) >= n:
+            return
+        self._prepare()
+        while len(self.steps) < n:
+            self._step()
+
+    def _step(self) -> None:
+        t = len(self.steps)
         n = len(self.tools)
-        for t in range(self.k):
-            act = z3.Bool(f"act{t}")
-            sel = z3.Int(f"sel{t}")
-            if n:
-                self.solver.add(sel >= 0, sel < n)
-            else:
-                self.solver.add(z3.Not(act))  # no tool: only the empty chain
-            if t > 0:
-                self.solver.add(z3.Implies(act, self.steps[-1].act))
-            args = [{p.name: self.uni.z3_var(p.ty, f"s{t}.{tool.name}.{p.name}")
-                     for p in tool.params.values()} for tool in self.tools]
-            self.steps.append(_Step(act, sel, args))
-            cur = self.states[-1]
-            cur_terms = cur.terms()
-            posts: list[list[Term]] = []
-            new_sites: list[tuple[Term, Sort, Term]] = []
-            new_leaves: list[tuple[Term, Ty, Term]] = []
-            for j, (tool, tpl) in enumerate(zip(self.tools, self.templates, strict=True)):
-                chosen = and_(act, sel == j)
-                ok, post, subs = tpl.instantiate(cur, args[j], self._extra[j])
-                known = [self._known(p, args[j][p.name]) for p in tool.params.values()]
-                self.solver.add(implies(chosen, and_(ok, *known)))
-                posts.append(post)
-                ns = len(self._site_tpl[j])
-                for i, (_, s, _) in enumerate(self._site_tpl[j]):
-                    new_sites.append((and_(chosen, subs[2 * i]), s, subs[2 * i + 1]))
-                for i, (_, ty, _) in enumerate(self._leaf_tpl[j]):
-                    new_leaves.append((and_(chosen, subs[2 * (ns + i)]), ty,
-                                       subs[2 * (ns + i) + 1]))
-            nxt = list(cur_terms)
-            for i, old in enumerate(cur_terms):
-                writers = [j for j, tpl in enumerate(self.templates) if tpl.changed[i]]
-                if not writers:
-                    continue
-                v = fresh_bool("x") if isinstance(old, z3.BoolRef) else fresh_int("x")
-                val = old
-                for j in reversed(writers):
-                    val = ite(and_(act, sel == j), posts[j][i], val)
-                self.solver.add(v == val)
-                nxt[i] = v
-            self.states.append(cur.rebuild(nxt))
-            for g, s, v in new_sites:
-                self.sites.setdefault(s, []).append((g, v))
-            self.leaf_sites.extend(new_leaves)
-            if t + 1 < self.k:
-                self._learn(new_sites)
+        act = z3.Bool(f"act{t}")
+        sel = z3.Int(f"sel{t}")
+        if n:
+            self._add(sel >= 0, sel < n)
+        else:
+            self._add(z3.Not(act))  # no tool: only the empty chain
+        if t > 0:
+            self._add(z3.Implies(act, self.steps[-1].act))
+        chosen = [and_(act, eq(sel, self.uni.ival(j))) for j in range(n)]
+        args = [{p.name: self.uni.z3_var(p.ty, f"s{t}.{tool.name}.{p.name}")
+                 for p in tool.params.values()} for tool in self.tools]
+        self.steps.append(_Step(act, sel, chosen, args))
+        cur = self.states[-1]
+        cur_terms = cur.terms()
+        posts: list[list[Term] | None] = []
+        new_sites: list[tuple[Term, Sort, Term]] = []
+        new_leaves: list[tuple[Term, Ty, Term]] = []
+        for j, tool in enumerate(self.tools):
+            ch = chosen[j]
+            known = and_(*(self._known(p, args[j][p.name]) for p in tool.params.values()))
+            if is_f(known):
+                # some argument cannot be known yet: the tool is not callable here, so
+                # its transition is not needed at this step
+                self._add(not_(ch))
+                posts.append(None)
+                continue
+            tpl = self._template(j)
+            ok, post, subs = tpl.instantiate(cur, args[j], self._extra[j], cur_terms)
+            self._add(implies(ch, and_(ok, known)))
+            posts.append(post)
+            ns = len(self._site_tpl[j])
+            for i, (_, s, _) in enumerate(self._site_tpl[j]):
+                new_sites.append((and_(ch, subs[2 * i]), s, subs[2 * i + 1]))
+            for i, (_, ty, _) in enumerate(self._leaf_tpl[j]):
+                new_leaves.append((and_(ch, subs[2 * (ns + i)]), ty,
+                                   subs[2 * (ns + i) + 1]))
+        nxt = list(cur_terms)
+        writers: dict[int, list[int]] = {}
+        for j, pj in enumerate(posts):
+            tj = self.templates[j]
+            if pj is not None and tj is not None:
+                for i in tj.changed_idx:
+                    writers.setdefault(i, []).append(j)
+        for i in sorted(writers):
+            old = cur_terms[i]
+            v = fresh_bool("x") if isinstance(old, z3.BoolRef) else fresh_int("x")
+            val = old
+            for j in reversed(writers[i]):
+                pj = posts[j]
+                assert pj is not None
+                val = ite(chosen[j], pj[i], val)
+            self._add(eq(v, val))
+            nxt[i] = v
+        self.states.append(cur.rebuild(nxt))
+        for g, s, v in new_sites:
+            self.sites.setdefault(s, []).append((t, g, v))
+        self.leaf_sites.extend(new_leaves)
+        self._leaf_count.append(len(self.leaf_sites))
+        if t + 1 < self.k:
+            self._learn(new_sites)
+
+    def state_at(self, h: int) -> SymState:
+        """The state after ``h`` steps (the final state of chains of at most ``h``)."""
+        if self.static:
+            return self.states[0]
+        self.ensure(h)
+        return self.states[min(h, self.k)]
+
+    def leaves_until(self, h: int) -> list[tuple[Term, Ty, Term]]:
+        """The output leaves (guard, type, value) of the first ``h`` steps."""
+        self.ensure(h)
+        return self.leaf_sites[:self._leaf_count[min(h, len(self.steps))]]
 
     # ------------------------------------------------------------ assumptions
 
     def lit(self, name: str, term: Term) -> Term:
         """A fresh assumption literal implying ``term`` (cached under ``name``)."""
         if name not in self._lits:
-            b = z3.FreshBool(name)
-            self.solver.add(z3.Implies(b, term))
+            b = fresh_bool(name)
+            self._add(implies(b, term))
             self._lits[name] = b
         return self._lits[name]
 
     def length_is(self, n: int) -> list[Term]:
-        """Assumptions: the chain has exactly ``n`` calls."""
+        """Assumptions: the chain has exactly ``n`` calls (steps past the unrolled ones
+        do not exist yet, so they are inactive)."""
+        self.ensure(n)
         out = []
         if n > 0:
             out.append(self.steps[n - 1].act)
-        if n < self.k:
+        if n < len(self.steps):
             out.append(z3.Not(self.steps[n].act))
         return out
 
     def length_below(self, n: int) -> list[Term]:
         """Assumptions: the chain has fewer than ``n`` calls (n ≥ 1)."""
-        return [z3.Not(self.steps[n - 1].act)] if n - 1 < self.k else []
+        self.ensure(n - 1)
+        return [z3.Not(self.steps[n - 1].act)] if n - 1 < len(self.steps) else []
 
-    def read_only(self) -> Term:
-        """Assumption: every call is a read (a tool without effects)."""
+    def read_only(self, horizon: int | None = None) -> Term:
+        """Assumption: every call of the first ``horizon`` (default k) steps is a read."""
+        h = self.k if horizon is None else horizon
+        self.ensure(h)
         reads = [j for j, t in enumerate(self.tools) if not t.is_write]
-        return self.lit("read_only", and_(*(
-            implies(s.act, or_(*(s.sel == j for j in reads))) for s in self.steps)))
+        return self.lit(f"read_only@{h}", and_(*(
+            implies(s.act, or_(*(s.chosen[j] for j in reads))) for s in self.steps[:h])))
 
     def pinned(self, chain: Sequence[Call], name: str = "pinned") -> Term | None:
         """Assumption: the chain is exactly ``chain`` (None if it cannot be expressed:
         unknown tool, wrong arguments, too long, a value outside the universe)."""
         if len(chain) > self.k:
             return None
+        self.ensure(len(chain))
         parts: list[Term] = []
         names = [t.name for t in self.tools]
         for t, c in enumerate(chain):
@@ -756,26 +888,35 @@ class Bmc:
             tool = self.tools[j]
             if set(c.args) != set(tool.params):
                 return None
-            parts += [self.steps[t].act, self.steps[t].sel == j]
+            parts.append(self.steps[t].chosen[j])
             for p, v in c.args.items():
                 term = self.uni.enc(tool.params[p].ty, v)
                 if term is None:
                     return None
                 parts.append(eq(self.steps[t].args[j][p], term))
-        if len(chain) < self.k:
+        if len(chain) < len(self.steps):
             parts.append(z3.Not(self.steps[len(chain)].act))
-        return self.lit(f"{name}#{len(self._lits)}", and_(*parts))
+        key = repr([(c.tool, sorted(c.args.items())) for c in chain])
+        return self.lit(f"{name}:{len(self.steps)}:{key}", and_(*parts))
 
     # ------------------------------------------------------------ queries
 
-    def goal_term(self, goal: Goal) -> Term:
-        """The goal over the final state and knowledge."""
-        return goal.build(GoalView(self))
+    def goal_term(self, goal: Goal, horizon: int | None = None) -> Term:
+        """The goal over the state and knowledge after ``horizon`` steps (default k)."""
+        return goal.build(GoalView(self, horizon))
 
     def check(self, assumptions: Sequence[Term], timeout_ms: int = 5000
               ) -> tuple[Status, z3.ModelRef | None, float]:
-        """Check the unrolling under ``assumptions``: (status, model if sat, ms)."""
-        self.solver.set("timeout", int(timeout_ms))
+        """Check the unrolling under ``assumptions``: (status, model if sat, ms).
+
+        The limit is z3's *resource* limit (``rlimit``), which counts solver work, not
+        seconds: the same query gives up at the same point on a busy or an idle machine,
+        so the same task set comes out either way. ``timeout_ms`` is converted at
+        :data:`RLIMIT_PER_MS` (calibrated on this project's queries: a few million units
+        per second); a wall-clock limit ten times longer only guards against hangs.
+        """
+        self.solver.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
+        self.solver.set("timeout", int(timeout_ms) * 10)
         t0 = time.perf_counter()
         r = self.solver.check(*assumptions)
         ms = (time.perf_counter() - t0) * 1000
@@ -803,14 +944,17 @@ class Bmc:
             out.append(Call(tool=tool.name, args=args))
         return out
 
-    def final_state(self, m: z3.ModelRef) -> State:
-        """The final state of a model (universe rows only)."""
-        return self.states[-1].decode(self.uni, lambda t: m.eval(t, model_completion=True))
+    def final_state(self, m: z3.ModelRef, horizon: int | None = None) -> State:
+        """The state after ``horizon`` steps (default: all unrolled) of a model
+        (the slice's rows and created ones)."""
+        st = self.states[-1] if horizon is None else self.state_at(horizon)
+        return st.decode(self.uni, lambda t: m.eval(t, model_completion=True))
 
-    def state_differs(self, other: State) -> Term:
-        """The final state differs from concrete ``other`` on the universe."""
+    def state_differs(self, other: State, horizon: int | None = None) -> Term:
+        """The state after ``horizon`` steps (default k) differs from concrete
+        ``other`` on the rows the encoding tracks."""
         ref = SymState.from_state(self.uni, self.restrict(other))
-        fin = self.states[-1]
+        fin = self.state_at(self.k if horizon is None else horizon)
         parts: list[Term] = []
         for ent, edef in self.domain.entities.items():
             for i in range(len(self.uni.keys[ent])):

@@ -399,6 +399,8 @@ class Universe:
     created: dict[str, list[str]]  # entity → ids the 0th, 1st, ... create would make
     live: dict[str, list[int]] = field(default_factory=dict)
     bounds: KeyBounds | None = None
+    list_elems: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    _field_terms: dict[tuple[str, str], list[Term]] = field(default_factory=dict)
     index: dict[str, dict[str, int]] = field(default_factory=dict)
     str_index: dict[str, int] = field(default_factory=dict)
     _ivals: list[Term] = field(default_factory=list)
@@ -548,6 +550,31 @@ class Universe:
             out.append(t)
         return out
 
+    def field_elems(self, ent: str, f: str) -> list[Any]:
+        """The sorted element universe of list field ``ent.f``: :attr:`list_elems` when
+        the field has one (the items a value-flow analysis proved the field can ever
+        hold), else every element of its item type."""
+        hit = self.list_elems.get((ent, f))
+        if hit is not None:
+            return hit
+        ty = self.domain.entities[ent].fields[f].ty
+        assert isinstance(ty, ListT)
+        return self.elems(ty.elem)
+
+    def field_elem_terms(self, ent: str, f: str) -> list[Term]:
+        """Terms of :meth:`field_elems`, in the same order."""
+        hit = self._field_terms.get((ent, f))
+        if hit is None:
+            ty = self.domain.entities[ent].fields[f].ty
+            assert isinstance(ty, ListT)
+            hit = []
+            for v in self.field_elems(ent, f):
+                t = self.enc(ty.elem, v)
+                assert t is not None
+                hit.append(t)
+            self._field_terms[(ent, f)] = hit
+        return hit
+
     def z3_var(self, ty: Ty, name: str) -> Term:
         """A fresh z3 constant for a scalar of type ``ty``."""
         return fresh_bool(name) if ty == BOOL else fresh_int(name)
@@ -643,7 +670,7 @@ class SymState:
             cells[ent] = {}
             for f, fd in edef.fields.items():
                 if isinstance(fd.ty, ListT):
-                    n = len(uni.elems(fd.ty.elem))
+                    n = len(uni.field_elems(ent, f))
                     cells[ent][f] = [[fresh_bool(f"{tag}.{ent}.{f}") for _ in range(n)]
                                      for _ in keys]
                 else:
@@ -719,7 +746,7 @@ class SymState:
                 for f, fd in edef.fields.items():
                     c = self.cells[ent][f][i]
                     if isinstance(fd.ty, ListT):
-                        el = uni.elems(fd.ty.elem)
+                        el = uni.field_elems(ent, f)
                         row[f] = [el[j] for j, m in enumerate(c) if is_t(ev(m))]
                     else:
                         row[f] = uni.dec(fd.ty, ev(c))
@@ -732,13 +759,16 @@ class SymState:
 
 def _const_cell(uni: Universe, ent: str, key: str, f: str, ty: Ty, v: Any) -> Cell:
     if isinstance(ty, ListT):
-        el = uni.elems(ty.elem)
+        el = uni.field_elems(ent, f)
         if v is None:
             return [FALSE] * len(el)
         if not isinstance(v, list) or list(v) != sorted(set(v)):
             raise EncodeError(f"{ent} {key!r} {f}: a list field must be a sorted list without "
                               f"repeats (lists are sets kept sorted), got {v!r}")
         vs = set(v)
+        if not vs <= set(el):
+            raise EncodeError(f"{ent} {key!r} {f}: items {sorted(vs - set(el))!r} are outside "
+                              f"the field's element universe")
         return [TRUE if x in vs else FALSE for x in el]
     if v is None:  # no row at this key: any value does, it is never read
         return FALSE if ty == BOOL else uni.ival(0)
@@ -789,7 +819,7 @@ def read_field(uni: Universe, st: SymState, ent: str, key: Term, f: str,
     col = st.cells[ent][f]
     idx = uni.live_idx(ent) if cands is None else cands
     if isinstance(fd.ty, ListT):
-        terms = uni.elem_terms(fd.ty.elem)
+        terms = uni.field_elem_terms(ent, f)
         if not col:
             return ListVal([])
         n = len(terms)
@@ -1028,8 +1058,11 @@ class CallEnc:
     valid_args: Term = TRUE
 
 
-def _membership(uni: Universe, ty: ListT, v: SymVal, where: str) -> list[Term]:
-    """A list value stored into a list field, as membership Bools.
+def _membership(uni: Universe, ent: str, f: str, v: SymVal, where: str
+                ) -> tuple[list[Term], Term]:
+    """A list value stored into list field ``ent.f``, as membership Bools, and the
+    condition under which an item is outside the field's element universe (the store
+    then counts as a failure; see :meth:`Universe.field_elems`).
 
     Stored lists are sets kept sorted; a literal with repeats or out of order would be
     stored as is by the interpreter, which membership cannot represent.
@@ -1039,8 +1072,12 @@ def _membership(uni: Universe, ty: ListT, v: SymVal, where: str) -> list[Term]:
     if len(v.items) > 1 and not all(z3.is_int_value(x) for _, x in v.items):
         raise EncodeError(f"{where}: storing a list of several computed items is not "
                           f"supported (order and repeats cannot be encoded)")
-    terms = uni.elem_terms(ty.elem)
-    return [or_(*(and_(p, eq(x, t)) for p, x in v.items)) for t in terms]
+    terms = uni.field_elem_terms(ent, f)
+    mem = [or_(*(and_(p, eq(x, t)) for p, x in v.items)) for t in terms]
+    out = FALSE
+    if (ent, f) in uni.list_elems:
+        out = or_(*(and_(p, not_(or_(*(eq(x, t) for t in terms)))) for p, x in v.items))
+    return mem, out
 
 
 def _param_valid(uni: Universe, st: SymState, tool: ToolDef, p: Any, v: Term) -> Term:
@@ -1102,12 +1139,15 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
             fd = uni.domain.entities[ent].fields[f]
             old = st.cells[ent][f]
             col = list(old)
+            mem: list[Term] = []
+            if isinstance(fd.ty, ListT):
+                mem, unrep = _membership(uni, ent, f, val, where)
+                ve = or_(ve, unrep)
             for u in cands:  # a write to any other key fails: its row does not exist
                 hit = eq(kv, uni.ival(u))
                 if is_f(hit):
                     continue
                 if isinstance(fd.ty, ListT):
-                    mem = _membership(uni, fd.ty, val, where)
                     col[u] = [ite(hit, m, o) for m, o in zip(mem, old[u], strict=True)]
                 else:
                     nv = val if op == "=" else arith("+" if op == "+=" else "-", old[u], val)
@@ -1121,7 +1161,7 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
             cands = uni.cands(k, ent)
             fd = uni.domain.entities[ent].fields[f]
             assert isinstance(fd.ty, ListT)
-            terms = uni.elem_terms(fd.ty.elem)
+            terms = uni.field_elem_terms(ent, f)
             is_j = [eq(val, t) for t in terms]
             old = st.cells[ent][f]
             cur = read_field(uni, st, ent, kv, f, cands)
@@ -1144,24 +1184,28 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
         case ir.Create(entity=ent, bind=b, values=vs):
             edef = uni.domain.entities[ent]
             vals: dict[str, tuple[SymVal, Term]] = {f: ev.ev(x, env) for f, x in vs}
+            mems: dict[str, list[Term]] = {}
+            for f, fd in edef.fields.items():
+                if isinstance(fd.ty, ListT):
+                    mems[f], unrep = _membership(uni, ent, f, vals[f][0], where)
+                    vals[f] = (vals[f][0], or_(vals[f][1], unrep))
             c = st.created[ent]
-            cands = uni.created[ent]
+            made = uni.created[ent]
             ex = list(st.exists[ent])
             cols = {f: list(st.cells[ent][f]) for f in edef.fields}
             conds = []
             bind: Term = int_val(OUT)
-            for i in range(len(cands) - 1, -1, -1):
+            for i in range(len(made) - 1, -1, -1):
                 cond = eq(c, uni.ival(i))
                 if is_f(cond):
                     continue
                 conds.append(cond)
-                u = uni.index[ent][cands[i]]
+                u = uni.index[ent][made[i]]
                 ex[u] = ite(cond, TRUE, ex[u])
                 for f, fd in edef.fields.items():
                     val = vals[f][0]
                     if isinstance(fd.ty, ListT):
-                        mem = _membership(uni, fd.ty, val, where)
-                        cols[f][u] = [ite(cond, m, o) for m, o in zip(mem, cols[f][u],
+                        cols[f][u] = [ite(cond, m, o) for m, o in zip(mems[f], cols[f][u],
                                                                       strict=True)]
                     else:
                         cols[f][u] = ite(cond, val, cols[f][u])
@@ -1242,6 +1286,7 @@ class ToolTemplate:
         # Which positions the call can change: unchanged cells are the very pre terms.
         self.changed = [not same(a, b)
                         for a, b in zip(self._pre_terms, self._post_terms, strict=True)]
+        self.changed_idx = [i for i, ch in enumerate(self.changed) if ch]
         self._pack_cache: dict[tuple[int, ...], tuple[Term, int]] = {}
         self._keep: list[list[Term]] = []
 
@@ -1260,8 +1305,7 @@ class ToolTemplate:
         hit = self._pack_cache.get(key)
         if hit is not None:
             return hit
-        idx = [i for i, ch in enumerate(self.changed) if ch]
-        outs = [self.enc.ok, *(self._post_terms[i] for i in idx), *extra]
+        outs = [self.enc.ok, *(self._post_terms[i] for i in self.changed_idx), *extra]
         n = len(outs)
         dom = (z3.Sort * n)()
         arr = (z3.Ast * n)()
@@ -1277,13 +1321,17 @@ class ToolTemplate:
         return app, n
 
     def instantiate(self, st: SymState, args: Mapping[str, Term],
-                    extra: Sequence[Term] = ()) -> tuple[Term, list[Term], list[Term]]:
+                    extra: Sequence[Term] = (), terms: Sequence[Term] | None = None
+                    ) -> tuple[Term, list[Term], list[Term]]:
         """``(ok, post_terms, extra_terms)`` for ``st``/``args``: post terms in
         :meth:`SymState.terms` order (unchanged positions are ``st``'s own terms), and
-        ``extra`` (other terms over the template's variables) substituted likewise."""
-        pairs = self.pairs(st, args)
-        cur = st.terms()
-        idx = [i for i, ch in enumerate(self.changed) if ch]
+        ``extra`` (other terms over the template's variables) substituted likewise.
+        ``terms``: ``st.terms()`` if the caller has them."""
+        cur = st.terms() if terms is None else terms
+        pre = self._pre_terms
+        pairs = [(pre[i], cur[i]) for i in self._vars]
+        pairs.extend((self.args[n], args[n]) for n in self.args)
+        idx = self.changed_idx
         app, n = self._packed(extra)
         inst = substitute_all([app], pairs)[0]
         ctx = _CTX.ref()

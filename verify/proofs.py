@@ -47,8 +47,16 @@ from graphgen.state import State, diff
 from graphgen.types import RefT, RowT, Ty
 from tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
 from verify import CHECKER_VERSION
-from verify.bmc import Bmc, ChangesGoal, parse_sort, relevant_tools, same_value, strings_in
-from verify.encode import EncodeError, Evaluator, SymState, Universe, is_f, is_t
+from verify.bmc import (
+    Bmc,
+    ChangesGoal,
+    parse_sort,
+    relevant_tools,
+    same_value,
+    strings_in,
+    tool_reads,
+)
+from verify.encode import EncodeError, Evaluator, SymState, Universe, and_, eq, is_f, is_t
 from verify.slicing import analyze_flow
 
 DEFAULT_TIMEOUT_MS = 4000
@@ -146,8 +154,11 @@ class Prover:
     """Builds one unrolling for a task and answers every proof obligation on it."""
 
     def __init__(self, domain: Domain, task: Task, k: int | None = None,
-                 timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+                 timeout_ms: int = DEFAULT_TIMEOUT_MS, *, slice_rows: bool = True) -> None:
+        """``slice_rows=False`` encodes the whole state with every cell symbolic (no
+        value-flow analysis): the same answers, slower; for testing the slicing."""
         self.domain = domain
+        self.slice_rows = slice_rows
         self.task = task
         self.timeout_ms = timeout_ms
         self.initial = State.from_dict(task.initial_state)
@@ -164,6 +175,10 @@ class Prover:
         self.last_unknown = ""
         self.build_error = ""
         self.build_ms = 0.0
+        self.solve_ms = 0.0
+        self._answers: dict[tuple[int, tuple[int, ...]], tuple[str, Any]] = {}
+        self._models: dict[int, list[tuple[int, Any]]] = {}
+        self._reads: Bmc | None = None
 
     def _seeds_and_extra(self) -> tuple[set[str], list[tuple[Ty, Any]]]:
         seeds = set(self.goal.seeds())
@@ -195,6 +210,13 @@ class Prover:
         for g in goals:
             reads, outputs = g.relevance(self.domain) or (set(), True)
             names.update(relevant_tools(self.domain, reads, outputs))
+        refused = self.task.refused_call
+        if refused is not None and refused.tool in self.domain.tools:
+            # Proof 6 also asks whether the refused call itself can become valid: keep it
+            # and every tool that can change what its checks read or reveal its arguments.
+            names.add(refused.tool)
+            names.update(relevant_tools(
+                self.domain, tool_reads(self.domain, self.domain.tools[refused.tool]), True))
         return [n for n in self.domain.tools if n in names]
 
     def build(self) -> Bmc | None:
@@ -204,27 +226,60 @@ class Prover:
             seeds, extra = self._seeds_and_extra()
             try:
                 self.bmc = Bmc(self.domain, self.initial, self.task.givens, self.k,
-                               tools=self.tool_set(), seeds=seeds, extra=extra)
+                               tools=self.tool_set(), seeds=seeds, extra=extra,
+                               answers=self.goal.answers, slice_rows=self.slice_rows)
             except (EncodeError, GraphgenError, KeyError, ValueError) as exc:
                 self.build_error = f"encoding failed: {exc}"
             self.build_ms = (time.perf_counter() - t0) * 1000
         return self.bmc
 
+    @property
+    def horizon(self) -> int:
+        """How many steps the claims about the reference chain and ``min_calls`` need:
+        every chain they quantify over has at most this many calls."""
+        return min(self.k, max(len(self.task.chain), self.task.min_calls))
+
     # ------------------------------------------------------------ helpers
 
-    def _check(self, assume: list[Any]) -> tuple[str, Any]:
-        """(status, model); an inconclusive answer's reason is kept in ``last_unknown``."""
-        bmc = self.bmc
+    def _check(self, assume: list[Any], bmc: Bmc | None = None) -> tuple[str, Any]:
+        """(status, model); an inconclusive answer's reason is kept in ``last_unknown``.
+
+        The same query on the same unrolling is asked once (its answer cannot change);
+        a query is also answered sat by a model z3 found earlier when z3 evaluates every
+        constraint asserted since and every assumption of the query to true in it (it is
+        then a model of the query).
+        """
+        bmc = bmc or self.bmc
         assert bmc is not None
+        key = (id(bmc), tuple(sorted(a.ast.value for a in assume)))
+        hit = self._answers.get(key)
+        if hit is not None:
+            self.last_unknown = ""
+            return hit
+        for gen, m in reversed(self._models.get(id(bmc), [])):
+            if all(is_t(m.eval(a, model_completion=True))
+                   for a in [*bmc.added[gen:], *assume]):
+                self.last_unknown = ""
+                return "sat", m
+        t0 = time.perf_counter()
+        before = bmc.generation
         status, model, _ = bmc.check(assume, self.timeout_ms)
+        self.solve_ms += (time.perf_counter() - t0) * 1000
         self.last_unknown = bmc.reason_unknown() if status == "unknown" else ""
+        if status != "unknown" and bmc.generation == before:
+            self._answers[key] = (status, model)
+        if model is not None:
+            # a model of every constraint asserted so far (and of these assumptions)
+            self._models.setdefault(id(bmc), []).append((before, model))
         return status, model
 
-    def _witness(self, model: Any, goal: ChangesGoal | None = None) -> str:
+    def _witness(self, model: Any, goal: ChangesGoal | None = None,
+                 bmc: Bmc | None = None) -> str:
         """The model's chain as text, replayed by the interpreter: a disagreement (the
         chain fails, or misses ``goal``) is reported, since it means an encoding bug."""
-        assert self.bmc is not None
-        chain = self.bmc.extract(model)
+        bmc = bmc or self.bmc
+        assert bmc is not None
+        chain = bmc.extract(model)
         text = " → ".join(f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
                           for c in chain) or "(no calls)"
         replay = dry_run(self.domain, self.initial, self.task.givens, chain)
@@ -235,9 +290,12 @@ class Prover:
             text += " [encoding disagrees with the interpreter: the goal does not hold]"
         return text
 
-    def _goal_lit(self) -> Any:
-        assert self.bmc is not None
-        return self.bmc.lit("goal", self.bmc.goal_term(self.goal))
+    def _goal_lit(self, horizon: int | None = None, bmc: Bmc | None = None) -> Any:
+        """The goal after ``horizon`` steps (default :attr:`horizon`) as a literal."""
+        bmc = bmc or self.bmc
+        assert bmc is not None
+        h = self.horizon if horizon is None else horizon
+        return bmc.lit(f"goal@{h}", bmc.goal_term(self.goal, h))
 
     # ------------------------------------------------------------ the proofs
 
@@ -255,13 +313,15 @@ class Prover:
         if pin is None:
             return _res("reference_chain", False, "the chain cannot be expressed in the "
                         "encoding (a value outside the universe)")
-        status, model = self._check([pin, self._goal_lit()])
+        n = len(self.task.chain)
+        status, model = self._check([pin, self._goal_lit(max(n, self.horizon)),
+                                     *bmc.length_is(n)])
         if status == "unknown":
             return _res("reference_chain", False, self.last_unknown)
         if status == "unsat":
             return _res("reference_chain", False, "encoding disagrees with the dry-run: z3 "
                         "finds the pinned chain invalid or short of the goal")
-        got = bmc.final_state(model)
+        got = bmc.final_state(model, max(n, self.horizon))
         want = bmc.restrict(run.final)
         if got != want:
             bad = diff(want, got)[:3]
@@ -279,19 +339,26 @@ class Prover:
         bmc = self.build()
         if bmc is None:
             return _res("goal_not_initial", False, self.build_error)
-        status, model = self._check([self._goal_lit(), *bmc.length_is(0)])
+        # after 0 steps: the goal over the initial state
+        status, model = self._check([self._goal_lit(0)])
         if status != "unsat":
             return _res("goal_not_initial", False, self.last_unknown if status == "unknown" else
                         "z3 finds the goal true initially (encoding disagrees)")
         if not self.goal.changes:
             return _res("goal_not_initial", True,
                         "goal false initially; read-only part n/a (answered by reads)")
-        status, model = self._check([self._goal_lit(), bmc.read_only()])
+        # Chains of reads only, on an unrolling of the same universe with the read tools
+        # alone (reads change no cell, so its steps are unrolled only if the goal needs
+        # what outputs show).
+        if self._reads is None:
+            self._reads = bmc.reads_only()
+        reads = self._reads
+        status, model = self._check([self._goal_lit(self.k, reads)], reads)
         if status == "unknown":
             return _res("goal_not_initial", False, self.last_unknown)
         if status == "sat":
             return _res("goal_not_initial", False,
-                        f"read-only chain reaches the goal: {self._witness(model)}")
+                        f"read-only chain reaches the goal: {self._witness(model, bmc=reads)}")
         return _res("goal_not_initial", True,
                     f"goal false initially; no read-only chain of <= {self.k} calls reaches it")
 
@@ -337,13 +404,17 @@ class Prover:
         bmc = self.build()
         if bmc is None:
             return _res("unique_final_state", False, self.build_error)
-        differs = bmc.lit("differs", bmc.state_differs(self.run.final))
+        h = self.horizon
+        try:
+            differs = bmc.lit(f"differs@{h}", bmc.state_differs(self.run.final, h))
+        except EncodeError as exc:
+            return _res("unique_final_state", False, f"encoding failed: {exc}")
         m = self.task.min_calls
         status, model = self._check([self._goal_lit(), differs, *bmc.length_is(m)])
         if status == "unknown":
             return _res("unique_final_state", False, self.last_unknown)
         if status == "sat":
-            d = diff(bmc.restrict(self.run.final), bmc.final_state(model))[:3]
+            d = diff(bmc.restrict(self.run.final), bmc.final_state(model, h))[:3]
             return _res("unique_final_state", False,
                         f"another {m}-call solution ends elsewhere: {self._witness(model)}; "
                         f"differences {d}")
@@ -355,16 +426,23 @@ class Prover:
         if call is None:
             return _res("refusal_impossible", False, "a refusal task names its refused call")
         req = self.requested
-        if isinstance(req, str):
-            return _res("refusal_impossible", True, f"the refused call asks for nothing "
-                        f"achievable: {req}")
-        if not req:
+        if isinstance(req, list) and not req:
             return _res("refusal_impossible", False, "the refused call would change nothing")
         bmc = self.build()
         if bmc is None:
             return _res("refusal_impossible", False, self.build_error)
+        # First: could the agent make the refused call itself succeed, with the very
+        # arguments the user gave, after some other calls (deposit, then pay)? Then the
+        # request is not forbidden by the state, only by the order of calls: no refusal.
+        made_valid = self._refused_call_valid(call)
+        if made_valid is not None:
+            return made_valid
+        if isinstance(req, str):
+            return _res("refusal_impossible", True, f"the refused call asks for nothing "
+                        f"achievable ({req}), and no chain of < {self.k} calls lets it "
+                        f"succeed")
         goal = ChangesGoal(req)
-        lit = bmc.lit("requested", bmc.goal_term(goal))
+        lit = bmc.lit(f"requested@{self.k}", bmc.goal_term(goal, self.k))
         status, model = self._check([lit])
         if status == "unknown":
             return _res("refusal_impossible", False, self.last_unknown)
@@ -374,21 +452,101 @@ class Prover:
         return _res("refusal_impossible", True,
                     f"no chain of <= {self.k} calls makes the requested change")
 
+    def _refused_call_valid(self, call: Call) -> ProofResult | None:
+        """A failed proof if some chain of < k calls can be followed by ``call`` itself
+        succeeding (same tool, same arguments); None if z3 shows no such chain."""
+        bmc = self.bmc
+        assert bmc is not None
+        names = [t.name for t in bmc.tools]
+        if call.tool not in names:
+            return None  # the refused tool is irrelevant to every goal here: never valid
+        j = names.index(call.tool)
+        tool = bmc.tools[j]
+        for t in range(self.k):
+            bmc.ensure(t + 1)
+            step = bmc.steps[t]
+            parts = [step.chosen[j]]
+            for p, v in call.args.items():
+                term = bmc.uni.enc(tool.params[p].ty, v)
+                if term is None:
+                    return None  # a value outside the universe: the call cannot be made
+                parts.append(eq(step.args[j][p], term))
+            lit = bmc.lit(f"refused@{t}", and_(*parts))
+            status, model = self._check([lit, *bmc.length_is(t + 1)])
+            if status == "unknown":
+                return _res("refusal_impossible", False, self.last_unknown)
+            if status == "sat":
+                chain = bmc.extract(model)
+                text = " → ".join(c.tool for c in chain)
+                return _res("refusal_impossible", False,
+                            f"the refused call succeeds after other calls: {text}")
+        return None
+
     def shortest(self, upto: int | None = None) -> tuple[int | None, list[Call] | None, str]:
         """The shortest length (≤ ``upto``, default k) of a chain reaching the goal, a
         witness of that length, and "" — or (None, None, why). Reuses this unrolling, so
-        the proofs that follow cost no second encoding."""
+        the proofs that follow cost no second encoding.
+
+        A first witness is the reference chain with every call the interpreter finds
+        unnecessary dropped (:meth:`_shrunk`), pinned in the unrolling: z3 checks it (if
+        it does not qualify, z3 searches for any chain within the bound). Then z3 is
+        asked for a chain shorter than the witness; when there is one, the remaining
+        range is halved until z3 proves that nothing is shorter than the witness. The
+        interpreter only proposes: every answer is z3's."""
         bmc = self.build()
         if bmc is None:
             return None, None, self.build_error
-        goal = self._goal_lit()
-        for m in range(0, (self.k if upto is None else upto) + 1):
-            status, model = self._check([goal, *bmc.length_is(m)])
+        hi = self.k if upto is None else min(upto, self.k)
+        goal = self._goal_lit(hi)
+        best: list[Call] | None = None
+        short = self._shrunk()
+        n = len(short)
+        if 0 < n <= hi:
+            pin = bmc.pinned(short)
+            if pin is not None:
+                status, model = self._check([pin, goal, *bmc.length_is(n)])
+                if status == "sat":
+                    best = bmc.extract(model)
+        if best is None:
+            status, model = self._check([goal, *bmc.length_below(hi + 1)])
             if status == "unknown":
                 return None, None, self.last_unknown
-            if status == "sat":
-                return m, bmc.extract(model), ""
-        return None, None, f"no chain of <= {upto or self.k} calls reaches the goal"
+            if status == "unsat":
+                return None, None, f"no chain of <= {hi} calls reaches the goal"
+            best = bmc.extract(model)
+        lo = 0  # every chain shorter than lo is proven to miss the goal
+        first = True
+        while lo < len(best):
+            mid = len(best) - 1 if first else (lo + len(best) - 1) // 2
+            first = False
+            status, model = self._check([goal, *bmc.length_below(mid + 1)])
+            if status == "unknown":
+                return None, None, self.last_unknown
+            if status == "unsat":
+                lo = mid + 1
+            else:
+                best = bmc.extract(model)
+        return len(best), best, ""
+
+    def _shrunk(self) -> list[Call]:
+        """The reference chain minus calls it does not need: greedily drop any call
+        after which the interpreter still runs the chain validly (every argument known)
+        to the goal. Empty if the reference chain itself fails."""
+        if self.run.failed:
+            return []
+        # on the slice when there is one: it runs every chain of known arguments as the
+        # full state does, and z3 checks the result anyway
+        start = self.bmc.state if self.bmc is not None else self.initial
+        chain = list(self.task.chain)
+        i = len(chain) - 1
+        while i >= 0:
+            cand = chain[:i] + chain[i + 1:]
+            run = dry_run(self.domain, start, self.task.givens, cand)
+            if not run.failed and goal_holds(self.goal, run.final, run.shown or [],
+                                             self.task.givens):
+                chain = cand
+            i -= 1
+        return chain
 
     def all(self) -> list[ProofResult]:
         """Every applicable proof, timed."""
@@ -431,11 +589,15 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
         return f"description {t.description!r} does not parse: {exc.message}"
     # z3 on the slice: scanning with this filter reaches every row it can match.
     scan = ir.Comp("x", t.entity, cond, ir.Var("x", RefT(t.entity)), RowT(t.entity))
-    sl = analyze_flow(domain, initial, tools=[], rows=[(t.entity, t.key)],
-                      extra_scans=[scan]).state
-    uni = Universe.build(domain, sl, None, [(RefT(t.entity), t.key)])
-    st = SymState.from_state(uni, sl)
-    items, err = Evaluator(uni, st, f"target {t.phrase!r}").comp(scan, {})
+    try:
+        sl = analyze_flow(domain, initial, tools=[], rows=[(t.entity, t.key)],
+                          extra_scans=[scan]).state
+        uni = Universe.build(domain, sl, None, [(RefT(t.entity), t.key)])
+        st = SymState.from_state(uni, sl)
+        items, err = Evaluator(uni, st, f"target {t.phrase!r}").comp(scan, {})
+    except (EncodeError, GraphgenError, KeyError, ValueError) as exc:
+        # A malformed state or description must be a rejection, never a crash of verify.
+        return f"cannot encode the description: {exc}"
     if not is_f(z3.simplify(err)):
         return "description raises on some row"
     z3_keys = []

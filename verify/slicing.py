@@ -66,6 +66,8 @@ from typing import Any
 
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
+from graphgen.errors import ToolError
+from graphgen.interp import evaluate
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
 from graphgen.types import DATE, STR, ListT, RecordT, RefT, RowT, Ty
@@ -159,17 +161,30 @@ class Flow:
 
     everywhere: frozenset[str] = frozenset()
     """Strings known at every sort."""
+    callable: frozenset[str] = frozenset()
+    """The tools some chain can call (every argument can be known): no other tool can
+    appear in a chain the slice is for."""
 
     def keys_of(self, e: ir.Expr) -> frozenset[str] | None:
         """The keys ``e`` can evaluate to, if bounded."""
         hit = self.key_vals.get(id(e))
         return hit[1] if hit is not None and hit[0] is e else None
 
+    values: dict[CellKey, frozenset[str]] = field(default_factory=dict)
+    """Per (entity, field) of id/str/date values (or list items), every value a call
+    can write there (rows created included)."""
+    params: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    """Per (tool, parameter) whose preconditions rule out some known values for every
+    reachable state, the values left (see ``_fixed_checks``)."""
+
     def param_keys(self, tool: str, p: Any) -> frozenset[str] | None:
-        """The values parameter ``p`` (an id) of ``tool`` can be given: those known at
-        its sort."""
+        """The values parameter ``p`` (an id) of ``tool`` can be given in a call that can
+        succeed: those known at its sort, less those a fixed precondition rules out."""
         if self.know is None:
             return None
+        hit = self.params.get((tool, p.name))
+        if hit is not None:
+            return hit
         return self.know.get(param_sort(p), frozenset()) | self.everywhere
 
 
@@ -178,11 +193,21 @@ class Flow:
 
 class _Flow:
     def __init__(self, domain: Domain, state: State, tools: Sequence[ToolDef],
-                 creates: Mapping[str, int], everywhere: set[str]) -> None:
+                 creates: Mapping[str, int], everywhere: set[str],
+                 all_known: bool = False) -> None:
         self.domain = domain
         self.state = state
         self.tools = list(tools)
         self.everywhere = everywhere
+        self.all_known = all_known
+        self.some: set[Sort] = set()  # sorts at which some value can be known
+        self.called: set[str] = set()  # tools some chain can call
+        self.static_writes = {(s.effect.entity, s.effect.field) for t in self.tools
+                              for s in t.effects
+                              if isinstance(s.effect, ir.Assign | ir.ListEdit)}
+        self._fixed: dict[str, dict[str, list[ir.Expr]]] = {}
+        self._passed: dict[tuple[int, str], bool] = {}
+        self.pvals: dict[tuple[str, str], set[str]] = {}  # filtered arguments
         self.deleted = {s.effect.entity for t in self.tools for s in t.effects
                         if isinstance(s.effect, ir.Delete)}
         self.total = self._total_refs()
@@ -282,6 +307,8 @@ class _Flow:
     # ------------------------------------------------------------ selective conjuncts
 
     def _loop_field(self, e: ir.Expr, var: str, ent: str) -> Selector | None:
+        """What of the loop row ``e`` reads: its key (``"#key"``), a field ``f``, or a
+        field ``g`` of the row a total reference ``r`` names (``"r>g"``)."""
         if isinstance(e, ir.Var) and e.name == var:
             return ("#key", False)
         if (isinstance(e, ir.FieldOf) and e.entity == ent and isinstance(e.key, ir.Var)
@@ -290,6 +317,13 @@ class _Flow:
             if isinstance(fd.ty, ListT):
                 return (e.field, True) if _stringish(fd.ty.elem) else None
             return (e.field, False) if _stringish(fd.ty) else None
+        if (isinstance(e, ir.FieldOf) and isinstance(e.key, ir.FieldOf)
+                and e.key.entity == ent and isinstance(e.key.key, ir.Var)
+                and e.key.key.name == var and (ent, e.key.field) in self.total
+                and e.entity not in self.deleted):
+            fd = self.domain.entities[e.entity].fields[e.field]
+            if _stringish(fd.ty) and not isinstance(fd.ty, ListT):
+                return (f"{e.key.field}>{e.field}", False)
         return None
 
     def _requirements(self, e: ir.Expr, var: str, ent: str, loops: frozenset[str]
@@ -485,15 +519,29 @@ class _Flow:
             if f == "#key":
                 rows.update(k for k in want if k in self.tables[ent] or k in self.created[ent])
                 continue
-            idx = self.index(ent, f)
-            for v in want:
-                got = idx.get(v)
-                if got:
-                    rows.update(got)
-            # a written row can hold any value written there
-            wk = self.wkeys.get((ent, f))
-            if wk and not self.wvals.get((ent, f), set()).isdisjoint(want):
-                rows |= wk
+            if ">" in f:
+                # through a total reference: the rows whose referenced row can match
+                ref, f2 = f.split(">")
+                rty = self.domain.entities[ent].fields[ref].ty
+                assert isinstance(rty, RefT)
+                want = self._holding(rty.entity, f2, want)
+                f = ref
+            rows |= self._holding(ent, f, want)
+        return rows
+
+    def _holding(self, ent: str, f: str, want: set[str]) -> set[str]:
+        """The rows (state rows and created ones) whose field ``f`` (an item of it, for
+        a list) can be one of ``want``: now, or after a write."""
+        rows: set[str] = set()
+        idx = self.index(ent, f)
+        for v in want:
+            got = idx.get(v)
+            if got:
+                rows.update(got)
+        # a written row can hold any value written there
+        wk = self.wkeys.get((ent, f))
+        if wk and not self.wvals.get((ent, f), set()).isdisjoint(want):
+            rows |= wk
         return rows
 
     def comp(self, c: ir.Comp, env: Mapping[str, Any]) -> AList:
@@ -570,16 +618,85 @@ class _Flow:
             self._learn(key_sort(t.entity), av)
 
     def _learn(self, s: Sort, av: Any) -> None:
-        if av is None or s.always_known:
+        if s.always_known:
             return
+        if s not in self.some:
+            self.some.add(s)
+            self.changed = True
+        if av is None:
+            return  # an int/bool sort: only *whether* something is known is tracked
         self._add(self.know, s, _strs(av))
+
+    def callable(self, t: ToolDef) -> bool:
+        """Every argument of ``t`` can be known (else no chain can call it)."""
+        if self.all_known:
+            return True
+        for p in t.params.values():
+            s = param_sort(p)
+            if s.always_known:
+                continue
+            if _stringish(p.ty):
+                if not self.know.get(s) and not self.everywhere:
+                    return False
+            elif s not in self.some:
+                return False
+        return True
 
     # ------------------------------------------------------------ tools
 
+    def _fixed_checks(self, t: ToolDef) -> dict[str, list[ir.Expr]]:
+        """Per id/str/date parameter, the conjuncts of ``t``'s preconditions that read
+        only that parameter and cells no tool writes (no scans, no existence tests):
+        such a conjunct has the same value for a given argument in every reachable
+        state, so an argument for which it is false on the initial state can never make
+        a call succeed (if it raises there, the argument is kept)."""
+        hit = self._fixed.get(t.name)
+        if hit is not None:
+            return hit
+        out: dict[str, list[ir.Expr]] = {}
+        for chk in t.requires:
+            stack = [chk.expr]
+            while stack:
+                c = stack.pop()
+                if isinstance(c, ir.BoolOp) and c.op == "and":
+                    stack.extend(c.values)
+                    continue
+                names = set(free_names(c))
+                if len(names) != 1:
+                    continue
+                (pn,) = names
+                p = t.params.get(pn)
+                if p is None or not _stringish(p.ty):
+                    continue
+                ok = not any(isinstance(n, ir.Comp | ir.Agg | ir.Exists | ir.RowOf)
+                             or (isinstance(n, ir.FieldOf)
+                                 and (n.entity, n.field) in self.static_writes)
+                             for n in ir.walk(c))
+                if ok:
+                    out.setdefault(pn, []).append(c)
+        self._fixed[t.name] = out
+        return out
+
+    def _passes(self, c: ir.Expr, name: str, v: str) -> bool:
+        key = (id(c), v)
+        hit = self._passed.get(key)
+        if hit is None:
+            try:
+                hit = evaluate(c, self.state, {name: v}, self.domain) is not False
+            except (ToolError, KeyError, TypeError, IndexError):
+                hit = True
+            self._passed[key] = hit
+        return hit
+
     def tool(self, t: ToolDef) -> None:
         env: dict[str, Any] = {}
+        fixed = self._fixed_checks(t)
         for p in t.params.values():
-            env[p.name] = self.param_val(p)
+            v = self.param_val(p)
+            if p.name in fixed and isinstance(v, set):
+                v = {x for x in v if all(self._passes(c, p.name, x) for c in fixed[p.name])}
+                self._add(self.pvals, (t.name, p.name), v)
+            env[p.name] = v
             if isinstance(p.ty, RefT):
                 self.probe(p.ty.entity, env[p.name])
         for chk in t.requires:
@@ -670,6 +787,7 @@ class _Flow:
             extra_scans: Sequence[ir.Comp]) -> None:
         for s, v in givens:
             if not s.always_known:
+                self.some.add(s)
                 self._add(self.know, s, [x for x in _flat(v) if isinstance(x, str)])
         for ent, k in rows:
             if ent in self.inc:
@@ -680,7 +798,11 @@ class _Flow:
         while self.changed:
             self.changed = False
             for t in self.tools:
-                self.tool(t)
+                if t.name in self.called or self.callable(t):
+                    if t.name not in self.called:
+                        self.called.add(t.name)
+                        self.changed = True
+                    self.tool(t)
             for c in extra_scans:
                 self.ev(c, {})
             self.invariants()
@@ -712,18 +834,22 @@ def _flat(v: Any) -> Iterable[Any]:
 
 def analyze_flow(domain: Domain, state: State, *, tools: Sequence[ToolDef] | None = None,
                  givens: Iterable[tuple[Sort, Any]] = (), everywhere: Iterable[str] = (),
-                 rows: Iterable[tuple[str, str]] = (), creates: Mapping[str, int] | None = None,
+                 all_known: bool = False, rows: Iterable[tuple[str, str]] = (),
+                 creates: Mapping[str, int] | None = None,
                  extra_scans: Sequence[ir.Comp] = ()) -> Flow:
     """Slice ``state`` for chains of ``tools`` (default: all) from the knowledge
-    ``givens`` (sort, value), with ``everywhere`` strings known at every sort, keeping
-    the rows ``rows`` names; ``creates[E]`` is how many E rows a chain may create and
-    ``extra_scans`` are further scans to account for (e.g. target descriptions)."""
+    ``givens`` (sort, value), with ``everywhere`` strings known at every sort (and, when
+    ``all_known``, any int/bool argument), keeping the rows ``rows`` names; ``creates[E]``
+    is how many E rows a chain may create and ``extra_scans`` are further scans to
+    account for (e.g. target descriptions)."""
     ts = list(domain.tools.values()) if tools is None else list(tools)
-    fl = _Flow(domain, state, ts, creates or {}, {s for s in everywhere if isinstance(s, str)})
+    fl = _Flow(domain, state, ts, creates or {}, {s for s in everywhere if isinstance(s, str)},
+               all_known)
     try:
         fl.run(list(givens), list(rows), extra_scans)
     except _GiveUp:
-        return Flow(state.copy(), None, None, whole=True)
+        return Flow(state.copy(), None, None, whole=True,
+                    callable=frozenset(t.name for t in ts))
     tables = {e: {k: dict(state.tables[e][k]) for k in sorted(fl.inc[e])}
               for e in domain.entities if e in state.tables}
     for e in domain.entities:
@@ -731,8 +857,11 @@ def analyze_flow(domain: Domain, state: State, *, tools: Sequence[ToolDef] | Non
     know = {s: frozenset(v) for s, v in fl.know.items()}
     written = {ck: frozenset(v) for ck, v in fl.wkeys.items()}
     key_vals = {i: (n, frozenset(v)) for i, (n, v) in fl.key_vals.items()}
+    params = {k: frozenset(v) for k, v in fl.pvals.items()}
+    values = {ck: frozenset(v) for ck, v in fl.wvals.items()}
     return Flow(State(tables, dict(state.counters)), know, written, key_vals,
-                everywhere=frozenset(fl.everywhere))
+                everywhere=frozenset(fl.everywhere), callable=frozenset(fl.called),
+                params=params, values=values)
 
 
 def slice_state(domain: Domain, state: State, seeds: Iterable[str],
@@ -744,8 +873,8 @@ def slice_state(domain: Domain, state: State, seeds: Iterable[str],
     seeds = {s for s in seeds if isinstance(s, str)}
     rows = [(e, s) for e in domain.entities for s in seeds
             if s in state.tables.get(e, {})]
-    return analyze_flow(domain, state, everywhere=seeds, rows=rows, creates=creates,
-                        extra_scans=extra_scans).state
+    return analyze_flow(domain, state, everywhere=seeds, all_known=True, rows=rows,
+                        creates=creates, extra_scans=extra_scans).state
 
 
 __all__ = ["AList", "ARec", "ARow", "Flow", "analyze_flow", "free_names", "slice_state"]

@@ -327,12 +327,9 @@ MOCK_CASES = [
          "dry_run_refusal_succeeds", "refusal_succeeds",
          lambda t: t.kind == "refusal" and t.refused_call is not None
          and t.refused_call.tool == "deposit", _unlock_account, skip=1),
-    Case("mock", REFUSAL, "refuses a payment for insufficient funds, but the balance "
-         "covers it", "dry_run_refusal_succeeds", "refusal_succeeds",
-         lambda t: t.kind == "refusal" and t.refused_call is not None
-         and t.refused_call.tool == "pay"
-         and rows(t, "Account")[arg(t, "account_id")]["status"] == "active", _fund_account,
-         good=True),
+    # (An "insufficient funds" refusal is no longer a good original: proof 6 rejects it,
+    # since a deposit first lets the payment succeed. tests/test_broken_tasks.py checks
+    # that rejection directly.)
     Case("mock", WRONG_CHAIN, "the chain locks the account before paying from it",
          "dry_run_call_failed", "call_failed", _chain_is([FIND, "pay", "lock_account"]),
          _lock_before_paying, good=True),
@@ -508,7 +505,7 @@ RETAIL_CASES = [
          and "place_order" not in tools(t), _order_id_in_text),
     Case("retail", GOAL_TRUE, "asks whether an item is in stock after stating it "
          "('in stock: no'): the answer is already given, as a word rather than the value",
-         "proof_goal_not_initial", "proof_goal_not_initial",
+         "dry_run_answer_in_instruction", "answer_in_instruction",
          lambda t: t.kind == "information" and tools(t)[-1] == "get_item_details",
          _stock_flag_given),
 ]

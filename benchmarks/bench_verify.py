@@ -1,0 +1,144 @@
+"""Benchmark the z3 acceptance gate on the built-in domains (a script, not a test).
+
+For each domain, candidate tasks are generated with the dry-run gate only
+(:func:`tasks.taskset.generate` without ``extra_checks``), then every one goes through
+:func:`verify.gate.certify` (the z3-found minimum and every proof), and the script prints
+
+* throughput: tasks fully verified per second, wall clock, with ``--jobs`` worker
+  processes (the pool is started and warmed up before the clock starts);
+* latency: p50/p95 ms per task of ``certify`` (timed inside the workers);
+* scaling: p50 ms per task when every table of the state is 10x and 100x its default
+  size (states regenerated through ``GenOptions(sizes=...)``, fewer tasks). The proofs
+  only look at the rows a chain can reach, so this should stay nearly flat.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_verify.py [--n 40] [--seed 0] [--jobs 2] \\
+        [--domain retail ...] [--scales 10,100] [--scale-n 10] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from graphgen.domain import Domain
+from graphgen.domains import builtin_names, load_builtin
+from tasks.expand import GenOptions
+from tasks.model import Task
+from tasks.taskset import generate
+
+_DOMAIN: Domain | None = None  # the domain of this worker process
+
+
+def _init_worker(name: str) -> None:
+    global _DOMAIN
+    _DOMAIN = load_builtin(name)
+
+
+def _warm(_: int) -> int:
+    return 0
+
+
+def _certify(task: Task) -> tuple[float, str]:
+    """(ms, "" if accepted else the rejection reason) for one task, in a worker."""
+    from verify.gate import certify
+
+    assert _DOMAIN is not None
+    t0 = time.perf_counter()
+    got = certify(_DOMAIN, task)
+    ms = (time.perf_counter() - t0) * 1000
+    return ms, got if isinstance(got, str) else ""
+
+
+def _pct(xs: list[float], q: float) -> float:
+    """The ``q`` quantile (nearest rank) of ``xs``; 0 for no data."""
+    if not xs:
+        return 0.0
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q * len(s) + 0.5) - 1))]
+
+
+def candidates(domain: Domain, n: int, seed: int, scale: int = 1) -> list[Task]:
+    """``n`` tasks that passed the dry-run gate, every table ``scale`` times its size."""
+    sizes = {e: ed.size * scale for e, ed in domain.entities.items()} if scale > 1 else {}
+    return generate(domain, n, seed, GenOptions(sizes=sizes)).tasks
+
+
+def verify_all(name: str, tasks: list[Task], jobs: int) -> tuple[float, list[float], Counter[str]]:
+    """Certify ``tasks`` in ``jobs`` processes: (wall seconds, ms per task, outcomes)."""
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                             initargs=(name,)) as pool:
+        list(pool.map(_warm, range(jobs * 2)))  # start and import in every worker
+        t0 = time.perf_counter()
+        results = list(pool.map(_certify, tasks, chunksize=1))
+        wall = time.perf_counter() - t0
+    outcomes: Counter[str] = Counter(why or "accepted" for _, why in results)
+    return wall, [ms for ms, _ in results], outcomes
+
+
+def bench(name: str, n: int, seed: int, jobs: int, scales: list[int],
+          scale_n: int) -> dict[str, Any]:
+    """All the measures for built-in domain ``name``."""
+    domain = load_builtin(name)
+    tasks = candidates(domain, n, seed)
+    wall, ms, outcomes = verify_all(name, tasks, jobs)
+    out: dict[str, Any] = {
+        "domain": name, "n": len(tasks), "seed": seed, "jobs": jobs,
+        "wall_s": round(wall, 3),
+        "tasks_per_s": round(len(tasks) / wall, 1) if wall else None,
+        "accepted_per_s": round(outcomes["accepted"] / wall, 1) if wall else None,
+        "p50_ms": round(_pct(ms, 0.5), 1), "p95_ms": round(_pct(ms, 0.95), 1),
+        "mean_ms": round(statistics.mean(ms), 1) if ms else 0.0,
+        "outcomes": dict(sorted(outcomes.items())),
+        "scaling": {"1": round(_pct(ms, 0.5), 1)},
+    }
+    for f in scales:
+        big = candidates(domain, scale_n, seed, f)
+        _, ms_f, _ = verify_all(name, big, jobs)
+        out["scaling"][str(f)] = round(_pct(ms_f, 0.5), 1)
+    return out
+
+
+def _print(r: dict[str, Any]) -> None:
+    print(f"== {r['domain']}  (n={r['n']}, seed={r['seed']}, jobs={r['jobs']})")
+    print(f"  verified             {r['n']} tasks in {r['wall_s']} s = {r['tasks_per_s']} tasks/s"
+          f" ({r['accepted_per_s']} accepted/s)")
+    print(f"  certify per task     p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, "
+          f"mean {r['mean_ms']} ms")
+    print("  outcomes             " + ", ".join(f"{k} {v}" for k, v in r["outcomes"].items()))
+    print("  p50 as tables grow   " + ", ".join(f"x{k}: {v} ms" for k, v in r["scaling"].items()))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse options, run every requested domain, print a report (or JSON lines)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--n", type=int, default=40, help="tasks per domain (default 40)")
+    ap.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    ap.add_argument("--domain", action="append", choices=builtin_names(),
+                    help="a built-in domain (repeatable; default: mock, retail, airline)")
+    ap.add_argument("--scales", default="10,100",
+                    help="table size factors for the scaling runs ('' for none)")
+    ap.add_argument("--scale-n", type=int, default=None,
+                    help="tasks per scaling run (default: max(4, n // 4))")
+    ap.add_argument("--json", action="store_true", help="one JSON object per domain")
+    args = ap.parse_args(argv)
+    scales = [int(x) for x in args.scales.split(",") if x.strip()]
+    scale_n = args.scale_n if args.scale_n is not None else max(4, args.n // 4)
+    names = args.domain or [d for d in ("mock", "retail", "airline") if d in builtin_names()]
+    for name in names:
+        r = bench(name, args.n, args.seed, args.jobs, scales, scale_n)
+        if args.json:
+            print(json.dumps(r, sort_keys=True))
+        else:
+            _print(r)
+
+
+if __name__ == "__main__":
+    main()
