@@ -379,9 +379,15 @@ class Expander:
 
     def information(self, initial: State, rng: random.Random) -> Candidate:
         ask = [t for t in self.domain.read_tools if _direct_answer(self.domain, t)]
-        if ask and rng.random() < 0.3:
+        roll = rng.random()
+        if ask and roll < 0.3:
             try:
                 return self._ask(initial, rng, ask)
+            except NoCandidate:
+                pass
+        elif roll < 0.45:
+            try:
+                return self._related_question(initial, rng)
             except NoCandidate:
                 pass
         return self._row_question(initial, rng)
@@ -427,6 +433,73 @@ class Expander:
                 return Candidate("information", "ask", initial, list(planner.chain),
                                  list(planner.givens), list(targets.values()), text,
                                  Goal(changes=[], answer=list(values)))
+        raise NoCandidate("no_information_target")
+
+    def _row_tools(self) -> dict[str, ToolDef]:
+        """Per entity, a read that shows a whole row given its id (the first such tool)."""
+        out: dict[str, ToolDef] = {}
+        for t in self.domain.read_tools:
+            if (isinstance(t.returns, ir.RowOf) and isinstance(t.returns.key, ir.Var)
+                    and len(t.params) == 1):
+                out.setdefault(t.returns.entity, t)
+        return out
+
+    def _related_question(self, initial: State, rng: random.Random) -> Candidate:
+        """A question about a row the target points to: "What is the name of the product
+        of the item with color navy?" — two row reads, the second on an id the first
+        showed."""
+        st = initial.copy()
+        planner = Planner(self.domain, st, rng, self.execute, self.usage,
+                          shared_reads=self._reads(initial))
+        rows = self._row_tools()
+        pairs = [(ent, f, fd.ty.entity) for ent in rows
+                 for f, fd in self.domain.entities[ent].fields.items()
+                 if isinstance(fd.ty, RefT) and fd.ty.entity in rows and fd.ty.entity != ent]
+        rng.shuffle(pairs)
+        pairs.sort(key=lambda p: self.usage[rows[p[2]].name])
+        for ent, fname, other in pairs[:4]:
+            keys = sorted(initial.tables[ent])
+            rng.shuffle(keys)
+            for key in keys[:3]:
+                snap = planner.snapshot()
+                u = initial.tables[ent][key][fname]
+                odef = self.domain.entities[other]
+                askable = [g for g, fd in odef.fields.items() if fd.ty in (INT, STR, DATE)]
+                principal = self._owner(initial, ent, key)
+                if (u not in initial.tables[other] or not askable or principal == (other, u)
+                        or not planner.acquire(Sort("key", ent), key)):
+                    planner.restore(snap)
+                    continue
+                edef = self.domain.entities[ent]
+                t1, t2 = rows[ent], rows[other]
+                named: dict[tuple[str, str], Target] = {}
+                # The same naming as for any id argument: describe, state, look up.
+                if not self._identify(planner, initial, t1, {next(iter(t1.params)): key},
+                                      set(), rng, named, principal):
+                    planner.restore(snap)
+                    continue
+                target = named.get((ent, key))
+                gname = rng.choice(askable)
+                value = initial.tables[other][u][gname]
+                a1, a2 = {next(iter(t1.params)): key}, {next(iter(t2.params)): u}
+                ok1 = any(c.tool == t1.name and c.args == a1 for c in planner.chain)
+                if not ok1:  # naming the target did not need its row: read it now
+                    ok1, _ = planner.call(t1.name, a1)
+                ok2 = any(c.tool == t2.name and c.args == a2 for c in planner.chain)
+                if ok1 and not ok2:
+                    ok2, _ = planner.call(t2.name, a2)
+                subject = (target.phrase if target else
+                           f"{humanize(ent)} {key}" if edef.key_givable else f"my {humanize(ent)}")
+                body = rng.choice(("What is the {g} of the {o} of {s}?",
+                                   "Could you tell me the {g} of the {o} of {s}?")).format(
+                    g=humanize(gname), o=humanize(other), s=subject)
+                text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
+                if not (ok1 and ok2) or stated(text, value):
+                    planner.restore(snap)
+                    continue
+                return Candidate("information", "related", initial, list(planner.chain),
+                                 list(planner.givens), [target] if target else [], text,
+                                 Goal(changes=[], answer=[value]))
         raise NoCandidate("no_information_target")
 
     def _row_question(self, initial: State, rng: random.Random) -> Candidate:

@@ -14,11 +14,24 @@ argument must be *known* at that step (:mod:`graphgen.knowledge`):
   :func:`graphgen.knowledge.facts_of_result`: comprehension items present in that step's
   post-state, a whole row's key and fields, a returned id, ...
 
-States between steps are fresh variables only for cells some tool can change; all other
-cells are shared terms (the frame). Per-tool transition terms are built once as
-:class:`~verify.encode.ToolTemplate` and instantiated per step by substitution. One
-:class:`Bmc` serves many queries through assumption literals, so the solver keeps what
-it learned between them.
+What makes it small (each of these changes the size of the problem, never its answers):
+
+* the state is the value-flow slice (:mod:`verify.slicing`) for the givens, and only the
+  tools some chain can call take part;
+* per-tool transitions are built once as :class:`~verify.encode.ToolTemplate`, over a
+  pre-state in which only the cells a call can change are variables (all others are the
+  initial constants, so reads of them fold), reading and writing only the rows each key
+  can name, and instantiated per step by substitution; a template is built when a step
+  first needs it;
+* at a step where some argument of a tool cannot be known yet (nothing earlier can have
+  revealed a value of its sort), the tool is simply not selectable there;
+* outputs are tracked only at the sorts some parameter needs, and as possible answers
+  only where an answer could be shown;
+* steps are unrolled on demand, up to what the queries ask for.
+
+States between steps are fresh variables only for cells some selectable tool changes;
+all other cells are shared terms (the frame). One :class:`Bmc` serves many queries
+through assumption literals, so the solver keeps what it learned between them.
 """
 
 from __future__ import annotations
@@ -43,12 +56,14 @@ from verify.encode import (
     ListVal,
     RecVal,
     RowVal,
+    Substitution,
     SymState,
     SymVal,
     Term,
     ToolTemplate,
     Universe,
     and_,
+    compare,
     creates_per_call,
     eq,
     fresh_bool,
@@ -571,7 +586,7 @@ class Bmc:
             term = self.uni.enc(gty, v)
             if term is not None:
                 self.given_terms.setdefault(s, []).append(term)
-        self.solver = z3.Solver()
+        self.solver = z3.SimpleSolver()
         self.templates: list[ToolTemplate | None] = []
         self._site_tpl: list[list[tuple[Term, Sort, Term]]] = []
         self._leaf_tpl: list[list[tuple[Term, Ty, Term]]] = []
@@ -595,14 +610,17 @@ class Bmc:
 
     def _add(self, *terms: Term) -> None:
         self.added.extend(terms)
-        self.solver.add(*terms)
+        ctx = self.solver.ctx.ref()
+        for t in terms:  # the C call: Solver.add coerces every term in Python first
+            z3.Z3_solver_assert(ctx, self.solver.solver, t.ast)
 
-    def reads_only(self) -> Bmc:
-        """The unrolling of the same universe whose chains call only read tools (the
-        slice and key bounds, computed for more tools, still cover them)."""
+    def reads_only(self, k: int | None = None) -> Bmc:
+        """The unrolling of the same universe whose chains call only read tools, up to
+        ``k`` (default: this one's k) calls: reads create nothing and change nothing, so
+        the slice and key bounds, computed for more tools, still cover them."""
         other = object.__new__(Bmc)
         other.__dict__.update({
-            "domain": self.domain, "k": self.k, "givens": self.givens,
+            "domain": self.domain, "k": self.k if k is None else k, "givens": self.givens,
             "creates": self.creates, "full_state": self.full_state, "flow": self.flow,
             "state": self.state, "uni": self.uni, "answers": self.answers,
             "tools": [t for t in self.tools if not t.is_write]})
@@ -625,6 +643,7 @@ class Bmc:
         self._ready = True
         self._needed = {param_sort(p) for t in self.tools for p in t.params.values()}
         self._mask, self._pre = self._pre_state()
+        self._pre_terms = self._pre.terms()
         self.templates = [None] * len(self.tools)
         self._site_tpl = [[] for _ in self.tools]
         self._leaf_tpl = [[] for _ in self.tools]
@@ -769,11 +788,11 @@ class Bmc:
         act = z3.Bool(f"act{t}")
         sel = z3.Int(f"sel{t}")
         if n:
-            self._add(sel >= 0, sel < n)
+            self._add(compare(">=", sel, int_val(0)), compare("<", sel, int_val(n)))
         else:
-            self._add(z3.Not(act))  # no tool: only the empty chain
+            self._add(not_(act))  # no tool: only the empty chain
         if t > 0:
-            self._add(z3.Implies(act, self.steps[-1].act))
+            self._add(implies(act, self.steps[-1].act))
         chosen = [and_(act, eq(sel, self.uni.ival(j))) for j in range(n)]
         args = [{p.name: self.uni.z3_var(p.ty, f"s{t}.{tool.name}.{p.name}")
                  for p in tool.params.values()} for tool in self.tools]
@@ -783,9 +802,23 @@ class Bmc:
         posts: list[list[Term] | None] = []
         new_sites: list[tuple[Term, Sort, Term]] = []
         new_leaves: list[tuple[Term, Ty, Term]] = []
+        knowns: list[Term] = []
         for j, tool in enumerate(self.tools):
+            knowns.append(and_(*(self._known(p, args[j][p.name])
+                                 for p in tool.params.values())))
+            if not is_f(knowns[j]):
+                self._template(j)
+        # one substitution for every template: the shared pre-state's variables to this
+        # state, and each template's argument variables to this step's
+        pre = self._pre_terms
+        pairs = [(pre[i], cur_terms[i]) for i in self._mask]
+        for j, tpl in enumerate(self.templates):
+            if tpl is not None and not is_f(knowns[j]):
+                pairs.extend((tpl.args[n], args[j][n]) for n in tpl.args)
+        subst = Substitution(pairs)
+        for j in range(len(self.tools)):
             ch = chosen[j]
-            known = and_(*(self._known(p, args[j][p.name]) for p in tool.params.values()))
+            known = knowns[j]
             if is_f(known):
                 # some argument cannot be known yet: the tool is not callable here, so
                 # its transition is not needed at this step
@@ -793,7 +826,7 @@ class Bmc:
                 posts.append(None)
                 continue
             tpl = self._template(j)
-            ok, post, subs = tpl.instantiate(cur, args[j], self._extra[j], cur_terms)
+            ok, post, subs = tpl.instantiate_with(subst, args[j], self._extra[j], cur_terms)
             self._add(implies(ch, and_(ok, known)))
             posts.append(post)
             ns = len(self._site_tpl[j])
@@ -857,13 +890,13 @@ class Bmc:
         if n > 0:
             out.append(self.steps[n - 1].act)
         if n < len(self.steps):
-            out.append(z3.Not(self.steps[n].act))
+            out.append(not_(self.steps[n].act))
         return out
 
     def length_below(self, n: int) -> list[Term]:
         """Assumptions: the chain has fewer than ``n`` calls (n ≥ 1)."""
         self.ensure(n - 1)
-        return [z3.Not(self.steps[n - 1].act)] if n - 1 < len(self.steps) else []
+        return [not_(self.steps[n - 1].act)] if n - 1 < len(self.steps) else []
 
     def read_only(self, horizon: int | None = None) -> Term:
         """Assumption: every call of the first ``horizon`` (default k) steps is a read."""
@@ -895,7 +928,7 @@ class Bmc:
                     return None
                 parts.append(eq(self.steps[t].args[j][p], term))
         if len(chain) < len(self.steps):
-            parts.append(z3.Not(self.steps[len(chain)].act))
+            parts.append(not_(self.steps[len(chain)].act))
         key = repr([(c.tool, sorted(c.args.items())) for c in chain])
         return self.lit(f"{name}:{len(self.steps)}:{key}", and_(*parts))
 

@@ -23,8 +23,15 @@ argument validity, preconditions, effects in order (functional updates, so every
 not written is unchanged), invariants on touched rows, and the return value; the call is
 atomic, so callers keep the pre-state when ``ok`` is false.
 
-:class:`ToolTemplate` builds a tool's terms once over a fully symbolic pre-state and
-instantiates them for any concrete or symbolic state by substitution.
+:class:`ToolTemplate` builds a tool's terms once over a symbolic pre-state (fully
+symbolic, or symbolic only where cells can change) and instantiates them for any
+concrete or symbolic state by substitution.
+
+Reads and writes through a symbolic key only look at the keys it can be: by default the
+*live* keys (rows of the state the universe was built from and ids creates make; no
+other key ever names a row), narrower with :class:`KeyBounds` from a value-flow
+analysis. List fields can likewise be given the items they can ever hold
+(:meth:`Universe.field_elems`).
 
 Limits (each raises :class:`EncodeError` or is stated where it applies): a list field
 must hold a sorted list without repeats (the interpreter's invariant); storing a list
@@ -38,7 +45,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 import z3
@@ -856,12 +863,37 @@ def free_vars(e: ir.Expr) -> frozenset[str]:
     return out
 
 
+_CANON: dict[int, tuple[ir.Expr, int]] = {}
+_CANON_IDS: dict[tuple[Any, ...], int] = {}
+
+
+def canon(e: ir.Expr) -> int:
+    """A number per *structure*: structurally equal expressions (written twice in a
+    tool, say) get the same one, memoised per node."""
+    hit = _CANON.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    parts: list[Any] = [type(e).__name__]
+    for f in fields(e):  # type: ignore[arg-type]
+        v = getattr(e, f.name)
+        if isinstance(v, ir.Expr):
+            parts.append(("e", canon(v)))
+        elif isinstance(v, tuple) and v and isinstance(v[0], ir.Expr):
+            parts.append(("t", *(canon(x) for x in v)))
+        else:
+            parts.append((type(v).__name__, v))  # 1 and True hash alike
+    out = _CANON_IDS.setdefault(tuple(parts), len(_CANON_IDS))
+    _CANON[id(e)] = (e, out)
+    return out
+
+
 class Evaluator:
     """Evaluates IR expressions to ``(value, err)`` on one symbolic state.
 
     One evaluator serves one environment of parameters and bindings; sub-expressions
     that do not read a comprehension variable are evaluated once (``Order[o].user_id``
-    inside a scan over every row is the same term on every row).
+    inside a scan over every row is the same term on every row), and so are
+    structurally equal ones (the same lookup written in two preconditions).
     """
 
     def __init__(self, uni: Universe, st: SymState, where: str = "") -> None:
@@ -869,7 +901,7 @@ class Evaluator:
         self.st = st
         self.where = where
         self._active: set[str] = set()
-        self._memo: dict[int, tuple[ir.Expr, tuple[SymVal, Term]]] = {}
+        self._memo: dict[int, tuple[SymVal, Term]] = {}
 
     def fail(self, msg: str) -> EncodeError:
         return EncodeError(f"{self.uni.domain.source}: {self.where}: {msg}")
@@ -880,11 +912,12 @@ class Evaluator:
             return self._ev(e, env)
         if self._active and free_vars(e) & self._active:
             return self._ev(e, env)
-        hit = self._memo.get(id(e))
-        if hit is not None and hit[0] is e:
-            return hit[1]
+        c = canon(e)
+        hit = self._memo.get(c)
+        if hit is not None:
+            return hit
         r = self._ev(e, env)
-        self._memo[id(e)] = (e, r)
+        self._memo[c] = r
         return r
 
     def _ev(self, e: ir.Expr, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
@@ -1104,8 +1137,10 @@ def encode_call(uni: Universe, st: SymState, tool: ToolDef, args: Mapping[str, T
     valid = and_(*(_param_valid(uni, st, tool, p, args[p.name])
                    for p in tool.params.values()))
     conds: list[Term] = [valid]
+    pre = Evaluator(uni, st)  # one memo for every precondition: they read one state
     for i, chk in enumerate(tool.requires):
-        v, err = Evaluator(uni, st, f"tool {tool.name!r}, requires[{i}]").ev(chk.expr, env)
+        pre.where = f"tool {tool.name!r}, requires[{i}]"
+        v, err = pre.ev(chk.expr, env)
         conds.append(and_(not_(err), v))
     cur = st
     touched: dict[str, list[Term]] = {}
@@ -1264,6 +1299,20 @@ def _invariants(uni: Universe, st: SymState, touched: dict[str, list[Term]]) -> 
 # ------------------------------------------------------------------ templates
 
 
+class Substitution:
+    """The C arrays of one substitution (``pairs``: from-term, to-term), built once and
+    applied to many terms."""
+
+    def __init__(self, pairs: Sequence[tuple[Term, Term]]) -> None:
+        self.n = len(pairs)
+        self.src = (z3.Ast * self.n)()
+        self.dst = (z3.Ast * self.n)()
+        for i, (a, b) in enumerate(pairs):
+            self.src[i] = a.ast
+            self.dst[i] = b.ast
+        self._keep = list(pairs)  # the terms stay alive while the arrays point at them
+
+
 class ToolTemplate:
     """One tool's transition built once over a fully symbolic pre-state and symbolic
     arguments; :meth:`instantiate` specialises it to any state and arguments."""
@@ -1288,6 +1337,7 @@ class ToolTemplate:
                         for a, b in zip(self._pre_terms, self._post_terms, strict=True)]
         self.changed_idx = [i for i, ch in enumerate(self.changed) if ch]
         self._pack_cache: dict[tuple[int, ...], tuple[Term, int]] = {}
+        self._pack_bool: dict[tuple[int, ...], list[bool]] = {}
         self._keep: list[list[Term]] = []
 
     def pairs(self, st: SymState, args: Mapping[str, Term]) -> list[tuple[Term, Term]]:
@@ -1317,8 +1367,36 @@ class ToolTemplate:
         fd = z3.Z3_mk_func_decl(ctx, name, n, dom, z3.BoolSort().ast)
         app = z3.BoolRef(z3.Z3_mk_app(ctx, fd, n, arr), _CTX)
         self._pack_cache[key] = (app, n)
+        self._pack_bool[key] = [isinstance(t, z3.BoolRef) for t in outs]
         self._keep.append(list(extra))  # ids in the cache key stay valid
         return app, n
+
+    def instantiate_with(self, subst: Substitution, args: Mapping[str, Term],
+                         extra: Sequence[Term], cur: Sequence[Term]
+                         ) -> tuple[Term, list[Term], list[Term]]:
+        """:meth:`instantiate` with the state part of the substitution prepared once
+        (:class:`Substitution`, shared by every template over the same pre-state);
+        ``args`` must be among its pairs."""
+        del args  # already in ``subst``
+        app, n = self._packed(extra)
+        bools = self._pack_bool[tuple(id(x) for x in extra)]
+        ctx = _CTX.ref()
+        inst = z3.Z3_substitute(ctx, app.ast, subst.n, subst.src, subst.dst)
+        z3.Z3_inc_ref(ctx, inst)
+        try:
+            subs = []
+            for i in range(n):
+                a = z3.Z3_get_app_arg(ctx, inst, i)
+                # Bools by hand (is_t/is_f compare pointers); ints through z3, which
+                # makes numerals IntNumRefs that int_const recognises
+                subs.append(z3.BoolRef(a, _CTX) if bools[i] else z3.z3._to_expr_ref(a, _CTX))
+        finally:
+            z3.Z3_dec_ref(ctx, inst)
+        idx = self.changed_idx
+        post = list(cur)
+        for i, t in zip(idx, subs[1:1 + len(idx)], strict=True):
+            post[i] = t
+        return subs[0], post, subs[1 + len(idx):]
 
     def instantiate(self, st: SymState, args: Mapping[str, Term],
                     extra: Sequence[Term] = (), terms: Sequence[Term] | None = None
@@ -1416,7 +1494,7 @@ def run_concrete(domain: Domain, state: State, calls: Sequence[tuple[str, Mappin
 
 __all__ = [
     "FALSE", "OUT", "TRUE", "CallEnc", "EncodeError", "Evaluator", "ListVal", "RecVal",
-    "RowVal", "SymState", "SymVal", "Term", "ToolTemplate", "Universe", "and_",
+    "RowVal", "Substitution", "SymState", "SymVal", "Term", "ToolTemplate", "Universe", "and_",
     "creates_per_call", "encode_call", "eq", "exists_at", "free_vars", "implies", "int_const",
     "int_val", "is_f", "is_t", "ite", "leaves", "not_", "or_", "read_field", "run_concrete",
     "static_arg_error", "sym_eq",

@@ -176,7 +176,7 @@ class Prover:
         self.build_error = ""
         self.build_ms = 0.0
         self.solve_ms = 0.0
-        self._answers: dict[tuple[int, tuple[int, ...]], tuple[str, Any]] = {}
+        self._unsat: dict[tuple[int, tuple[int, ...]], list[Any]] = {}
         self._models: dict[int, list[tuple[int, Any]]] = {}
         self._reads: Bmc | None = None
 
@@ -219,18 +219,28 @@ class Prover:
                 self.domain, tool_reads(self.domain, self.domain.tools[refused.tool]), True))
         return [n for n in self.domain.tools if n in names]
 
-    def build(self) -> Bmc | None:
-        """The unrolling (built once; None with ``build_error`` set if impossible)."""
-        if self.bmc is None and not self.build_error:
+    def build(self, steps: int | None = None) -> Bmc | None:
+        """The unrolling (None with ``build_error`` set if impossible), for chains of up
+        to ``steps`` calls: by default k for a refusal task, else :attr:`horizon` (every
+        query about writes needs no more; chains of reads up to k get their own
+        unrolling, :meth:`goal_not_initial`). Fewer steps also mean fewer rows the
+        chains can create. Built once, or again when more steps are asked for."""
+        want = min(self.k, steps if steps is not None else
+                   self.k if self.refusal else self.horizon)
+        if (self.bmc is None or self.bmc.k < want) and not self.build_error:
             t0 = time.perf_counter()
             seeds, extra = self._seeds_and_extra()
             try:
-                self.bmc = Bmc(self.domain, self.initial, self.task.givens, self.k,
+                self.bmc = Bmc(self.domain, self.initial, self.task.givens, want,
                                tools=self.tool_set(), seeds=seeds, extra=extra,
                                answers=self.goal.answers, slice_rows=self.slice_rows)
+                self._reads = None
+                # answers are per unrolling, keyed by its id, which a new one may reuse
+                self._unsat.clear()
+                self._models.clear()
             except (EncodeError, GraphgenError, KeyError, ValueError) as exc:
                 self.build_error = f"encoding failed: {exc}"
-            self.build_ms = (time.perf_counter() - t0) * 1000
+            self.build_ms += (time.perf_counter() - t0) * 1000
         return self.bmc
 
     @property
@@ -244,18 +254,17 @@ class Prover:
     def _check(self, assume: list[Any], bmc: Bmc | None = None) -> tuple[str, Any]:
         """(status, model); an inconclusive answer's reason is kept in ``last_unknown``.
 
-        The same query on the same unrolling is asked once (its answer cannot change);
-        a query is also answered sat by a model z3 found earlier when z3 evaluates every
-        constraint asserted since and every assumption of the query to true in it (it is
-        then a model of the query).
+        A query z3 found unsat on this unrolling stays unsat (constraints are only ever
+        added), so it is not asked again. A query is answered sat by a model z3 found
+        earlier when z3 evaluates every constraint asserted since and every assumption
+        of the query to true in it (it is then a model of the query).
         """
         bmc = bmc or self.bmc
         assert bmc is not None
         key = (id(bmc), tuple(sorted(a.ast.value for a in assume)))
-        hit = self._answers.get(key)
-        if hit is not None:
+        if key in self._unsat:
             self.last_unknown = ""
-            return hit
+            return "unsat", None
         for gen, m in reversed(self._models.get(id(bmc), [])):
             if all(is_t(m.eval(a, model_completion=True))
                    for a in [*bmc.added[gen:], *assume]):
@@ -266,8 +275,9 @@ class Prover:
         status, model, _ = bmc.check(assume, self.timeout_ms)
         self.solve_ms += (time.perf_counter() - t0) * 1000
         self.last_unknown = bmc.reason_unknown() if status == "unknown" else ""
-        if status != "unknown" and bmc.generation == before:
-            self._answers[key] = (status, model)
+        if status == "unsat":
+            # the terms are kept so that their ids (the key) cannot be reused
+            self._unsat[key] = list(assume)
         if model is not None:
             # a model of every constraint asserted so far (and of these assumptions)
             self._models.setdefault(id(bmc), []).append((before, model))
@@ -351,7 +361,7 @@ class Prover:
         # alone (reads change no cell, so its steps are unrolled only if the goal needs
         # what outputs show).
         if self._reads is None:
-            self._reads = bmc.reads_only()
+            self._reads = bmc.reads_only(self.k)
         reads = self._reads
         status, model = self._check([self._goal_lit(self.k, reads)], reads)
         if status == "unknown":
@@ -493,10 +503,10 @@ class Prover:
         asked for a chain shorter than the witness; when there is one, the remaining
         range is halved until z3 proves that nothing is shorter than the witness. The
         interpreter only proposes: every answer is z3's."""
-        bmc = self.build()
+        hi = self.k if upto is None else min(upto, self.k)
+        bmc = self.build(max(hi, self.horizon))
         if bmc is None:
             return None, None, self.build_error
-        hi = self.k if upto is None else min(upto, self.k)
         goal = self._goal_lit(hi)
         best: list[Call] | None = None
         short = self._shrunk()
@@ -562,7 +572,8 @@ class Prover:
             r = fn()
             r.ms = round((time.perf_counter() - t0) * 1000, 3)
             if self.build_ms != before:  # this proof paid for building the unrolling
-                r.detail += f" (includes {self.build_ms:.0f} ms building the encoding)"
+                r.detail += (f" (includes {self.build_ms - before:.0f} ms building the "
+                             f"encoding)")
             out.append(r)
         return out
 

@@ -18,16 +18,22 @@ and keeps, in the slice, every row of the state that some evaluation can *probe*
 
 1. a point read ``E[k]`` (also ``k in E``, a write to ``E[k]``, an id parameter's
    existence check) probes the rows whose key is in ``vals(k)``;
-2. a scan over ``E`` (comprehension or aggregate) whose filter has a *selective*
-   conjunct ``x.f == X`` (also ``x.f in X``, ``X in x.f`` for a list field ``f``, or an
-   ``or`` of selective disjuncts) on a str/date/id field, reached with only error-free
-   conjuncts before it, probes the rows whose ``f`` value is in ``vals(X)``; any other
-   scan probes the whole table;
+2. a scan over ``E`` (comprehension or aggregate) probes the rows that can satisfy
+   every *selective* conjunct of its filter reached with only error-free conjuncts
+   before it: ``x.f == X`` (also ``x.f in X``, ``X in x.f`` for a list field ``f``,
+   ``R[x.r].g == X`` through a total reference ``r``, or an ``or`` of selective
+   disjuncts) on a str/date/id field, satisfiable when the row's value can be in
+   ``vals(X)``; a scan without one probes the whole table;
 3. a call that can touch a row of ``E`` probes, for each ``unique`` str/date/id field,
    the rows holding a value that field of a touched row can hold (the uniqueness check
    compares a touched row with every other row); a unique field of another type keeps
    the table whole;
 4. the rows a goal names are kept as they are (the goal reads them).
+
+Only *callable* tools count: a tool some argument of which can never be known (no given
+or output at its sort) is in no chain. And an argument for which a *fixed* precondition
+(one reading only that parameter and cells no tool writes) is false on the initial
+state can make no call succeed, so it is not followed further.
 
 Why this is sound (the slice behaves exactly like the full state for every chain of
 known arguments). By induction over the calls and over evaluation: (a) the states agree
@@ -39,20 +45,22 @@ comes from givens and outputs, which the fixpoint mirrors), a created id, or a f
 a row the evaluation reached through a probed key or a matching scan row (whose current
 value is its initial one or one written there). Hence a point read finds the same row,
 or the same absence, on both states; a scan visits a row outside the slice only up to
-its selective conjunct, which is false there (the row's value is not in ``vals(X)``
-while ``X``'s value is), and the conjuncts before it cannot raise, so its value and
-failure are the same; and uniqueness clashes can only involve kept rows. Ints are
+one of its selective conjuncts, which is false there (the row's value is not in
+``vals(X)`` while ``X``'s value is), and the conjuncts before it cannot raise, so its
+value and failure are the same; and uniqueness clashes can only involve kept rows. Ints are
 computed, so int fields never select (tables read by int comparisons only stay whole
 when scanned without a selective conjunct). Error-freedom is syntactic: literals,
 variables, fields of the loop row (or of a row behind a *total* reference: a ref field
 whose targets all exist and cannot be deleted), and operators over those; no
 ``min``/``max``.
 
-The same fixpoint gives the encoding two more facts it relies on: the *changeable* cells
+The same fixpoint gives the encoding more facts it relies on: the *changeable* cells
 (``written``: everything else keeps its initial value in every reachable state, so the
-encoding can keep it constant) and, per key expression that does not depend on a loop
+encoding can keep it constant); per key expression that does not depend on a loop
 variable, the finite set of rows it can name (so a read or write through it only needs
-those rows' cells).
+those rows' cells); the items a list field can ever hold; and the tools chains can call.
+The encoding checks the first claim (a template writing elsewhere is refused) and the
+tests compare answers with the analysis on and off.
 
 When the analysis meets something it does not model (a value it cannot bound), it gives
 up and keeps the whole state; that is always sound.
@@ -71,8 +79,10 @@ from graphgen.interp import evaluate
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
 from graphgen.types import DATE, STR, ListT, RecordT, RefT, RowT, Ty
+from verify.encode import free_vars
 
-Selector = tuple[str, bool]  # (field, is a list field); field "#key" is the key
+# (field, is a list field); field "#key" is the key, "r>g" field g behind reference r
+Selector = tuple[str, bool]
 CellKey = tuple[str, str]  # (entity, field); field '*' is the row's existence
 Alt = tuple[str, bool, ir.Expr, bool]  # (field, is a list field, X, X is a list)
 
@@ -164,18 +174,17 @@ class Flow:
     callable: frozenset[str] = frozenset()
     """The tools some chain can call (every argument can be known): no other tool can
     appear in a chain the slice is for."""
-
-    def keys_of(self, e: ir.Expr) -> frozenset[str] | None:
-        """The keys ``e`` can evaluate to, if bounded."""
-        hit = self.key_vals.get(id(e))
-        return hit[1] if hit is not None and hit[0] is e else None
-
     values: dict[CellKey, frozenset[str]] = field(default_factory=dict)
     """Per (entity, field) of id/str/date values (or list items), every value a call
     can write there (rows created included)."""
     params: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
     """Per (tool, parameter) whose preconditions rule out some known values for every
     reachable state, the values left (see ``_fixed_checks``)."""
+
+    def keys_of(self, e: ir.Expr) -> frozenset[str] | None:
+        """The keys ``e`` can evaluate to, if bounded."""
+        hit = self.key_vals.get(id(e))
+        return hit[1] if hit is not None and hit[0] is e else None
 
     def param_keys(self, tool: str, p: Any) -> frozenset[str] | None:
         """The values parameter ``p`` (an id) of ``tool`` can be given in a call that can
@@ -498,7 +507,7 @@ class _Flow:
     def key(self, k: ir.Expr, env: Mapping[str, Any], ent: str) -> set[str]:
         """Evaluate a key expression and probe the rows it can name."""
         ks = self.probe(ent, self.ev(k, env))
-        if self._loops == 0 or not (set(free_names(k)) & self._loop_vars):
+        if self._loops == 0 or not (free_vars(k) & self._loop_vars):
             prev = self.key_vals.get(id(k))
             if prev is not None and prev[0] is k:
                 prev[1].update(ks)
@@ -661,7 +670,7 @@ class _Flow:
                 if isinstance(c, ir.BoolOp) and c.op == "and":
                     stack.extend(c.values)
                     continue
-                names = set(free_names(c))
+                names = free_vars(c)
                 if len(names) != 1:
                     continue
                 (pn,) = names
@@ -808,19 +817,6 @@ class _Flow:
             self.invariants()
 
 
-def free_names(e: ir.Expr) -> Iterable[str]:
-    """Names ``e`` reads (a comprehension's own variable excluded)."""
-    if isinstance(e, ir.Var):
-        yield e.name
-        return
-    if isinstance(e, ir.Comp):
-        for n in ir.children(e):
-            yield from (x for x in free_names(n) if x != e.var)
-        return
-    for n in ir.children(e):
-        yield from free_names(n)
-
-
 def _flat(v: Any) -> Iterable[Any]:
     if isinstance(v, list):
         for x in v:
@@ -877,4 +873,4 @@ def slice_state(domain: Domain, state: State, seeds: Iterable[str],
                         creates=creates, extra_scans=extra_scans).state
 
 
-__all__ = ["AList", "ARec", "ARow", "Flow", "analyze_flow", "free_names", "slice_state"]
+__all__ = ["AList", "ARec", "ARow", "Flow", "analyze_flow", "slice_state"]
