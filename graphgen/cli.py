@@ -152,6 +152,8 @@ def generate(
                      ] = True,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes for the proofs.")
                     ] = _default_jobs(),
+    record_times: Annotated[bool, typer.Option(
+        help="Keep proof times in certificates (they vary, so the bytes do too).")] = False,
 ) -> None:
     """Generate a task set: expand the graph, gate every candidate, write JSONL."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -172,7 +174,8 @@ def generate(
         def tick(accepted: int, attempts: int) -> None:
             bar.update(job, completed=accepted, attempts=attempts)
 
-        res = gen(d, n, seed, opts, progress=tick, extra_checks=checks, jobs=jobs)
+        res = gen(d, n, seed, opts, progress=tick, extra_checks=checks, jobs=jobs,
+                  record_times=record_times)
     write_taskset(output, res.manifest, res.tasks)
     _summary(res.manifest.model_dump())
     out.print(f"wrote {len(res.tasks)} tasks to {output}")
@@ -412,7 +415,7 @@ def run(
     graph(domain, output / "graph.png", "png")
     out.rule(f"3/6 generate {n} tasks (dry-run + z3 proofs)")
     tasks_file = output / "tasks.jsonl"
-    generate(domain, n, seed, tasks_file, 3, 0.3, True, jobs)
+    generate(domain, n, seed, tasks_file, 3, 0.3, True, jobs, False)
     out.rule("4/6 verify the file from scratch")
     verify(tasks_file, None, jobs, 4000)
     out.rule("5/6 compile the environment")

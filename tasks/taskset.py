@@ -72,12 +72,14 @@ def _run_checks(domain: Domain, task: Task, checks: list[Check]) -> Task | str:
 def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = None,
              progress: Progress | None = None, execute: Executor = call_tool,
              extra_checks: Sequence[Check] | None = None, max_attempts: int | None = None,
-             jobs: int = 1) -> GenResult:
+             jobs: int = 1, record_times: bool = False) -> GenResult:
     """Generate up to ``n`` accepted tasks; every rejection is counted by reason.
 
     Deterministic in (domain, n, seed, options), whatever ``jobs`` is. Candidates that pass
     the dry-run gate are collected in batches; ``extra_checks`` (the z3 proofs plug in
     here) run on a batch, in ``jobs`` processes, and accepted tasks are kept in order.
+    Proof times in certificates are wall-clock, so they are zeroed unless
+    ``record_times``: by default the same inputs give the same bytes.
     """
     opts = options or GenOptions()
     exp = Expander(domain, opts, execute)
@@ -131,6 +133,10 @@ def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = Non
                     continue
                 if len(tasks) >= n:
                     break
+                if got.certificate is not None and not record_times:
+                    cert = got.certificate.model_copy(update={"proofs": [
+                        p.model_copy(update={"ms": 0.0}) for p in got.certificate.proofs]})
+                    got = got.model_copy(update={"certificate": cert})
                 tasks.append(got.model_copy(
                     update={"id": f"{domain.name}-{seed}-{len(tasks):05d}"}))
                 kinds[got.kind] += 1

@@ -365,3 +365,22 @@ def test_instructions_read_like_sentences() -> None:
             assert "bool value" not in text, t.id  # flags are said as yes/no
             counts[t.kind] += 1
         assert len(counts) == 3
+
+
+def test_proven_task_sets_are_byte_identical_across_jobs(tmp_path: Path) -> None:
+    """With the z3 gate on: certificates carry no wall-clock data by default and z3's
+    limit counts work, not seconds, so 1 or 2 processes give the same bytes."""
+    from verify.gate import proof_check
+
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    r1 = generate(load_builtin("mock"), 40, 6, extra_checks=[proof_check], jobs=1)
+    write_taskset(one, r1.manifest, r1.tasks)
+    r2 = generate(load_builtin("mock"), 40, 6, extra_checks=[proof_check], jobs=2)
+    write_taskset(two, r2.manifest, r2.tasks)
+    assert one.read_bytes() == two.read_bytes()
+    assert all(t.certificate is not None and all(p.ok and p.ms == 0.0
+                                                 for p in t.certificate.proofs)
+               for t in r1.tasks)
+    timed = generate(load_builtin("mock"), 5, 6, extra_checks=[proof_check],
+                     record_times=True)
+    assert any(p.ms > 0 for t in timed.tasks for p in t.certificate.proofs)  # type: ignore[union-attr]

@@ -6,7 +6,8 @@
   analysis claims about them holds (the tools called are callable, arguments are in
   ``know``, written cells are in ``written``).
 * The proofs give the same answers with slicing on and off (on small generated tasks).
-* Unit cases for each rule: conjunctions of selective conjuncts, scans that keep a table
+* Unit cases for each rule: conjunctions of selective conjuncts, a field behind a total
+  reference, scans that keep a table
   whole, unique fields, tools no chain can call, the encoding's own check that templates
   write only changeable cells, and flatness as unrelated rows are added.
 """
