@@ -75,6 +75,19 @@ def _dot_attrs(attrs: dict[str, str]) -> str:
     return ", ".join(f"{k}={_q(v)}" for k, v in attrs.items())
 
 
+def _style(g: nx.MultiDiGraph, n: str) -> tuple[str, dict[str, str], str]:
+    """(kind, style entry, fill colour) of node ``n``: one rule for DOT and PNG alike."""
+    a = g.nodes[n]
+    kind = str(a.get("kind", "sort"))
+    st = NODE_STYLE.get(kind, NODE_STYLE["sort"])
+    fill = st["fill"]
+    if kind == "tool" and a.get("write"):
+        fill = st["write_fill"]
+    if kind == "sort" and a.get("givable"):
+        fill = st["givable_fill"]
+    return kind, st, fill
+
+
 def to_dot(g: nx.MultiDiGraph) -> str:
     """Graphviz DOT text: tools as boxes (write tools shaded red), value sorts as
     ellipses (givable ones green), state fields as notes; edge colour and style by
@@ -88,18 +101,11 @@ def to_dot(g: nx.MultiDiGraph) -> str:
         "  edge [fontname=Helvetica, fontsize=8];",
     ]
     for n in sorted(g.nodes):
-        a = g.nodes[n]
-        kind = str(a.get("kind", "sort"))
-        st = NODE_STYLE.get(kind, NODE_STYLE["sort"])
-        fill = st["fill"]
-        if kind == "tool" and a.get("write"):
-            fill = st["write_fill"]
-        if kind == "sort" and a.get("givable"):
-            fill = st["givable_fill"]
+        kind, st, fill = _style(g, n)
         attrs = {"shape": st["shape"], "fillcolor": fill, "label": _node_label(g, n)}
         if kind == "tool":
             attrs["style"] = "rounded,filled"
-            attrs["tooltip"] = str(a.get("description", ""))
+            attrs["tooltip"] = str(g.nodes[n].get("description", ""))
         lines.append(f"  {_q(n)} [{_dot_attrs(attrs)}];")
     for u, v, _, d in _edges(g):
         kind = str(d.get("kind", "data"))
@@ -171,14 +177,7 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
 
     texts = {}
     for n in sorted(g.nodes):
-        a = g.nodes[n]
-        kind = str(a.get("kind", "sort"))
-        st = NODE_STYLE.get(kind, NODE_STYLE["sort"])
-        fill = st["fill"]
-        if kind == "tool" and a.get("write"):
-            fill = st["write_fill"]
-        if kind == "sort" and a.get("givable"):
-            fill = st["givable_fill"]
+        kind, _, fill = _style(g, n)
         box = {"tool": "round,pad=0.3", "sort": "round4,pad=0.3"}.get(kind, "square,pad=0.3")
         x, y = pos[n]
         texts[n] = ax.text(x, y, _node_label(g, n), ha="center", va="center", fontsize=8,
