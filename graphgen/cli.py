@@ -66,9 +66,11 @@ def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check."
 
     Exits 1 with every located error when the file is bad.
     """
-    from graphgen.analysis import report
+    from graphgen.analysis import register_sat_checker, report
     from graphgen.load import load_domain
+    from verify.satcheck import unsatisfiable_writes
 
+    register_sat_checker(unsatisfiable_writes)  # the z3 half of the analyses
     try:
         d = load_domain(file)
     except DomainError as exc:
