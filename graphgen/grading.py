@@ -56,6 +56,21 @@ def _mentions(text: str, value: Any) -> bool:
     return re.search(pat, text) is not None
 
 
+def changes_hold(state: dict[str, Any], changes: list[dict[str, Any]]) -> bool:
+    """Does every change's ``after`` hold on ``state``? A row change (field '*') holds
+    when the row exists with exactly those values, or is absent if ``after`` is None."""
+    tables = _rows(state)
+    for c in changes:
+        row = tables.get(c["entity"], {}).get(c["key"])
+        after = c.get("after")
+        if c["field"] == "*":
+            if row != after:  # None for a deleted row: absent; else exactly these values
+                return False
+        elif row is None or c["field"] not in row or row[c["field"]] != after:
+            return False
+    return True
+
+
 def grade(initial: dict[str, Any], final: dict[str, Any], goal: dict[str, Any],
           answer: str | None = None) -> dict[str, Any]:
     """Grade a final state (and the agent's answer text) against a task's goal.

@@ -17,7 +17,6 @@ from graphgen.errors import ToolError
 from graphgen.parse import is_iso_date
 from graphgen.state import State
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
-from graphgen.unparse import to_source
 
 Env = Mapping[str, Any]
 
@@ -373,7 +372,3 @@ def rollback(st: State, undo: list[tuple[Any, ...]]) -> None:
         else:
             st.tables[u[1]][u[2]] = u[3]
 
-
-def condition_source(e: ir.Expr) -> str:
-    """Source text of a condition (re-exported for message builders)."""
-    return to_source(e)

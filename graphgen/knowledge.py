@@ -194,9 +194,3 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
     if isinstance(t, RefT):
         out.add((key_sort(t.entity), v))
 
-
-def known(knowledge: dict[Sort, set[Any]], sort: Sort, value: Any) -> bool:
-    """Is ``value`` known at ``sort``? Enum members always are."""
-    if sort.always_known:
-        return True
-    return value in knowledge.get(sort, ())

@@ -155,21 +155,3 @@ def to_source(e: ir.Expr, rows: frozenset[str] = frozenset(),
     """
     return (_SOURCE if keys is None else Printer(keys)).expr(e, rows)
 
-
-def _comp_body(c: ir.Comp, rows: frozenset[str]) -> str:
-    return _SOURCE.comp_body(c, rows)
-
-
-def effect_source(eff: ir.Effect) -> str:
-    """Render an effect statement."""
-    match eff:
-        case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
-            return f"{ent}[{to_source(k)}].{f} {op} {to_source(v)}"
-        case ir.Create(entity=ent, bind=b, values=vs):
-            args = ", ".join(f"{n}={to_source(v)}" for n, v in vs)
-            return (f"{b} = " if b else "") + f"{ent}.create({args})"
-        case ir.Delete(entity=ent, key=k):
-            return f"del {ent}[{to_source(k)}]"
-        case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
-            return f"{ent}[{to_source(k)}].{f}.{op}({to_source(v)})"
-    raise TypeError(f"unknown effect {type(eff).__name__}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, ToolError
-from graphgen.grading import grade, state_diff
+from graphgen.grading import changes_hold, grade, state_diff
 from graphgen.interp import call_tool, failed_check
 from graphgen.knowledge import Sort, facts_of_result, param_sort
 from graphgen.state import State
@@ -68,19 +68,6 @@ def run_chain(domain: Domain, initial: State, chain: list[Call],
             raise ToolError(f"call {i} ({c.tool}): {exc.message}", tool=c.tool,
                             kind=exc.kind) from None
     return DryRun(st, results)
-
-
-def _goal_holds(goal: Goal, st: dict[str, Any]) -> bool:
-    for c in goal.changes:
-        row = st["tables"].get(c.entity, {}).get(c.key)
-        if c.field == "*":
-            if (c.after is None) != (row is None):
-                return False
-            if c.after is not None and row != c.after:
-                return False
-        elif row is None or row.get(c.field) != c.after:
-            return False
-    return True
 
 
 def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[Call],
@@ -144,7 +131,7 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
     s0, s1 = initial.to_dict(), run.final.to_dict()
     # 5. kind-specific goal checks
     if kind == "action":
-        if not goal.changes or _goal_holds(goal, s0):
+        if not goal.changes or changes_hold(s0, goal.model_dump()["changes"]):
             return GateResult(False, "goal_already_true", "the goal holds on the initial state")
         graded = grade(s0, s1, goal.model_dump())
         if not graded["success"]:

@@ -20,7 +20,6 @@ from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
 from graphgen.interp import call_tool
 from graphgen.knowledge import (
-    Fact,
     Sort,
     facts_of_result,
     givable_sorts,
@@ -73,7 +72,7 @@ class Knowledge:
     facts: dict[Sort, dict[Any, int]] = field(default_factory=dict)
 
     def knows(self, s: Sort, v: Any) -> bool:
-        return s.always_known or v in self.facts.get(s, {})
+        return s.always_known or _hashable(v) in self.facts.get(s, {})
 
     def add(self, s: Sort, v: Any, origin: int) -> None:
         self.facts.setdefault(s, {}).setdefault(_hashable(v), origin)
@@ -289,5 +288,3 @@ class Planner:
         self.record(tool, args, result)
         return True, result
 
-    def facts_known(self) -> set[Fact]:
-        return {(s, v) for s, d in self.know.facts.items() for v in d}

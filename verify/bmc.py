@@ -332,22 +332,6 @@ class GoalView:
                 parts.append(and_(guard, eq(term, t)))
         return or_(*parts)
 
-    def known_at(self, sort: Sort, value: Any) -> Term:
-        """``value`` is known at ``sort`` at the end of the chain."""
-        if sort.always_known:
-            return TRUE
-        ty = sort_type(self.uni.domain, sort)
-        if ty is None:
-            return FALSE
-        t = self.uni.enc(ty, value)
-        if t is None:
-            return FALSE
-        opts = [eq(t, g) for g in self.bmc.given_terms.get(sort, [])]
-        self.bmc.ensure(self.horizon)
-        opts += [and_(gd, eq(t, v)) for h, gd, v in self.bmc.sites.get(sort, [])
-                 if h < self.horizon]
-        return or_(*opts)
-
 
 def _const_key(t: Term) -> Any:
     """The Python key of a literal term (int or bool), else None."""

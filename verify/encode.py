@@ -548,15 +548,6 @@ class Universe:
             return sorted(ty.values)
         raise EncodeError(f"no element universe for {ty.show()}")
 
-    def elem_terms(self, ty: Ty) -> list[Term]:
-        """Terms of :meth:`elems`, in the same order."""
-        out = []
-        for v in self.elems(ty):
-            t = self.enc(ty, v)
-            assert t is not None
-            out.append(t)
-        return out
-
     def field_elems(self, ent: str, f: str) -> list[Any]:
         """The sorted element universe of list field ``ent.f``: :attr:`list_elems` when
         the field has one (the items a value-flow analysis proved the field can ever

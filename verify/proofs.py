@@ -40,12 +40,14 @@ import z3
 from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, GraphgenError, ToolError
+from graphgen.grading import changes_hold
 from graphgen.interp import apply_unchecked, call_tool, evaluate
-from graphgen.knowledge import Sort, facts_of_result, known, param_sort
+from graphgen.knowledge import facts_of_result, param_sort
 from graphgen.parse import Elaborator
 from graphgen.state import State, diff
 from graphgen.types import RefT, RowT, Ty
 from tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
+from tasks.plan import Knowledge
 from verify import CHECKER_VERSION
 from verify.bmc import (
     Bmc,
@@ -89,9 +91,9 @@ def _py_leaves(v: Any, out: list[Any]) -> None:
 def dry_run(domain: Domain, initial: State, givens: list[Given], chain: list[Call]) -> DryRun:
     """Run ``chain`` with the interpreter, checking each argument is known when used."""
     st = initial.copy()
-    know: dict[Sort, set[Any]] = {}
+    know = Knowledge()
     for g in givens:
-        know.setdefault(parse_sort(g.sort), set()).add(_hashable(g.value))
+        know.add(parse_sort(g.sort), g.value, -1)
     shown: list[Any] = []
     for i, c in enumerate(chain):
         tool = domain.tools.get(c.tool)
@@ -102,35 +104,23 @@ def dry_run(domain: Domain, initial: State, givens: list[Given], chain: list[Cal
             if pd is None:
                 return DryRun(st, f"call {i} ({c.tool}): no parameter {p!r}", shown)
             s = param_sort(pd)
-            if not known(know, s, _hashable(v)):
+            if not know.knows(s, v):
                 return DryRun(st, f"call {i} ({c.tool}): {p}={v!r} is not known at {s}", shown)
         try:
             res = call_tool(domain, st, c.tool, dict(c.args))
         except ToolError as exc:
             return DryRun(st, f"call {i} ({c.tool}) fails: {exc.message}", shown)
         for s, v in facts_of_result(domain, tool, res):
-            know.setdefault(s, set()).add(_hashable(v))
+            know.add(s, v, i)
         if tool.returns is not None:
             _py_leaves(res, shown)
     return DryRun(st, "", shown)
 
 
-def _hashable(v: Any) -> Any:
-    return tuple(v) if isinstance(v, list) else v
-
-
 def goal_holds(goal: ChangesGoal, st: State, shown: list[Any], givens: list[Given]) -> bool:
     """The goal on a concrete state, with ``shown`` the values outputs displayed."""
-    for c in goal.changes:
-        row = st.tables.get(c.entity, {}).get(c.key)
-        if c.field == "*":
-            if c.after is None:
-                if row is not None:
-                    return False
-            elif row is None or row != c.after:
-                return False
-        elif row is None or c.field not in row or row[c.field] != c.after:
-            return False
+    if not changes_hold({"tables": st.tables}, [c.model_dump() for c in goal.changes]):
+        return False
     pool = [g.value for g in givens] + list(shown)
     return all(any(same_value(x, a) for x in pool) for a in goal.answers)
 
