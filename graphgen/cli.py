@@ -66,11 +66,10 @@ def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check."
 
     Exits 1 with every located error when the file is bad.
     """
-    from graphgen.analysis import register_sat_checker, report
+    from graphgen.analysis import register_sat_checker, report, unregister_sat_checker
     from graphgen.load import load_domain
     from verify.satcheck import unsatisfiable_writes
 
-    register_sat_checker(unsatisfiable_writes)  # the z3 half of the analyses
     try:
         d = load_domain(file)
     except DomainError as exc:
@@ -78,7 +77,13 @@ def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check."
             err.print(f"[red]error:[/red] {escape(str(p))}", highlight=False)
         err.print(f"{len(exc.problems)} error(s) in {file}")
         raise typer.Exit(1) from None
-    r = report(d)
+    # The z3 half of the analyses, for this report only: the registry is process-wide,
+    # and a library caller that did not ask for z3 must not get it from a CLI run.
+    register_sat_checker(unsatisfiable_writes)
+    try:
+        r = report(d)
+    finally:
+        unregister_sat_checker(unsatisfiable_writes)
     s = d.summary()
     out.print(f"[green]ok[/green] {file}: domain {d.name!r}, {s['entities']} entities, "
               f"{s['tools']} tools ({s['write_tools']} write, {s['read_tools']} read)")
@@ -413,19 +418,21 @@ def run(
     out.rule(f"1/6 check {src}")
     check(src)
     out.rule("2/6 dependency graph")
-    graph(domain, output / "graph.json", "json")
-    graph(domain, output / "graph.png", "png")
+    graph(domain, output=output / "graph.json", fmt="json")
+    graph(domain, output=output / "graph.png", fmt="png")
     out.rule(f"3/6 generate {n} tasks (dry-run + z3 proofs)")
     tasks_file = output / "tasks.jsonl"
-    generate(domain, n, seed, tasks_file, 3, 0.3, True, jobs, False)
+    generate(domain, n=n, seed=seed, output=tasks_file, max_intents=3, walk_ratio=0.3,
+             prove=True, jobs=jobs, record_times=False)
     out.rule("4/6 verify the file from scratch")
-    verify(tasks_file, None, jobs, 4000)
+    verify(tasks_file, domain=None, jobs=jobs, timeout_ms=4000)
     out.rule("5/6 compile the environment")
-    compile_cmd(domain, output / f"{d.name}_env")
+    compile_cmd(domain, output=output / f"{d.name}_env")
     out.rule("6/6 baselines in the compiled environment")
     for agent in ("oracle", "noop", "random"):
-        eval_cmd(tasks_file, agent, None, "OPENAI_API_KEY", 30, None, None,
-                 output / f"trajectories_{agent}.jsonl", seed)
+        eval_cmd(tasks_file, model=agent, base_url=None, api_key_env="OPENAI_API_KEY",
+                 max_steps=30, domain=None, limit=None,
+                 trajectories=output / f"trajectories_{agent}.jsonl", seed=seed)
     out.print(f"[green]done[/green]: everything is in {output}/")
 
 

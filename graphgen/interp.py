@@ -205,30 +205,35 @@ def precheck(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> d
         raise ToolError(f"unknown tool {name!r}; available: {', '.join(domain.tools)}",
                         tool=name, kind="unknown_tool")
     env = check_args(tool, args, st)
+    failure = _first_failure(domain, st, tool, env)
+    if failure is not None:
+        chk, exc = failure
+        if exc is not None:  # the condition itself could not be evaluated
+            raise ToolError(f"{name}: {exc.message}", tool=name, kind=exc.kind)
+        facts = _explain(chk, st, env)
+        msg = chk.message.format(**env) if chk.message else "precondition failed"
+        detail = f" (requires {chk.source}" + (f"; {facts})" if facts else ")")
+        raise ToolError(f"{name}: {msg}{detail}", tool=name, kind="precondition")
+    return env
+
+
+def _first_failure(domain: Domain, st: State, tool: ToolDef, env: Env
+                   ) -> tuple[ir.Check, ToolError | None] | None:
+    """The first precondition that is false (or raises, with its error); None if all hold."""
     for chk in tool.requires:
         try:
-            ok = evaluate(chk.expr, st, env, domain)
+            if not evaluate(chk.expr, st, env, domain):
+                return chk, None
         except ToolError as exc:
-            raise ToolError(f"{name}: {exc.message}", tool=name, kind=exc.kind) from None
-        if not ok:
-            facts = _explain(chk, st, env)
-            msg = chk.message.format(**env) if chk.message else "precondition failed"
-            detail = f" (requires {chk.source}" + (f"; {facts})" if facts else ")")
-            raise ToolError(f"{name}: {msg}{detail}", tool=name, kind="precondition")
-    return env
+            return chk, exc
+    return None
 
 
 def failed_check(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> ir.Check | None:
     """The first precondition of ``name`` that is false for ``args`` (None if all hold)."""
     tool = domain.tools[name]
-    env = check_args(tool, args, st)
-    for chk in tool.requires:
-        try:
-            if not evaluate(chk.expr, st, env, domain):
-                return chk
-        except ToolError:
-            return chk
-    return None
+    failure = _first_failure(domain, st, tool, check_args(tool, args, st))
+    return failure[0] if failure is not None else None
 
 
 def apply_unchecked(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> None:

@@ -63,3 +63,16 @@ def test_unknown_domain_and_format_fail_cleanly(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "nope" in res.output
     res = runner.invoke(app, ["graph", "mock", "--format", "svg", "-o", str(tmp_path / "x")])
     assert res.exit_code == 2 and "unknown format" in res.output
+
+
+def test_run_does_the_whole_pipeline(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["run", "mock", "-n", "8", "-o", str(out), "-j", "1"])
+    assert res.exit_code == 0, res.output
+    for name in ("graph.json", "graph.png", "tasks.jsonl", "mock_env/tools.py",
+                 "trajectories_oracle.jsonl", "trajectories_noop.jsonl"):
+        assert (out / name).is_file(), name
+    assert len((out / "tasks.jsonl").read_text().splitlines()) == 9  # manifest + 8 tasks
+    oracle = [json.loads(x) for x in (out / "trajectories_oracle.jsonl").read_text().splitlines()]
+    noop = [json.loads(x) for x in (out / "trajectories_noop.jsonl").read_text().splitlines()]
+    assert all(e["success"] for e in oracle) and not any(e["success"] for e in noop)
