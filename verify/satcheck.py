@@ -21,7 +21,7 @@ import z3
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.parse import is_iso_date
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, RefT, Ty
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, Ty
 from graphgen.unparse import to_source
 
 
@@ -120,8 +120,7 @@ def unsatisfiable_writes(domain: Domain) -> list[str]:
             continue
         a = _Abstract(domain, tool)
         for name, p in tool.params.items():  # declared argument bounds hold for every call
-            if isinstance(p.ty, RefT | EnumT) or p.ty in (INT, BOOL, DATE, STR):
-                a.expr(ir.Var(name, p.ty))
+            a.expr(ir.Var(name, p.ty))
         conds = [a.expr(c.expr) for c in tool.requires]
         s = z3.Solver()
         s.set("timeout", 5000)
