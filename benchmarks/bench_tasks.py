@@ -1,7 +1,7 @@
 """Benchmark task generation on the built-in domains (a script, not a test).
 
 For each domain: generate N tasks with the dry-run gate only (``--no-prove`` semantics:
-``tasks.taskset.generate`` without ``extra_checks``) and print throughput, attempts,
+``graphgen.tasks.taskset.generate`` without ``extra_checks``) and print throughput, attempts,
 acceptance rate, rejection reasons, kinds, the chain-length histogram, and tool coverage
 (tools reachable from givable values that no reference chain uses).
 
@@ -21,7 +21,7 @@ from typing import Any
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
 from graphgen.knowledge import param_sort
-from tasks.taskset import generate
+from graphgen.tasks.taskset import generate
 
 
 def reachable_tools(domain: Domain) -> set[str]:
@@ -30,7 +30,7 @@ def reachable_tools(domain: Domain) -> set[str]:
         from graphgen.analysis import unreachable_tools
         from graphgen.graph import build_graph
     except ImportError:  # analysis not available: the same fixpoint over knowledge sorts
-        from tasks.plan import sort_distances
+        from graphgen.tasks.plan import sort_distances
 
         known = set(sort_distances(domain))
         return {t.name for t in domain.tools.values()

@@ -1,8 +1,8 @@
 """Benchmark the z3 acceptance gate on the built-in domains (a script, not a test).
 
 For each domain, candidate tasks are generated with the dry-run gate only
-(:func:`tasks.taskset.generate` without ``extra_checks``), then every one goes through
-:func:`verify.gate.certify` (the z3-found minimum and every proof), and the script prints
+(:func:`graphgen.tasks.taskset.generate` without ``extra_checks``), then every one goes through
+:func:`graphgen.verify.gate.certify` (the z3-found minimum and every proof), and the script prints
 
 * throughput: tasks fully verified per second, wall clock, with ``--jobs`` worker
   processes (the pool is started and warmed up before the clock starts);
@@ -29,9 +29,9 @@ from typing import Any
 
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
-from tasks.expand import GenOptions
-from tasks.model import Task
-from tasks.taskset import generate
+from graphgen.tasks.expand import GenOptions
+from graphgen.tasks.model import Task
+from graphgen.tasks.taskset import generate
 
 _DOMAIN: Domain | None = None  # the domain of this worker process
 
@@ -47,7 +47,7 @@ def _warm(_: int) -> int:
 
 def _certify(task: Task) -> tuple[float, str]:
     """(ms, "" if accepted else the rejection reason) for one task, in a worker."""
-    from verify.gate import certify
+    from graphgen.verify.gate import certify
 
     assert _DOMAIN is not None
     t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """Compiled environments: a domain (plus, later, its accepted tasks) as standalone Python.
 
-- :mod:`envs.schemas`: strict OpenAI tool schemas of a domain's tools.
-- :mod:`envs.codegen`: the code backend of the IR; writes an importable package whose
+- :mod:`graphgen.envs.schemas`: strict OpenAI tool schemas of a domain's tools.
+- :mod:`graphgen.envs.codegen`: the code backend of the IR; writes an importable package whose
   tools behave exactly like :mod:`graphgen.interp`.
-- :mod:`envs.runtime`: the support module copied verbatim into every compiled package.
+- :mod:`graphgen.envs.runtime`: the support module copied verbatim into every compiled package.
 """

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from graphgen.grading import expected_final
-from tasks.model import Task
+from graphgen.tasks.model import Task
 
 SYSTEM_SUFFIX = (
     "\n\nUse the tools to help the user. When you are done, call `respond` with your final "

@@ -7,7 +7,7 @@ writes them. The package needs only pydantic at run time:
   row getters, the invariant checks);
 - ``tools.py``: one plain function per tool (argument checks, preconditions, effects)
   and the ``call_tool`` dispatcher;
-- ``runtime.py``: a verbatim copy of :mod:`envs.runtime` (errors, undo journal);
+- ``runtime.py``: a verbatim copy of :mod:`graphgen.envs.runtime` (errors, undo journal);
 - ``schemas.py``: the strict OpenAI tool schemas and the policy, as literals;
 - ``env.py``: ``Environment`` with ``reset``/``step``/``get_reward``.
 
@@ -39,16 +39,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from envs.schemas import FINISH_NAME, finish_tool, openai_tools
-from graphgen import ir
+from graphgen import grading, ir
 from graphgen.domain import Domain, ToolDef
+from graphgen.envs.schemas import FINISH_NAME, finish_tool, openai_tools
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RecordT, RefT, RowT, Ty
 from graphgen.unparse import _PREC, Printer, _p
 
 WIDTH = 100
 RUNTIME_SOURCE = Path(__file__).with_name("runtime.py")
 # The one grading function of the pipeline, shipped verbatim (it imports nothing of ours).
-GRADING_SOURCE = Path(__file__).parent.parent / "graphgen" / "grading.py"
+GRADING_SOURCE = Path(grading.__file__)
 
 # Names the generated modules define or import at module level, and the builtins the
 # generated tool bodies call: a domain variable with one of these names is renamed.

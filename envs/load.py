@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from envs.codegen import compile_domain_source, write_package
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names
+from graphgen.envs.codegen import compile_domain_source, write_package
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 
@@ -45,7 +45,7 @@ def _import_path(name: str, path: Path) -> ModuleType:
 def load_env_module(domain: Domain, cache_dir: Path | None = None) -> ModuleType:
     """The compiled package of ``domain`` as an imported module (has ``Environment``)."""
     if domain.name in builtin_names() and builtin_is_fresh(domain):
-        return importlib.import_module(f"envs.builtin.{domain.name}")
+        return importlib.import_module(f"graphgen.envs.builtin.{domain.name}")
     root = cache_dir or Path(tempfile.gettempdir()) / "graphgen-envs"
     pkg = root / f"{domain.name}_{domain.content_hash}"
     if not (pkg / "__init__.py").is_file():

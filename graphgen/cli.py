@@ -68,7 +68,7 @@ def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check."
     """
     from graphgen.analysis import register_sat_checker, report, unregister_sat_checker
     from graphgen.load import load_domain
-    from verify.satcheck import unsatisfiable_writes
+    from graphgen.verify.satcheck import unsatisfiable_writes
 
     try:
         d = load_domain(file)
@@ -165,10 +165,10 @@ def generate(
     """Generate a task set: expand the graph, gate every candidate, write JSONL."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from tasks.expand import GenOptions
-    from tasks.taskset import generate as gen
-    from tasks.taskset import write_taskset
-    from verify.gate import proof_check
+    from graphgen.tasks.expand import GenOptions
+    from graphgen.tasks.taskset import generate as gen
+    from graphgen.tasks.taskset import write_taskset
+    from graphgen.verify.gate import proof_check
 
     d = _load(domain)
     opts = GenOptions(max_intents=max_intents, walk_ratio=walk_ratio)
@@ -214,7 +214,7 @@ def show(
     """Pretty-print a task set's manifest and tasks, or one task in full."""
     from rich.panel import Panel
 
-    from tasks.taskset import TaskSetError, read_taskset
+    from graphgen.tasks.taskset import TaskSetError, read_taskset
 
     try:
         manifest, tasks = read_taskset(file)
@@ -270,8 +270,8 @@ def verify(
 
     from rich.progress import Progress
 
-    from tasks.taskset import TaskSetError, read_taskset
-    from verify.gate import recheck
+    from graphgen.tasks.taskset import TaskSetError, read_taskset
+    from graphgen.verify.gate import recheck
 
     try:
         manifest, tasks = read_taskset(file)
@@ -311,7 +311,7 @@ def compile_cmd(
     output: Annotated[Path, typer.Option("-o", "--output", help="Package directory.")],
 ) -> None:
     """Compile a domain into a standalone Python environment package."""
-    from envs.codegen import write_package
+    from graphgen.envs.codegen import write_package
 
     d = _load(domain)
     paths = write_package(d, output)
@@ -342,7 +342,7 @@ def eval_cmd(
 
     from rich.progress import Progress
 
-    from envs.agent import (
+    from graphgen.envs.agent import (
         Agent,
         NoopAgent,
         OpenAIAgent,
@@ -351,8 +351,8 @@ def eval_cmd(
         run_episode,
         summarize,
     )
-    from envs.load import load_env_module
-    from tasks.taskset import TaskSetError, read_taskset
+    from graphgen.envs.load import load_env_module
+    from graphgen.tasks.taskset import TaskSetError, read_taskset
 
     try:
         manifest, tasks = read_taskset(tasks_file)

@@ -12,27 +12,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal as TLiteral
+from typing import TypeAlias, get_args
 
 from graphgen.types import Ty
 
 Scalar = int | str | bool
 
 
-class Expr:
-    """Base of expression nodes."""
+class ExprNode:
+    """Base class of expression nodes; annotate with the closed union :data:`Expr`."""
 
     __slots__ = ()
     ty: Ty
 
 
 @dataclass(frozen=True, slots=True)
-class Lit(Expr):
+class Lit(ExprNode):
     value: Scalar
     ty: Ty
 
 
 @dataclass(frozen=True, slots=True)
-class Var(Expr):
+class Var(ExprNode):
     """A tool parameter, a name bound by ``x = E.create(...)``, or a comprehension
     variable (bound to the key of the row being visited)."""
 
@@ -41,7 +42,7 @@ class Var(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class FieldOf(Expr):
+class FieldOf(ExprNode):
     """``Entity[key].field``; also ``o.field`` inside a comprehension over Entity."""
 
     entity: str
@@ -51,7 +52,7 @@ class FieldOf(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class RowOf(Expr):
+class RowOf(ExprNode):
     """``Entity[key]`` as a whole record (only in return values)."""
 
     entity: str
@@ -60,7 +61,7 @@ class RowOf(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class Exists(Expr):
+class Exists(ExprNode):
     """``key in Entity``: the table has a row with this key."""
 
     entity: str
@@ -72,7 +73,7 @@ CmpOp = TLiteral["==", "!=", "<", "<=", ">", ">="]
 
 
 @dataclass(frozen=True, slots=True)
-class Compare(Expr):
+class Compare(ExprNode):
     op: CmpOp
     left: Expr
     right: Expr
@@ -80,20 +81,20 @@ class Compare(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class BoolOp(Expr):
+class BoolOp(ExprNode):
     op: TLiteral["and", "or"]
     values: tuple[Expr, ...]
     ty: Ty
 
 
 @dataclass(frozen=True, slots=True)
-class Not(Expr):
+class Not(ExprNode):
     operand: Expr
     ty: Ty
 
 
 @dataclass(frozen=True, slots=True)
-class Arith(Expr):
+class Arith(ExprNode):
     op: TLiteral["+", "-", "*"]
     left: Expr
     right: Expr
@@ -101,13 +102,13 @@ class Arith(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class Neg(Expr):
+class Neg(ExprNode):
     operand: Expr
     ty: Ty
 
 
 @dataclass(frozen=True, slots=True)
-class Contains(Expr):
+class Contains(ExprNode):
     """``item in container`` (or ``not in`` when ``negated``) over a list value."""
 
     item: Expr
@@ -117,19 +118,19 @@ class Contains(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class Len(Expr):
+class Len(ExprNode):
     operand: Expr
     ty: Ty
 
 
 @dataclass(frozen=True, slots=True)
-class ListLit(Expr):
+class ListLit(ExprNode):
     items: tuple[Expr, ...]
     ty: Ty
 
 
 @dataclass(frozen=True, slots=True)
-class Comp(Expr):
+class Comp(ExprNode):
     """``[proj for var in Entity if cond]``: rows visited in key order."""
 
     var: str
@@ -143,7 +144,7 @@ AggFn = TLiteral["any", "all", "count", "sum", "min", "max"]
 
 
 @dataclass(frozen=True, slots=True)
-class Agg(Expr):
+class Agg(ExprNode):
     """``fn(proj for var in Entity if cond)``. ``count`` counts the rows."""
 
     fn: AggFn
@@ -152,7 +153,7 @@ class Agg(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class IfExp(Expr):
+class IfExp(ExprNode):
     cond: Expr
     then: Expr
     orelse: Expr
@@ -160,7 +161,7 @@ class IfExp(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class DictLit(Expr):
+class DictLit(ExprNode):
     keys: tuple[str, ...]
     values: tuple[Expr, ...]
     ty: Ty
@@ -169,14 +170,17 @@ class DictLit(Expr):
 # --------------------------------------------------------------------------- effects
 
 
-class Effect:
-    """Base of effect statements. Effects of one call apply in order, atomically."""
+class EffectNode:
+    """Base class of effect statements; annotate with the closed union :data:`Effect`.
+
+    Effects of one call apply in order, atomically.
+    """
 
     __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
-class Assign(Effect):
+class Assign(EffectNode):
     """``Entity[key].field = value`` (``op`` '=') or ``+=`` / ``-=``."""
 
     entity: str
@@ -187,7 +191,7 @@ class Assign(Effect):
 
 
 @dataclass(frozen=True, slots=True)
-class Create(Effect):
+class Create(EffectNode):
     """``name = Entity.create(f=v, ...)``: a new row with the next deterministic id."""
 
     entity: str
@@ -196,7 +200,7 @@ class Create(Effect):
 
 
 @dataclass(frozen=True, slots=True)
-class Delete(Effect):
+class Delete(EffectNode):
     """``del Entity[key]``."""
 
     entity: str
@@ -204,7 +208,7 @@ class Delete(Effect):
 
 
 @dataclass(frozen=True, slots=True)
-class ListEdit(Effect):
+class ListEdit(EffectNode):
     """``Entity[key].field.append(v)`` or ``.remove(v)`` on a list field."""
 
     entity: str
@@ -212,6 +216,20 @@ class ListEdit(Effect):
     field: str
     op: TLiteral["append", "remove"]
     value: Expr
+
+
+# --------------------------------------------------------------------------- closed unions
+
+# Every walker matches on these unions and ends in ``assert_never``, so mypy reports a
+# walker that misses a node; ``tests/test_ir_backends.py`` checks the same statically.
+Expr: TypeAlias = (
+    Lit | Var | FieldOf | RowOf | Exists | Compare | BoolOp | Not | Arith | Neg | Contains
+    | Len | ListLit | Comp | Agg | IfExp | DictLit
+)
+Effect: TypeAlias = Assign | Create | Delete | ListEdit
+
+EXPR_NODES: tuple[type[ExprNode], ...] = get_args(Expr)
+EFFECT_NODES: tuple[type[EffectNode], ...] = get_args(Effect)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -36,12 +36,12 @@ from graphgen.interp import (
 )
 from graphgen.knowledge import Sort, param_sort
 from graphgen.state import State, diff
+from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
+from graphgen.tasks.plan import Planner, ReadCache
+from graphgen.tasks.referring import describe, humanize, stated_facts
+from graphgen.tasks.render import intent_text, join_intents, opener, stated
+from graphgen.tasks.values import free_value
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
-from tasks.model import Call, Change, Given, Goal, Target, TaskKind
-from tasks.plan import Planner, ReadCache
-from tasks.referring import describe, humanize, stated_facts
-from tasks.render import intent_text, join_intents, opener, stated
-from tasks.values import free_value
 
 Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
 WRITE_TRIES = 60
@@ -511,8 +511,9 @@ class Expander:
                      and len(t.params) == 1]
         snap: tuple[Any, int, int] | None = None
         for tool in self._pick_tool(row_tools, rng):
-            assert isinstance(tool.returns, ir.RowOf)
+            assert isinstance(tool.returns, ir.RowOf) and isinstance(tool.returns.key, ir.Var)
             ent = tool.returns.entity
+            pname = tool.returns.key.name
             keys = sorted(initial.tables[ent])
             rng.shuffle(keys)
             for key in keys[:5]:
@@ -540,7 +541,6 @@ class Expander:
                     continue
                 if any(str(g.value) == str(value) for g in planner.givens):
                     continue
-                pname = tool.returns.key.name  # type: ignore[attr-defined]
                 ok, _ = planner.call(tool.name, {pname: key})
                 if not ok:
                     continue

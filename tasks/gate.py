@@ -17,10 +17,10 @@ from graphgen.grading import changes_hold, grade, state_diff
 from graphgen.interp import call_tool, failed_check
 from graphgen.knowledge import Sort, facts_of_result, param_sort
 from graphgen.state import State
-from tasks.model import Call, Given, Goal, Target, TaskKind
-from tasks.plan import Knowledge
-from tasks.referring import matching_keys
-from tasks.render import stated
+from graphgen.tasks.model import Call, Given, Goal, Target, TaskKind
+from graphgen.tasks.plan import Knowledge
+from graphgen.tasks.referring import matching_keys
+from graphgen.tasks.render import stated
 
 Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
 

@@ -27,7 +27,7 @@ from graphgen.knowledge import (
     produced_sorts,
 )
 from graphgen.state import State
-from tasks.model import Call, Given
+from graphgen.tasks.model import Call, Given
 
 MAX_BINDINGS = 400  # candidate argument tuples tried per producer tool
 MAX_DEPTH = 4  # nested lookups allowed to reveal one value

@@ -19,8 +19,8 @@ from graphgen.interp import evaluate
 from graphgen.knowledge import Sort
 from graphgen.parse import Elaborator
 from graphgen.state import State
+from graphgen.tasks.model import Target
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT
-from tasks.model import Target
 
 MAX_ATOMS = 3
 

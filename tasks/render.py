@@ -14,8 +14,8 @@ from typing import Any
 
 from graphgen.domain import Domain, ToolDef
 from graphgen.knowledge import Sort, param_sort
-from tasks.model import Given, Target
-from tasks.referring import humanize
+from graphgen.tasks.model import Given, Target
+from graphgen.tasks.referring import humanize
 
 # Each opener ends a sentence: what follows is capitalised ("Hi there. My email ...").
 _OPENERS = ("Hi! ", "Hello. ", "Hi there. ", "", "Good day. ")

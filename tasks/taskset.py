@@ -1,7 +1,7 @@
 """Generate task sets and read/write them as JSONL files.
 
-File layout: the first line is the :class:`~tasks.model.Manifest`, each further line
-one :class:`~tasks.model.Task`, in id order, with canonical JSON (sorted keys), so the
+File layout: the first line is the :class:`~graphgen.tasks.model.Manifest`, each further line
+one :class:`~graphgen.tasks.model.Task`, in id order, with canonical JSON (sorted keys), so the
 same domain + seed + options give byte-identical files.
 """
 
@@ -21,9 +21,9 @@ from graphgen.domain import Domain
 from graphgen.interp import call_tool
 from graphgen.state import State
 from graphgen.stategen import generate_state
-from tasks.expand import Candidate, Expander, GenOptions, NoCandidate
-from tasks.gate import Executor, check_candidate
-from tasks.model import Manifest, Task
+from graphgen.tasks.expand import Candidate, Expander, GenOptions, NoCandidate
+from graphgen.tasks.gate import Executor, check_candidate
+from graphgen.tasks.model import Manifest, Task
 
 Progress = Callable[[int, int], None]  # (accepted, attempts)
 # Extra acceptance checks (the z3 gate plugs in here): return the (possibly enriched,

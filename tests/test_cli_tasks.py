@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import graphgen.cli as cli
 from graphgen.domains import load_builtin
-from tasks.taskset import generate, read_taskset, write_taskset
+from graphgen.tasks.taskset import generate, read_taskset, write_taskset
 
 runner = CliRunner()
 

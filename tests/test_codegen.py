@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from envs.codegen import CodegenError, compile_domain_source, write_package
-from envs.schemas import ALLOWED_KEYWORDS, TOOL_NAME, finish_tool, openai_tools
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
+from graphgen.envs.codegen import CodegenError, compile_domain_source, write_package
+from graphgen.envs.schemas import ALLOWED_KEYWORDS, TOOL_NAME, finish_tool, openai_tools
 from graphgen.errors import DomainError, ToolError
 from graphgen.interp import call_tool
 from graphgen.load import loads_domain
@@ -510,7 +510,7 @@ def test_generated_code_ignores_hash_seed() -> None:
     """Set and dict orders never leak into the output: same bytes under any hash seed."""
     code = ("import hashlib\n"
             "from graphgen.domains import load_builtin\n"
-            "from envs.codegen import compile_domain_source\n"
+            "from graphgen.envs.codegen import compile_domain_source\n"
             "src = compile_domain_source(load_builtin('mock'))\n"
             "print(hashlib.sha256(repr(sorted(src.items())).encode()).hexdigest())\n")
     digests = {

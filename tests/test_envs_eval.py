@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from envs.agent import NoopAgent, OracleAgent, RandomAgent, env_task, run_episode
-from envs.load import BUILTIN_DIR, builtin_is_fresh, load_env_module
 from graphgen.cli import app
 from graphgen.domains import builtin_names, load_builtin
+from graphgen.envs.agent import NoopAgent, OracleAgent, RandomAgent, env_task, run_episode
+from graphgen.envs.load import BUILTIN_DIR, builtin_is_fresh, load_env_module
 from graphgen.errors import ToolError
 from graphgen.interp import call_tool
 from graphgen.state import State
-from tasks.model import Task
-from tasks.taskset import generate, write_taskset
+from graphgen.tasks.model import Task
+from graphgen.tasks.taskset import generate, write_taskset
 from tests.openai_stub import StubServer
 
 BUILTINS = builtin_names()
@@ -43,7 +43,7 @@ def test_staleness_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     stale = tmp_path / "builtin"
     shutil.copytree(BUILTIN_DIR, stale)
     (stale / "mock" / "tools.py").write_text("# edited by hand\n", encoding="utf-8")
-    monkeypatch.setattr("envs.load.BUILTIN_DIR", stale)
+    monkeypatch.setattr("graphgen.envs.load.BUILTIN_DIR", stale)
     assert not builtin_is_fresh(load_builtin("mock"))
 
 
@@ -191,7 +191,7 @@ def test_model_failure_is_recorded_not_raised(tmp_path: Path) -> None:
         raise RuntimeError("model exploded")
 
     env = load_env_module(load_builtin("mock")).Environment()
-    from envs.agent import OpenAIAgent
+    from graphgen.envs.agent import OpenAIAgent
 
     with StubServer(broken) as srv:
         agent = OpenAIAgent("m", srv.base_url, "k", max_retries=0)

@@ -19,10 +19,10 @@ from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.interp import call_tool
 from graphgen.state import State
-from tasks.gate import REASONS, GateResult, check_candidate, run_chain
-from tasks.model import Call, Change, Given, Goal, Target, Task
-from tasks.render import stated
-from tasks.taskset import generate
+from graphgen.tasks.gate import REASONS, GateResult, check_candidate, run_chain
+from graphgen.tasks.model import Call, Change, Given, Goal, Target, Task
+from graphgen.tasks.render import stated
+from graphgen.tasks.taskset import generate
 
 MOCK = load_builtin("mock")
 

@@ -22,9 +22,9 @@ from graphgen.errors import ToolError
 from graphgen.grading import expected_final, grade, state_diff
 from graphgen.interp import call_tool
 from graphgen.state import State
-from tasks.gate import run_chain
-from tasks.model import Task
-from tasks.taskset import generate
+from graphgen.tasks.gate import run_chain
+from graphgen.tasks.model import Task
+from graphgen.tasks.taskset import generate
 
 S0: dict[str, Any] = {
     "tables": {

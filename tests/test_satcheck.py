@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from graphgen.cli import app
 from graphgen.domains import builtin_names, builtin_path, load_builtin
 from graphgen.load import loads_domain
-from verify.satcheck import unsatisfiable_writes
+from graphgen.verify.satcheck import unsatisfiable_writes
 
 MOCK = builtin_path("mock").read_text(encoding="utf-8")
 LOCK_REQUIRES = "requires: \"Account[account_id].status == 'active'\""

@@ -25,13 +25,13 @@ from graphgen.domains import load_builtin
 from graphgen.graph import build_graph
 from graphgen.state import State
 from graphgen.stategen import generate_state
+from graphgen.tasks.expand import GenOptions, principal_entity
+from graphgen.tasks.gate import check_candidate
+from graphgen.tasks.model import Task
+from graphgen.tasks.referring import describe, humanize, matching_keys
+from graphgen.tasks.render import stated
+from graphgen.tasks.taskset import GenResult, TaskSetError, generate, read_taskset, write_taskset
 from graphgen.types import RefT
-from tasks.expand import GenOptions, principal_entity
-from tasks.gate import check_candidate
-from tasks.model import Task
-from tasks.referring import describe, humanize, matching_keys
-from tasks.render import stated
-from tasks.taskset import GenResult, TaskSetError, generate, read_taskset, write_taskset
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -219,7 +219,7 @@ def test_same_inputs_same_bytes_and_other_seeds_differ(tmp_path: Path) -> None:
 _SCRIPT = """
 import sys
 from graphgen.domains import load_builtin
-from tasks.taskset import generate, write_taskset
+from graphgen.tasks.taskset import generate, write_taskset
 r = generate(load_builtin(sys.argv[1]), int(sys.argv[2]), 5)
 write_taskset(sys.argv[3], r.manifest, r.tasks)
 """
@@ -370,7 +370,7 @@ def test_instructions_read_like_sentences() -> None:
 def test_proven_task_sets_are_byte_identical_across_jobs(tmp_path: Path) -> None:
     """With the z3 gate on: certificates carry no wall-clock data by default and z3's
     limit counts work, not seconds, so 1 or 2 processes give the same bytes."""
-    from verify.gate import proof_check
+    from graphgen.verify.gate import proof_check
 
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
     r1 = generate(load_builtin("mock"), 40, 6, extra_checks=[proof_check], jobs=1)

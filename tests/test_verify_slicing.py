@@ -1,4 +1,4 @@
-"""The value-flow slicing of :mod:`verify.slicing` and what the encoding builds on it.
+"""The value-flow slicing of :mod:`graphgen.verify.slicing` and what the encoding builds on it.
 
 * Differential property test: random chains whose every argument the agent *knows*
   (givens plus what earlier outputs showed) run the same on the full state and on the
@@ -29,15 +29,15 @@ from graphgen.interp import call_tool
 from graphgen.knowledge import Sort, facts_of_result, givable_sorts, param_sort
 from graphgen.load import loads_domain
 from graphgen.state import State
+from graphgen.tasks.expand import GenOptions
+from graphgen.tasks.model import Change, Given, Task
+from graphgen.tasks.taskset import generate
 from graphgen.types import BOOL, INT, STR, EnumT, RefT
-from tasks.expand import GenOptions
-from tasks.model import Change, Given, Task
-from tasks.taskset import generate
+from graphgen.verify.bmc import Bmc, ChangesGoal, search
+from graphgen.verify.encode import EncodeError, creates_per_call
+from graphgen.verify.proofs import Prover
+from graphgen.verify.slicing import Flow, analyze_flow
 from tests.test_z3_encoding import DOMAINS, base_state
-from verify.bmc import Bmc, ChangesGoal, search
-from verify.encode import EncodeError, creates_per_call
-from verify.proofs import Prover
-from verify.slicing import Flow, analyze_flow
 
 # ------------------------------------------------------------------ knowable chains
 

@@ -29,12 +29,12 @@ from graphgen.errors import ToolError
 from graphgen.interp import call_tool
 from graphgen.load import loads_domain
 from graphgen.state import State
+from graphgen.tasks.model import Call, Change, Given, Goal, Target, Task
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, RefT
-from tasks.model import Call, Change, Given, Goal, Target, Task
-from verify.bmc import Bmc, ChangesGoal, search
-from verify.encode import run_concrete
-from verify.proofs import prove_task, shortest_solution
-from verify.slicing import slice_state
+from graphgen.verify.bmc import Bmc, ChangesGoal, search
+from graphgen.verify.encode import run_concrete
+from graphgen.verify.proofs import prove_task, shortest_solution
+from graphgen.verify.slicing import slice_state
 
 try:
     from graphgen.stategen import generate_state
@@ -335,7 +335,7 @@ def test_big_domains_templates_agree(name: str, data: Any) -> None:
 def test_generated_task_chains_agree(name: str) -> None:
     """Reference chains of generated tasks reach the correlated writes (item swaps,
     bookings) that random arguments rarely do."""
-    from tasks.taskset import generate
+    from graphgen.tasks.taskset import generate
 
     domain = DOMAINS[name]
     tasks = generate(domain, 12, 5).tasks

@@ -16,9 +16,9 @@ argument must be *known* at that step (:mod:`graphgen.knowledge`):
 
 What makes it small (each of these changes the size of the problem, never its answers):
 
-* the state is the value-flow slice (:mod:`verify.slicing`) for the givens, and only the
+* the state is the value-flow slice (:mod:`graphgen.verify.slicing`) for the givens, and only the
   tools some chain can call take part;
-* per-tool transitions are built once as :class:`~verify.encode.ToolTemplate`, over a
+* per-tool transitions are built once as :class:`~graphgen.verify.encode.ToolTemplate`, over a
   pre-state in which only the cells a call can change are variables (all others are the
   initial constants, so reads of them fold), reading and writing only the rows each key
   can name, and instantiated per step by substitution; a template is built when a step
@@ -47,9 +47,9 @@ from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
+from graphgen.tasks.model import Call, Change, Given
 from graphgen.types import PRIMS, EnumT, ListT, RecordT, RefT, RowT, Ty
-from tasks.model import Call, Change, Given
-from verify.encode import (
+from graphgen.verify.encode import (
     FALSE,
     TRUE,
     EncodeError,
@@ -79,7 +79,7 @@ from verify.encode import (
     or_,
     read_field,
 )
-from verify.slicing import Flow, analyze_flow
+from graphgen.verify.slicing import Flow, analyze_flow
 
 Status = str  # "sat" | "unsat" | "unknown"
 
@@ -490,7 +490,7 @@ RLIMIT_PER_MS = 5000  # z3 resource units granted per millisecond of the time li
 class Bmc:
     """All chains of up to ``k`` known-argument successful calls from ``state``.
 
-    ``state`` is sliced (see :mod:`verify.slicing`) for the knowledge the givens start
+    ``state`` is sliced (see :mod:`graphgen.verify.slicing`) for the knowledge the givens start
     from, keeping the rows keyed by ``seeds`` (ids the queries name besides the givens),
     unless ``slice_rows`` is false; ``extra`` are typed values that must be representable
     (goal values, pinned arguments).

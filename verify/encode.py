@@ -380,10 +380,10 @@ def _date_ord(s: str) -> int:
 
 
 class KeyBounds(Protocol):
-    """What a value-flow analysis (:func:`verify.slicing.analyze_flow`) proved about the
+    """What a value-flow analysis (:func:`graphgen.verify.slicing.analyze_flow`) proved about the
     keys chains can use: the encoding then reads and writes only those rows' cells.
     Exact whenever the analysis is sound, since a key outside the bound is never the
-    value of an evaluation that counts (see :mod:`verify.slicing`)."""
+    value of an evaluation that counts (see :mod:`graphgen.verify.slicing`)."""
 
     def keys_of(self, e: ir.Expr) -> frozenset[str] | None:
         """Every key ``e`` (an id expression reading no loop variable) can evaluate to

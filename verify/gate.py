@@ -18,10 +18,10 @@ import z3
 
 from graphgen.domain import Domain
 from graphgen.state import State
-from tasks.gate import check_candidate
-from tasks.model import Certificate, ProofResult, Task
-from verify import CHECKER_VERSION
-from verify.proofs import DEFAULT_TIMEOUT_MS, Prover
+from graphgen.tasks.gate import check_candidate
+from graphgen.tasks.model import Certificate, ProofResult, Task
+from graphgen.verify import CHECKER_VERSION
+from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS, Prover
 
 
 def _reason(results: list[ProofResult]) -> str:
@@ -55,7 +55,7 @@ def certify(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
 
 
 def proof_check(domain: Domain, task: Task) -> Task | str:
-    """The generator's extra check (see :func:`tasks.taskset.generate`)."""
+    """The generator's extra check (see :func:`graphgen.tasks.taskset.generate`)."""
     return certify(domain, task)
 
 

@@ -45,11 +45,11 @@ from graphgen.interp import apply_unchecked, call_tool, evaluate
 from graphgen.knowledge import facts_of_result, param_sort
 from graphgen.parse import Elaborator
 from graphgen.state import State, diff
+from graphgen.tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
+from graphgen.tasks.plan import Knowledge
 from graphgen.types import RefT, RowT, Ty
-from tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
-from tasks.plan import Knowledge
-from verify import CHECKER_VERSION
-from verify.bmc import (
+from graphgen.verify import CHECKER_VERSION
+from graphgen.verify.bmc import (
     Bmc,
     ChangesGoal,
     parse_sort,
@@ -58,8 +58,8 @@ from verify.bmc import (
     strings_in,
     tool_reads,
 )
-from verify.encode import EncodeError, Evaluator, SymState, Universe, and_, eq, is_f, is_t
-from verify.slicing import analyze_flow
+from graphgen.verify.encode import EncodeError, Evaluator, SymState, Universe, and_, eq, is_f, is_t
+from graphgen.verify.slicing import analyze_flow
 
 DEFAULT_TIMEOUT_MS = 4000
 NA = "n/a"
@@ -190,7 +190,7 @@ class Prover:
     def tool_set(self) -> list[str]:
         """Tools the chains may use: those relevant to the goal (and to the refused
         call's change), plus the reference chain's own tools. Pruning the rest is sound
-        for every query here (see :func:`verify.bmc.relevant_tools`): a chain reaching a
+        for every query here (see :func:`graphgen.verify.bmc.relevant_tools`): a chain reaching a
         goal still does with its irrelevant calls deleted, so none is needed by a
         shortest solution, and proof 5 only looks at shortest solutions (given proof 3).
         """
