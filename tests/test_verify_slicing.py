@@ -34,9 +34,10 @@ from graphgen.tasks.model import Change, Given, Task
 from graphgen.tasks.taskset import generate
 from graphgen.types import BOOL, INT, STR, EnumT, RefT
 from graphgen.verify.bmc import Bmc, ChangesGoal, search
-from graphgen.verify.encode import EncodeError, creates_per_call
+from graphgen.verify.calls import creates_per_call
 from graphgen.verify.proofs import Prover
 from graphgen.verify.slicing import Flow, analyze_flow
+from graphgen.verify.terms import EncodeError
 from tests.test_z3_encoding import DOMAINS, base_state
 
 # ------------------------------------------------------------------ knowable chains

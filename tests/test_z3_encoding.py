@@ -32,7 +32,7 @@ from graphgen.state import State
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, Task
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, RefT
 from graphgen.verify.bmc import Bmc, ChangesGoal, search
-from graphgen.verify.encode import run_concrete
+from graphgen.verify.concrete import run_concrete
 from graphgen.verify.proofs import prove_task, shortest_solution
 from graphgen.verify.slicing import slice_state
 

@@ -1,7 +1,13 @@
 """The acceptance gate's z3 half: the domain IR encoded symbolically, and the proofs.
 
-* :mod:`graphgen.verify.encode`  — a bounded symbolic state over a finite universe and the z3
-  encoding of every IR expression and every tool call (the same IR the interpreter runs);
+* the z3 encoding of every IR expression and every tool call (the same IR the interpreter
+  runs) over a bounded symbolic state: :mod:`graphgen.verify.terms` (term helpers),
+  :mod:`~graphgen.verify.values` (computed values), :mod:`~graphgen.verify.universe` (the
+  finite world and the value codec), :mod:`~graphgen.verify.symstate` (the symbolic state),
+  :mod:`~graphgen.verify.evaluator` (expressions), :mod:`~graphgen.verify.calls` (tool
+  calls), :mod:`~graphgen.verify.templates` (per-tool transitions built once) and
+  :mod:`~graphgen.verify.concrete` (concrete chains, to test the encoding);
+* :mod:`graphgen.verify.satcheck` — write tools whose precondition no state satisfies;
 * :mod:`graphgen.verify.slicing` — the cone of influence: the rows any call chain can ever read;
 * :mod:`graphgen.verify.bmc`     — bounded model checking over call chains whose arguments must be
   known to the agent (:mod:`graphgen.knowledge`), with witness extraction;

@@ -18,7 +18,7 @@ What makes it small (each of these changes the size of the problem, never its an
 
 * the state is the value-flow slice (:mod:`graphgen.verify.slicing`) for the givens, and only the
   tools some chain can call take part;
-* per-tool transitions are built once as :class:`~graphgen.verify.encode.ToolTemplate`, over a
+* per-tool transitions are built once as :class:`~graphgen.verify.templates.ToolTemplate`, over a
   pre-state in which only the cells a call can change are variables (all others are the
   initial constants, so reads of them fold), reading and writing only the rows each key
   can name, and instantiated per step by substitution; a template is built when a step
@@ -49,22 +49,17 @@ from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
 from graphgen.tasks.model import Call, Change, Given
 from graphgen.types import PRIMS, EnumT, ListT, RecordT, RefT, RowT, Ty
-from graphgen.verify.encode import (
+from graphgen.verify.calls import creates_per_call
+from graphgen.verify.slicing import Flow, analyze_flow
+from graphgen.verify.symstate import SymState, read_field
+from graphgen.verify.templates import Substitution, ToolTemplate
+from graphgen.verify.terms import (
     FALSE,
     TRUE,
     EncodeError,
-    ListVal,
-    RecVal,
-    RowVal,
-    Substitution,
-    SymState,
-    SymVal,
     Term,
-    ToolTemplate,
-    Universe,
     and_,
     compare,
-    creates_per_call,
     eq,
     fresh_bool,
     fresh_int,
@@ -74,12 +69,11 @@ from graphgen.verify.encode import (
     is_f,
     is_t,
     ite,
-    leaves,
     not_,
     or_,
-    read_field,
 )
-from graphgen.verify.slicing import Flow, analyze_flow
+from graphgen.verify.universe import Universe
+from graphgen.verify.values import ListVal, RecVal, RowVal, SymVal, leaves
 
 Status = str  # "sat" | "unsat" | "unknown"
 
@@ -286,7 +280,7 @@ class GoalView:
     def key(self, ent: str, key: str) -> Term | None:
         """The index term of ``ent`` key ``key`` (None if outside the universe)."""
         i = self.uni.index.get(ent, {}).get(key)
-        return None if i is None else self.uni.ival(i)
+        return None if i is None else self.uni.index_term(i)
 
     def exists(self, ent: str, key: str) -> Term:
         """Row ``ent``/``key`` exists in the final state."""
@@ -305,14 +299,14 @@ class GoalView:
             assert isinstance(cur, ListVal)
             if not isinstance(value, list):
                 return FALSE
-            el = self.uni.field_elems(ent, f)
+            el = self.uni.field_elements(ent, f)
             if any(x not in el for x in value) or list(value) != sorted(set(value)):
                 return FALSE
             want = set(value)
             parts = [p if x in want else not_(p) for (p, _), x in zip(cur.items, el,
                                                                       strict=True)]
             return and_(self.exists(ent, key), *parts)
-        t = self.uni.enc(ty, value)
+        t = self.uni.encode_value(ty, value)
         if t is None:
             return FALSE
         return and_(self.exists(ent, key), eq(cur, t))
@@ -353,7 +347,7 @@ def same_value(a: Any, b: Any) -> bool:
 def _enc_like(uni: Universe, ty: Ty, value: Any) -> Term | None:
     if isinstance(value, bool) != (ty == PRIMS["bool"]):
         return None
-    return uni.enc(ty, value)
+    return uni.encode_value(ty, value)
 
 
 class Goal(Protocol):
@@ -532,7 +526,7 @@ class Bmc:
                                   [(t, v) for _, t, v in self.givens] + list(extra))
         if self.flow is not None and not self.flow.whole:
             self.uni.bounds = self.flow
-            self.uni.list_elems = self._list_elems(self.flow)
+            self.uni.list_elements = self._list_elems(self.flow)
         self.answers = None if answers is None else list(answers)
         self._setup()
 
@@ -551,7 +545,7 @@ class Bmc:
                     v = row.get(f)
                     if isinstance(v, list):
                         can.update(v)
-                out[(ent, f)] = [x for x in self.uni.elems(fd.ty.elem) if x in can]
+                out[(ent, f)] = [x for x in self.uni.elements(fd.ty.elem) if x in can]
         return out
 
     def _creates(self, k: int) -> dict[str, int]:
@@ -567,7 +561,7 @@ class Bmc:
         self._created = {e: set(ids) for e, ids in self.uni.created.items()}
         self.given_terms: dict[Sort, list[Term]] = {}
         for s, gty, v in self.givens:
-            term = self.uni.enc(gty, v)
+            term = self.uni.encode_value(gty, v)
             if term is not None:
                 self.given_terms.setdefault(s, []).append(term)
         self.solver = z3.SimpleSolver()
@@ -668,7 +662,7 @@ class Bmc:
                               f"analysis found constant")
         sites: list[tuple[Term, Sort, Term]] = []
         lv: list[tuple[Term, Ty, Term]] = []
-        ret, rty = tpl.enc.ret, tpl.enc.ret_ty
+        ret, rty = tpl.call.ret, tpl.call.ret_ty
         if ret is not None and rty is not None:
             reveal_sites(self.domain, tpl.tool.returns, rty, ret, TRUE, sites)
             # knowledge no parameter needs changes nothing a chain can do
@@ -688,13 +682,13 @@ class Bmc:
         ty = sort_type(self.domain, s)
         uni = self.uni
         if isinstance(ty, RefT):
-            return [(i, uni.ival(i)) for i in range(len(uni.keys[ty.entity]))]
+            return [(i, uni.index_term(i)) for i in range(len(uni.keys[ty.entity]))]
         if ty == PRIMS["str"]:
-            return [(i, uni.ival(i)) for i in range(len(uni.strings))]
+            return [(i, uni.index_term(i)) for i in range(len(uni.strings))]
         if ty == PRIMS["date"]:
             out = []
             for d in uni.dates:
-                t = uni.enc(ty, d)
+                t = uni.encode_value(ty, d)
                 out.append((int_const(t), t))
             return out
         if ty == PRIMS["bool"]:
@@ -777,7 +771,7 @@ class Bmc:
             self._add(not_(act))  # no tool: only the empty chain
         if t > 0:
             self._add(implies(act, self.steps[-1].act))
-        chosen = [and_(act, eq(sel, self.uni.ival(j))) for j in range(n)]
+        chosen = [and_(act, eq(sel, self.uni.index_term(j))) for j in range(n)]
         args = [{p.name: self.uni.z3_var(p.ty, f"s{t}.{tool.name}.{p.name}")
                  for p in tool.params.values()} for tool in self.tools]
         self.steps.append(_Step(act, sel, chosen, args))
@@ -907,7 +901,7 @@ class Bmc:
                 return None
             parts.append(self.steps[t].chosen[j])
             for p, v in c.args.items():
-                term = self.uni.enc(tool.params[p].ty, v)
+                term = self.uni.encode_value(tool.params[p].ty, v)
                 if term is None:
                     return None
                 parts.append(eq(self.steps[t].args[j][p], term))
@@ -956,7 +950,8 @@ class Bmc:
                 break
             j = m.eval(s.sel, model_completion=True).as_long()
             tool = self.tools[j]
-            args = {p.name: self.uni.dec(p.ty, m.eval(s.args[j][p.name], model_completion=True))
+            args = {p.name: self.uni.decode_value(p.ty, m.eval(s.args[j][p.name],
+                                                                model_completion=True))
                     for p in tool.params.values()}
             out.append(Call(tool=tool.name, args=args))
         return out

@@ -58,8 +58,11 @@ from graphgen.verify.bmc import (
     strings_in,
     tool_reads,
 )
-from graphgen.verify.encode import EncodeError, Evaluator, SymState, Universe, and_, eq, is_f, is_t
+from graphgen.verify.evaluator import Evaluator
 from graphgen.verify.slicing import analyze_flow
+from graphgen.verify.symstate import SymState
+from graphgen.verify.terms import EncodeError, and_, eq, is_f, is_t
+from graphgen.verify.universe import Universe
 
 DEFAULT_TIMEOUT_MS = 4000
 NA = "n/a"
@@ -467,7 +470,7 @@ class Prover:
             step = bmc.steps[t]
             parts = [step.chosen[j]]
             for p, v in call.args.items():
-                term = bmc.uni.enc(tool.params[p].ty, v)
+                term = bmc.uni.encode_value(tool.params[p].ty, v)
                 if term is None:
                     return None  # a value outside the universe: the call cannot be made
                 parts.append(eq(step.args[j][p], term))
@@ -601,7 +604,7 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
     z3_keys = []
     for take, key in items:
         if is_t(z3.simplify(take)):
-            z3_keys.append(uni.dec(RefT(t.entity), z3.simplify(key)))
+            z3_keys.append(uni.decode_value(RefT(t.entity), z3.simplify(key)))
     # the interpreter on the full table, as an independent check of the slice
     try:
         full_keys = [k for k in sorted(initial.tables.get(t.entity, {}))

@@ -79,7 +79,7 @@ from graphgen.interp import evaluate
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
 from graphgen.types import DATE, STR, ListT, RecordT, RefT, RowT, Ty
-from graphgen.verify.encode import free_vars
+from graphgen.verify.evaluator import free_vars
 
 # (field, is a list field); field "#key" is the key, "r>g" field g behind reference r
 Selector = tuple[str, bool]

@@ -1,0 +1,292 @@
+"""A tool call as a transition of the symbolic state.
+
+:func:`encode_call` turns a tool into a transition: argument validity, preconditions,
+effects in order (functional updates, so everything not written is unchanged),
+invariants on touched rows, and the return value; the call is atomic, so callers keep
+the pre-state when ``ok`` is false.
+
+Limits (each raises :class:`~graphgen.verify.terms.EncodeError` or is stated where it
+applies): a list field must hold a sorted list without repeats (the interpreter's
+invariant); storing a list *literal* of several computed items into a field is rejected
+(its order and repeats are not representable); appending an item outside the element
+universe — only possible for ``list[int]`` fields fed computed ints, which no built-in
+domain has — counts as a failure. Ids, strings, dates and enum members are always
+inside by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+import z3
+
+from graphgen import ir
+from graphgen.domain import ToolDef
+from graphgen.interp import check_value
+from graphgen.types import INT, EnumT, ListT, RefT, Ty
+from graphgen.verify.evaluator import Evaluator
+from graphgen.verify.symstate import SymState, exists_at, read_field
+from graphgen.verify.terms import (
+    FALSE,
+    TRUE,
+    EncodeError,
+    Term,
+    and_,
+    arith,
+    compare,
+    eq,
+    implies,
+    int_val,
+    is_f,
+    ite,
+    not_,
+    or_,
+)
+from graphgen.verify.universe import OUT, Universe
+from graphgen.verify.values import ListVal, SymVal
+
+
+@dataclass
+class CallEncoding:
+    """A tool call on a symbolic state: ``ok`` (it succeeds), the state after a
+    successful call, the return value (on that state) and its type."""
+
+    ok: Term
+    post: SymState
+    ret: SymVal | None
+    ret_ty: Ty | None
+    valid_args: Term = TRUE
+
+
+def _membership(uni: Universe, ent: str, f: str, v: SymVal, where: str
+                ) -> tuple[list[Term], Term]:
+    """A list value stored into list field ``ent.f``, as membership Bools, and the
+    condition under which an item is outside the field's element universe (the store
+    then counts as a failure; see :meth:`Universe.field_elements`).
+
+    Stored lists are sets kept sorted; a literal with repeats or out of order would be
+    stored as is by the interpreter, which membership cannot represent.
+    """
+    if not isinstance(v, ListVal):
+        raise EncodeError(f"{where}: a list field needs a list value")
+    if len(v.items) > 1 and not all(z3.is_int_value(x) for _, x in v.items):
+        raise EncodeError(f"{where}: storing a list of several computed items is not "
+                          f"supported (order and repeats cannot be encoded)")
+    terms = uni.field_element_terms(ent, f)
+    mem = [or_(*(and_(p, eq(x, t)) for p, x in v.items)) for t in terms]
+    out = FALSE
+    if (ent, f) in uni.list_elements:
+        out = or_(*(and_(p, not_(or_(*(eq(x, t) for t in terms)))) for p, x in v.items))
+    return mem, out
+
+
+def _param_valid(uni: Universe, st: SymState, tool: ToolDef, p: Any, v: Term) -> Term:
+    parts = []
+    ty = p.ty
+    if ty == INT:
+        if p.min is not None:
+            parts.append(compare(">=", v, int_val(p.min)))
+        if p.max is not None:
+            parts.append(compare("<=", v, int_val(p.max)))
+    elif isinstance(ty, EnumT):
+        parts.append(compare(">=", v, int_val(0)))
+        parts.append(compare("<", v, int_val(len(ty.values))))
+    elif isinstance(ty, RefT):
+        parts.append(exists_at(uni, st, ty.entity, v, uni.param_candidates(tool.name, p)))
+    return and_(*parts)
+
+
+def encode_call(uni: Universe, st: SymState, tool: ToolDef,
+                args: Mapping[str, Term]) -> CallEncoding:
+    """The transition of one call of ``tool`` with argument terms ``args`` (one per
+    parameter, already of the right z3 sort) on state ``st``."""
+    src = uni.domain.source
+    env: dict[str, SymVal] = dict(args)
+    valid = and_(*(_param_valid(uni, st, tool, p, args[p.name])
+                   for p in tool.params.values()))
+    conds: list[Term] = [valid]
+    pre = Evaluator(uni, st)  # one memo for every precondition: they read one state
+    for i, chk in enumerate(tool.requires):
+        pre.where = f"tool {tool.name!r}, requires[{i}]"
+        v, err = pre.evaluate(chk.expr, env)
+        conds.append(and_(not_(err), v))
+    cur = st
+    touched: dict[str, list[Term]] = {}
+    for i, stmt in enumerate(tool.effects):
+        where = f"{src}: tool {tool.name!r}, effects[{i}] ({stmt.source})"
+        cur, fail = _apply(uni, cur, stmt.effect, env, touched, where)
+        conds.append(not_(fail))
+    conds.append(_invariants(uni, cur, touched))
+    ret = None
+    if tool.returns is not None:
+        ret, rerr = Evaluator(uni, cur, f"tool {tool.name!r}, returns").evaluate(tool.returns, env)
+        conds.append(not_(rerr))
+    return CallEncoding(and_(*conds), cur, ret, tool.return_ty, valid)
+
+
+def _touch(uni: Universe, touched: dict[str, list[Term]], ent: str, u: int, c: Term) -> None:
+    col = touched.setdefault(ent, [FALSE] * len(uni.keys[ent]))
+    col[u] = or_(col[u], c)
+
+
+def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
+           touched: dict[str, list[Term]], where: str) -> tuple[SymState, Term]:
+    """Apply one effect; return the new state and the condition under which it raises."""
+    evaluator = Evaluator(uni, st, where)
+    new = st.copy()
+    match eff:
+        case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
+            key_term, key_err = evaluator.evaluate(k, env)
+            value, value_err = evaluator.evaluate(v, env)
+            candidates = uni.key_candidates(k, ent)
+            fd = uni.domain.entities[ent].fields[f]
+            old = st.cells[ent][f]
+            col = list(old)
+            mem: list[Term] = []
+            if isinstance(fd.ty, ListT):
+                mem, unrepresentable = _membership(uni, ent, f, value, where)
+                value_err = or_(value_err, unrepresentable)
+            for u in candidates:  # a write to any other key fails: its row does not exist
+                hit = eq(key_term, uni.index_term(u))
+                if is_f(hit):
+                    continue
+                if isinstance(fd.ty, ListT):
+                    col[u] = [ite(hit, m, o) for m, o in zip(mem, old[u], strict=True)]
+                else:
+                    new_value = (value if op == "=" else
+                                 arith("+" if op == "+=" else "-", old[u], value))
+                    col[u] = ite(hit, new_value, old[u])
+                _touch(uni, touched, ent, u, hit)
+            new.cells[ent] = {**new.cells[ent], f: col}
+            missing = not_(exists_at(uni, st, ent, key_term, candidates))
+            return new, or_(key_err, missing, value_err)
+        case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
+            key_term, key_err = evaluator.evaluate(k, env)
+            value, value_err = evaluator.evaluate(v, env)
+            candidates = uni.key_candidates(k, ent)
+            fd = uni.domain.entities[ent].fields[f]
+            assert isinstance(fd.ty, ListT)
+            terms = uni.field_element_terms(ent, f)
+            is_j = [eq(value, t) for t in terms]
+            old = st.cells[ent][f]
+            cur = read_field(uni, st, ent, key_term, f, candidates)
+            assert isinstance(cur, ListVal)
+            member = or_(*(and_(h, p) for h, (p, _) in zip(is_j, cur.items, strict=True)))
+            col = list(old)
+            for u in candidates:
+                hit = eq(key_term, uni.index_term(u))
+                if is_f(hit):
+                    continue
+                mark = TRUE if op == "append" else FALSE
+                col[u] = [ite(and_(hit, h), mark, o) for h, o in zip(is_j, old[u], strict=True)]
+                _touch(uni, touched, ent, u, hit)
+            new.cells[ent] = {**new.cells[ent], f: col}
+            # An item outside the element universe cannot be stored: counted as a failure
+            # (documented limit; ids and strings are always inside by construction).
+            bad = member if op == "append" else not_(member)
+            unrep = not_(or_(*is_j)) if op == "append" else FALSE
+            missing = not_(exists_at(uni, st, ent, key_term, candidates))
+            return new, or_(key_err, missing, value_err, bad, unrep)
+        case ir.Create(entity=ent, bind=b, values=vs):
+            edef = uni.domain.entities[ent]
+            vals: dict[str, tuple[SymVal, Term]] = {f: evaluator.evaluate(x, env)
+                                                   for f, x in vs}
+            mems: dict[str, list[Term]] = {}
+            for f, fd in edef.fields.items():
+                if isinstance(fd.ty, ListT):
+                    mems[f], unrep = _membership(uni, ent, f, vals[f][0], where)
+                    vals[f] = (vals[f][0], or_(vals[f][1], unrep))
+            c = st.created[ent]
+            made = uni.created[ent]
+            ex = list(st.exists[ent])
+            cols = {f: list(st.cells[ent][f]) for f in edef.fields}
+            conds = []
+            bind: Term = int_val(OUT)
+            for i in range(len(made) - 1, -1, -1):
+                cond = eq(c, uni.index_term(i))
+                if is_f(cond):
+                    continue
+                conds.append(cond)
+                u = uni.index[ent][made[i]]
+                ex[u] = ite(cond, TRUE, ex[u])
+                for f, fd in edef.fields.items():
+                    if isinstance(fd.ty, ListT):
+                        cols[f][u] = [ite(cond, m, o) for m, o in zip(mems[f], cols[f][u],
+                                                                      strict=True)]
+                    else:
+                        cols[f][u] = ite(cond, vals[f][0], cols[f][u])
+                _touch(uni, touched, ent, u, cond)
+                bind = ite(cond, uni.index_term(u), bind)
+            new.exists[ent] = ex
+            new.cells[ent] = cols
+            new.created[ent] = arith("+", c, int_val(1))
+            if b is not None:
+                env[b] = bind
+            # Running out of prepared ids is a failure; universes are sized so that no
+            # chain within the bound can (k calls times creates per call).
+            return new, or_(*(err for _, err in vals.values()), not_(or_(*conds)))
+        case ir.Delete(entity=ent, key=k):
+            key_term, key_err = evaluator.evaluate(k, env)
+            candidates = uni.key_candidates(k, ent)
+            ex = list(st.exists[ent])
+            for u in candidates:
+                hit = eq(key_term, uni.index_term(u))
+                if not is_f(hit):
+                    ex[u] = ite(hit, FALSE, ex[u])
+            new.exists[ent] = ex
+            return new, or_(key_err, not_(exists_at(uni, st, ent, key_term, candidates)))
+        case _:
+            assert_never(eff)
+
+
+def _invariants(uni: Universe, st: SymState, touched: dict[str, list[Term]]) -> Term:
+    """Bounds and uniqueness on every touched row that still exists (all its fields)."""
+    parts: list[Term] = []
+    for ent, col in touched.items():
+        edef = uni.domain.entities[ent]
+        bounded = [fd for fd in edef.fields.values() if fd.min is not None or fd.max is not None]
+        unique = [fd for fd in edef.fields.values() if fd.unique]
+        if not bounded and not unique:
+            continue
+        ex = st.exists[ent]
+        for u, t in enumerate(col):
+            if is_f(t):
+                continue
+            conds = []
+            for fd in bounded:
+                v = st.cells[ent][fd.name][u]
+                if fd.min is not None:
+                    conds.append(compare(">=", v, int_val(fd.min)))
+                if fd.max is not None:
+                    conds.append(compare("<=", v, int_val(fd.max)))
+            for fd in unique:
+                v = st.cells[ent][fd.name][u]
+                for u2, x2 in enumerate(ex):
+                    if u2 != u and not is_f(x2):
+                        conds.append(implies(x2, not_(eq(v, st.cells[ent][fd.name][u2]))))
+            parts.append(implies(and_(t, ex[u]), and_(*conds)))
+    return and_(*parts)
+
+
+def static_arg_error(tool: ToolDef, args: Mapping[str, Any]) -> str | None:
+    """The state-independent part of check_args (names and types), or None."""
+    if not isinstance(args, Mapping):
+        return "arguments must be an object"
+    if set(args) != set(tool.params):
+        return "unknown or missing arguments"
+    for name, p in tool.params.items():
+        why = check_value(p.ty, args[name])
+        if why:
+            return f"{name} must be {why}"
+    return None
+
+
+def creates_per_call(tool: ToolDef) -> dict[str, int]:
+    """How many rows of each entity one call of ``tool`` creates."""
+    out: dict[str, int] = {}
+    for s in tool.effects:
+        if isinstance(s.effect, ir.Create):
+            out[s.effect.entity] = out.get(s.effect.entity, 0) + 1
+    return out

@@ -1,0 +1,287 @@
+"""IR expressions on a symbolic state: every expression evaluates to ``(value, err)``.
+
+``err`` is true exactly when the interpreter would raise a ToolError (a missing row,
+``min``/``max`` over nothing), respecting short-circuit evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any, assert_never
+
+from graphgen import ir
+from graphgen.types import RefT
+from graphgen.verify.symstate import SymState, exists_at, read_field
+from graphgen.verify.terms import (
+    FALSE,
+    TRUE,
+    EncodeError,
+    Term,
+    and_,
+    arith,
+    compare,
+    count,
+    implies,
+    int_val,
+    is_f,
+    ite,
+    not_,
+    or_,
+)
+from graphgen.verify.universe import OUT, Universe
+from graphgen.verify.values import ListVal, RecVal, RowVal, SymVal, merge, sym_eq
+
+_FREE_VARS: dict[int, tuple[ir.Expr, frozenset[str]]] = {}
+
+
+def free_vars(e: ir.Expr) -> frozenset[str]:
+    """The variables ``e`` reads (a comprehension binds its own), memoised per node."""
+    hit = _FREE_VARS.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    out: frozenset[str]
+    match e:
+        case ir.Var(name=name):
+            out = frozenset({name})
+        case ir.Comp(var=var, cond=cond, proj=proj):
+            inner = free_vars(proj) | (free_vars(cond) if cond is not None else frozenset())
+            out = inner - {var}
+        case (ir.Lit() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp()
+              | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
+              | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            # binds nothing: the variables of its sub-expressions
+            out = frozenset().union(*(free_vars(c) for c in ir.children(e)))
+        case _:
+            assert_never(e)
+    _FREE_VARS[id(e)] = (e, out)
+    return out
+
+
+_CANON: dict[int, tuple[ir.Expr, int]] = {}
+_CANON_IDS: dict[tuple[Any, ...], int] = {}
+
+
+def canon(e: ir.Expr) -> int:
+    """A number per *structure*: structurally equal expressions (written twice in a
+    tool, say) get the same one, memoised per node."""
+    hit = _CANON.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    match e:
+        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
+              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len()
+              | ir.ListLit() | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            # Each of these is a frozen dataclass whose fields are sub-expressions, tuples
+            # of sub-expressions, or plain values: its fields spell out its structure. A
+            # new node must be checked against that before it joins this arm.
+            parts = _structure(e)
+        case _:
+            assert_never(e)
+    out = _CANON_IDS.setdefault(parts, len(_CANON_IDS))
+    _CANON[id(e)] = (e, out)
+    return out
+
+
+def _structure(e: ir.Expr) -> tuple[Any, ...]:
+    """The node's class and fields, sub-expressions replaced by their :func:`canon`."""
+    parts: list[Any] = [type(e).__name__]
+    for f in fields(e):  # type: ignore[arg-type]
+        v = getattr(e, f.name)
+        if isinstance(v, ir.Expr):
+            parts.append(("e", canon(v)))
+        elif isinstance(v, tuple) and v and isinstance(v[0], ir.Expr):
+            parts.append(("t", *(canon(x) for x in v)))
+        else:
+            parts.append((type(v).__name__, v))  # 1 and True hash alike
+    return tuple(parts)
+
+
+class Evaluator:
+    """Evaluates IR expressions to ``(value, err)`` on one symbolic state.
+
+    One evaluator serves one environment of parameters and bindings; sub-expressions
+    that do not read a comprehension variable are evaluated once (``Order[o].user_id``
+    inside a scan over every row is the same term on every row), and so are
+    structurally equal ones (the same lookup written in two preconditions).
+    """
+
+    def __init__(self, uni: Universe, st: SymState, where: str = "") -> None:
+        self.uni = uni
+        self.st = st
+        self.where = where
+        self._active: set[str] = set()
+        self._memo: dict[int, tuple[SymVal, Term]] = {}
+
+    def fail(self, msg: str) -> EncodeError:
+        return EncodeError(f"{self.uni.domain.source}: {self.where}: {msg}")
+
+    def evaluate(self, e: ir.Expr, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
+        """The value of ``e`` and the condition under which evaluating it raises."""
+        if isinstance(e, ir.Lit | ir.Var):
+            return self._evaluate_node(e, env)
+        if self._active and free_vars(e) & self._active:
+            return self._evaluate_node(e, env)
+        c = canon(e)
+        hit = self._memo.get(c)
+        if hit is not None:
+            return hit
+        r = self._evaluate_node(e, env)
+        self._memo[c] = r
+        return r
+
+    def _evaluate_node(self, e: ir.Expr, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
+        uni, st = self.uni, self.st
+        match e:
+            case ir.Lit(value=v, ty=t):
+                term = uni.encode_value(t, v)
+                if term is None:
+                    if isinstance(t, RefT):
+                        return int_val(OUT), FALSE
+                    raise self.fail(f"literal {v!r} cannot be encoded")
+                return term, FALSE
+            case ir.Var(name=n):
+                if n not in env:
+                    raise self.fail(f"unbound name {n!r}")
+                return env[n], FALSE
+            case ir.FieldOf(entity=ent, key=k, field=f):
+                kv, ke = self.evaluate(k, env)
+                candidates = uni.key_candidates(k, ent)
+                miss = not_(exists_at(uni, st, ent, kv, candidates))
+                return read_field(uni, st, ent, kv, f, candidates), or_(ke, miss)
+            case ir.RowOf(entity=ent, key=k):
+                kv, ke = self.evaluate(k, env)
+                candidates = uni.key_candidates(k, ent)
+                miss = not_(exists_at(uni, st, ent, kv, candidates))
+                fields = {f: read_field(uni, st, ent, kv, f, candidates)
+                          for f in uni.domain.entities[ent].fields}
+                return RowVal(ent, kv, fields), or_(ke, miss)
+            case ir.Exists(entity=ent, key=k):
+                kv, ke = self.evaluate(k, env)
+                return exists_at(uni, st, ent, kv, uni.key_candidates(k, ent)), ke
+            case ir.Compare(op=op, left=a, right=b):
+                x, ex = self.evaluate(a, env)
+                y, ey = self.evaluate(b, env)
+                if op == "==":
+                    r = sym_eq(x, y)
+                elif op == "!=":
+                    r = not_(sym_eq(x, y))
+                else:
+                    r = compare(op, x, y)
+                return r, or_(ex, ey)
+            case ir.BoolOp(op=op, values=vs):
+                # Short-circuit: a later operand is evaluated (and may raise) only when
+                # every earlier one let evaluation continue.
+                vals: list[Term] = []
+                errs: list[Term] = []
+                for sub in vs:
+                    v, err = self.evaluate(sub, env)
+                    errs.append(and_(*vals, err) if op == "and" else
+                                and_(*(not_(x) for x in vals), err))
+                    vals.append(v)
+                return (and_(*vals) if op == "and" else or_(*vals)), or_(*errs)
+            case ir.Not(operand=o):
+                v, err = self.evaluate(o, env)
+                return not_(v), err
+            case ir.Arith(op=op, left=a, right=b):
+                x, ex = self.evaluate(a, env)
+                y, ey = self.evaluate(b, env)
+                return arith(op, x, y), or_(ex, ey)
+            case ir.Neg(operand=o):
+                v, err = self.evaluate(o, env)
+                return arith("-", int_val(0), v), err
+            case ir.Contains(item=a, container=b, negated=neg):
+                x, ex = self.evaluate(a, env)
+                lst, el = self.evaluate(b, env)
+                if not isinstance(lst, ListVal):
+                    raise self.fail("'in' needs a list")
+                r = or_(*(and_(p, sym_eq(y, x)) for p, y in lst.items))
+                return (not_(r) if neg else r), or_(ex, el)
+            case ir.Len(operand=o):
+                lst, err = self.evaluate(o, env)
+                if not isinstance(lst, ListVal):
+                    raise self.fail("len() needs a list")
+                return count([p for p, _ in lst.items]), err
+            case ir.ListLit(items=items):
+                out = []
+                errs = []
+                for it in items:
+                    v, err = self.evaluate(it, env)
+                    out.append((TRUE, v))
+                    errs.append(err)
+                return ListVal(out), or_(*errs)
+            case ir.Comp():
+                items2, err = self.comp(e, env)
+                return ListVal(items2), err
+            case ir.Agg(fn=fn, comp=c):
+                return self.agg(fn, c, env)
+            case ir.IfExp(cond=c, then=t, orelse=o):
+                cv, ce = self.evaluate(c, env)
+                tv, te = self.evaluate(t, env)
+                ov, oe = self.evaluate(o, env)
+                return merge(cv, tv, ov), or_(ce, and_(cv, te), and_(not_(cv), oe))
+            case ir.DictLit(keys=ks, values=vs):
+                rec: dict[str, SymVal] = {}
+                errs = []
+                for name, sub in zip(ks, vs, strict=True):
+                    v, err = self.evaluate(sub, env)
+                    rec[name] = v
+                    errs.append(err)
+                return RecVal(rec), or_(*errs)
+            case _:
+                assert_never(e)
+
+    def comp(self, c: ir.Comp, env: Mapping[str, SymVal]) -> tuple[list[tuple[Term, SymVal]],
+                                                                    Term]:
+        """The guarded items of a comprehension, rows in key order, and its error."""
+        items: list[tuple[Term, SymVal]] = []
+        errs: list[Term] = []
+        inner = dict(env)
+        shadowed = c.var in self._active
+        self._active.add(c.var)
+        try:
+            self._scan(c, inner, items, errs)
+        finally:
+            if not shadowed:
+                self._active.discard(c.var)
+        return items, or_(*errs)
+
+    def _scan(self, c: ir.Comp, inner: dict[str, SymVal], items: list[tuple[Term, SymVal]],
+              errs: list[Term]) -> None:
+        for i, ex in enumerate(self.st.exists[c.entity]):
+            if is_f(ex):
+                continue
+            inner[c.var] = self.uni.index_term(i)
+            if c.cond is None:
+                cv, ce = TRUE, FALSE
+            else:
+                cv, ce = self.evaluate(c.cond, inner)
+            pv, pe = self.evaluate(c.proj, inner)
+            take = and_(ex, cv)
+            items.append((take, pv))
+            errs.append(and_(ex, ce))
+            errs.append(and_(take, pe))
+
+    def agg(self, fn: str, c: ir.Comp, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
+        items, err = self.comp(c, env)
+        if fn == "any":
+            return or_(*(and_(p, v) for p, v in items)), err
+        if fn == "all":
+            return and_(*(implies(p, v) for p, v in items)), err
+        if fn == "count":
+            return count([p for p, _ in items]), err
+        if fn == "sum":
+            parts = [ite(p, v, int_val(0)) for p, v in items]
+            total = int_val(0)
+            for x in parts:
+                total = arith("+", total, x)
+            return total, err
+        # min / max: over no rows the interpreter raises
+        best: Term = int_val(0)
+        seen: Term = FALSE
+        for p, v in items:
+            better = compare("<" if fn == "min" else ">", v, best)
+            take = and_(p, or_(not_(seen), better))
+            best = ite(take, v, best)
+            seen = or_(seen, p)
+        return best, or_(err, not_(seen))
