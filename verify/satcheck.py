@@ -5,6 +5,9 @@ with the same key expression is one z3 variable constrained only by the schema (
 field's type, enum members, ``min``/``max`` bounds); parameters are variables with their
 own type and bounds; anything the abstraction does not model exactly (comprehensions,
 aggregates, list membership, row existence) is a fresh unconstrained value of its type.
+Dates are day numbers, exactly as in the symbolic state
+(:func:`graphgen.verify.universe.date_ordinal`), so a date window with no day in it is
+found empty here too.
 The abstraction allows every real state and more, so when the conjunction of a tool's
 ``requires`` is unsatisfiable here, it is unsatisfiable on every state the schema allows:
 a report is never a false alarm (the converse does not hold: some never-callable tools
@@ -14,7 +17,7 @@ go unreported).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 import z3
 
@@ -23,9 +26,10 @@ from graphgen.domain import Domain, ToolDef
 from graphgen.parse import is_iso_date
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, Ty
 from graphgen.unparse import to_source
+from graphgen.verify.universe import date_ordinal
 
 
-class _Abstract:
+class _Abstraction:
     def __init__(self, domain: Domain, tool: ToolDef) -> None:
         self.domain = domain
         self.tool = tool
@@ -55,11 +59,13 @@ class _Abstract:
         if isinstance(v, int):
             return z3.IntVal(v)
         if e.ty == DATE and is_iso_date(str(v)):
-            return z3.IntVal(int(str(v).replace("-", "")))  # order-preserving for dates
+            # the encoder's day number: no integer lies between two consecutive days
+            return z3.IntVal(date_ordinal(str(v)))
         # Strings only meet equality here (ordering on str is over-approximated below).
         return z3.IntVal(self.strings.setdefault(str(v), len(self.strings) + 1_000_000))
 
-    def expr(self, e: ir.Expr) -> Any:
+    def encode(self, e: ir.Expr) -> Any:
+        """The term of ``e`` over the abstract state (see the module docstring)."""
         match e:
             case ir.Lit():
                 return self._lit(e)
@@ -72,7 +78,7 @@ class _Abstract:
                 lo, hi = (fd.min, fd.max) if fd is not None else (None, None)
                 return self._fresh(f"{ent}[{to_source(k)}].{f}", e.ty, lo, hi)
             case ir.Compare(op=op, left=a, right=b):
-                x, y = self.expr(a), self.expr(b)
+                x, y = self.encode(a), self.encode(b)
                 if op == "==":
                     return x == y
                 if op == "!=":
@@ -84,22 +90,26 @@ class _Abstract:
                     ">": lambda p, q: p > q, ">=": lambda p, q: p >= q}
                 return ops[op](x, y)
             case ir.BoolOp(op=op, values=vs):
-                parts = [self.expr(v) for v in vs]
+                parts = [self.encode(v) for v in vs]
                 return z3.And(*parts) if op == "and" else z3.Or(*parts)
             case ir.Not(operand=o):
-                return z3.Not(self.expr(o))
+                return z3.Not(self.encode(o))
             case ir.Arith(op=op, left=a, right=b):
-                x, y = self.expr(a), self.expr(b)
+                x, y = self.encode(a), self.encode(b)
                 return x + y if op == "+" else x - y if op == "-" else x * y
             case ir.Neg(operand=o):
-                return -self.expr(o)
+                return -self.encode(o)
             case ir.IfExp(cond=c, then=t, orelse=o):
-                return z3.If(self.expr(c), self.expr(t), self.expr(o))
+                return z3.If(self.encode(c), self.encode(t), self.encode(o))
             case ir.Len():
                 v = self._opaque(e)
                 self.side.append(v >= 0)
                 return v
-        return self._opaque(e)
+            case (ir.RowOf() | ir.Exists() | ir.Contains() | ir.ListLit() | ir.Comp() | ir.Agg()
+                  | ir.DictLit()):
+                return self._opaque(e)
+            case _:
+                assert_never(e)
 
     def _opaque(self, e: ir.Expr) -> Any:
         """A value the abstraction does not model: free, of the right type."""
@@ -118,13 +128,13 @@ def unsatisfiable_writes(domain: Domain) -> list[str]:
     for tool in domain.write_tools:
         if not tool.requires:
             continue
-        a = _Abstract(domain, tool)
+        abstraction = _Abstraction(domain, tool)
         for name, p in tool.params.items():  # declared argument bounds hold for every call
-            a.expr(ir.Var(name, p.ty))
-        conds = [a.expr(c.expr) for c in tool.requires]
-        s = z3.Solver()
-        s.set("timeout", 5000)
-        s.add(*a.side, *conds)
-        if s.check() == z3.unsat:
+            abstraction.encode(ir.Var(name, p.ty))
+        conds = [abstraction.encode(c.expr) for c in tool.requires]
+        solver = z3.Solver()
+        solver.set("timeout", 5000)
+        solver.add(*abstraction.side, *conds)
+        if solver.check() == z3.unsat:
             out.append(tool.name)
     return out
