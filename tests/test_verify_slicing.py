@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 from typing import Any
 
@@ -22,7 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphgen.domain import Domain
+from graphgen import ir
+from graphgen.domain import Domain, ToolDef
 from graphgen.domains import load_builtin
 from graphgen.errors import ToolError
 from graphgen.interp import call_tool
@@ -32,7 +34,7 @@ from graphgen.state import State
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Change, Given, Task
 from graphgen.tasks.taskset import generate
-from graphgen.types import BOOL, INT, STR, EnumT, RefT
+from graphgen.types import BOOL, INT, STR, EnumT, RefT, Ty
 from graphgen.verify.bmc import Bmc, ChangesGoal, search
 from graphgen.verify.calls import creates_per_call
 from graphgen.verify.proofs import Prover
@@ -415,3 +417,55 @@ def test_unrelated_rows_stay_out_of_the_slice(name: str) -> None:
     big = analyze_flow(domain, _pad(domain, state, 10), givens=givens).state
     assert big == base
     assert sum(len(t) for t in base.tables.values()) < sum(len(t) for t in state.tables.values())
+
+
+# ------------------------------------------------------------------ nodes it does not model
+
+
+@dataclasses.dataclass(frozen=True)
+class _ForeignExpr(ir.ExprNode):
+    """An expression node outside the IR's closed union: a node added to the IR without
+    teaching the analysis about it."""
+
+    inner: ir.Expr
+    ty: Ty
+
+
+@dataclasses.dataclass(frozen=True)
+class _ForeignEffect(ir.EffectNode):
+    """An effect outside the IR's closed union."""
+
+    entity: str
+
+
+def _mock_flow(tool: ToolDef) -> Flow:
+    domain = load_builtin("mock")
+    state = base_state("mock", 0)
+    email = next(iter(state.tables["Account"].values()))["email"]
+    return analyze_flow(domain, state, tools=[tool],
+                        givens=[(Sort("field", "Account.email"), email)])
+
+
+@pytest.mark.parametrize("where", ["returns", "requires", "effects"])
+def test_a_node_the_analysis_does_not_model_keeps_the_whole_state(where: str) -> None:
+    domain = load_builtin("mock")
+    state = base_state("mock", 0)
+    find = domain.tools["find_account"]
+    sliced = _mock_flow(find)
+    assert not sliced.whole and sliced.state != state  # the slice is a real one
+    assert find.returns is not None
+    match where:
+        case "returns":  # an id list the analysis cannot see into: it reveals ids
+            odd = dataclasses.replace(find, returns=_ForeignExpr(find.returns,
+                                                                 find.returns.ty))
+        case "requires":
+            cond = ir.Compare("==", _ForeignExpr(ir.Var("email", STR), STR),
+                              ir.Lit("x", STR), BOOL)
+            odd = dataclasses.replace(find, requires=(ir.Check(cond, "odd"),))
+        case _:
+            odd = dataclasses.replace(find, effects=(
+                ir.Stmt(_ForeignEffect("Account"), "odd"),))  # type: ignore[arg-type]
+    flow = _mock_flow(odd)
+    assert flow.whole
+    assert flow.state == state
+    assert flow.know is None and flow.written is None  # nothing bounded, nothing claimed

@@ -62,15 +62,17 @@ those rows' cells); the items a list field can ever hold; and the tools chains c
 The encoding checks the first claim (a template writing elsewhere is refused) and the
 tests compare answers with the analysis on and off.
 
-When the analysis meets something it does not model (a value it cannot bound), it gives
-up and keeps the whole state; that is always sound.
+When the analysis meets something it does not model (a value it cannot bound, or a
+node outside the IR's closed unions), it gives up and keeps the whole state; that is
+always sound. Every walker here matches each IR node class by name, so mypy reports a
+node added to the IR that the analysis has not been taught.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Never, NoReturn
 
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
@@ -127,6 +129,42 @@ class _GiveUp(Exception):
     """A value the analysis cannot bound: the caller keeps the whole state."""
 
 
+def _unmodelled(node: Never) -> NoReturn:
+    """The last arm of every walker here, in place of ``assert_never``: mypy accepts the
+    call only when the arms before it name every IR node, and at run time a node outside
+    the IR's closed unions makes the analysis give up, keeping the whole state (sound),
+    instead of reading it as a value it does not track."""
+    raise _GiveUp(f"{type(node).__name__} is not an IR node the analysis models")
+
+
+def _check_modelled(e: ir.Expr) -> None:
+    """Give up on any node of ``e`` outside :data:`graphgen.ir.Expr`, before a walker
+    that cannot give up (``ir.children``, ``free_vars``) meets it."""
+    match e:
+        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
+              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len()
+              | ir.ListLit() | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            for sub in ir.children(e):
+                _check_modelled(sub)
+        case _:
+            _unmodelled(e)
+
+
+def _check_tool_modelled(tool: ToolDef) -> None:
+    """:func:`_check_modelled` over every expression and effect of ``tool``."""
+    for chk in tool.requires:
+        _check_modelled(chk.expr)
+    for stmt in tool.effects:
+        match stmt.effect:
+            case ir.Assign() | ir.Create() | ir.Delete() | ir.ListEdit():
+                for sub in ir.effect_exprs(stmt.effect):
+                    _check_modelled(sub)
+            case _:
+                _unmodelled(stmt.effect)
+    if tool.returns is not None:
+        _check_modelled(tool.returns)
+
+
 def _join(a: Any, b: Any) -> Any:
     if a is None:
         return b
@@ -144,7 +182,7 @@ def _join(a: Any, b: Any) -> Any:
     raise _GiveUp(f"cannot join {type(a).__name__} and {type(b).__name__}")
 
 
-def _strs(av: Any) -> set[str]:
+def _strings(av: Any) -> set[str]:
     """The strings of a scalar value (a set), or give up."""
     if isinstance(av, set):
         return av
@@ -216,7 +254,7 @@ class _Flow:
                               if isinstance(s.effect, ir.Assign | ir.ListEdit)}
         self._fixed: dict[str, dict[str, list[ir.Expr]]] = {}
         self._passed: dict[tuple[int, str], bool] = {}
-        self.pvals: dict[tuple[str, str], set[str]] = {}  # filtered arguments
+        self.param_values: dict[tuple[str, str], set[str]] = {}  # filtered arguments
         self.deleted = {s.effect.entity for t in self.tools for s in t.effects
                         if isinstance(s.effect, ir.Delete)}
         self.total = self._total_refs()
@@ -228,11 +266,11 @@ class _Flow:
             n0 = state.counters.get(ent, 1)
             n = int(creates.get(ent, 0)) if ent in made else 0
             self.created[ent] = [edef.make_id(n0 + i) for i in range(n)]
-        self.inc: dict[str, set[str]] = {e: set() for e in domain.entities}
+        self.kept_rows: dict[str, set[str]] = {e: set() for e in domain.entities}
         self.full: set[str] = set()
         self.know: dict[Sort, set[str]] = {}
-        self.wkeys: dict[CellKey, set[str]] = {}
-        self.wvals: dict[CellKey, set[str]] = {}
+        self.written_keys: dict[CellKey, set[str]] = {}
+        self.written_values: dict[CellKey, set[str]] = {}
         self.key_vals: dict[int, tuple[ir.Expr, set[str]]] = {}
         self.changed = False
         self._index: dict[CellKey, dict[str, list[str]]] = {}
@@ -248,12 +286,16 @@ class _Flow:
         writes: dict[tuple[str, str], list[ir.Expr]] = {}
         for t in self.tools:
             for s in t.effects:
-                eff = s.effect
-                if isinstance(eff, ir.Assign):
-                    writes.setdefault((eff.entity, eff.field), []).append(eff.value)
-                elif isinstance(eff, ir.Create):
-                    for f, v in eff.values:
-                        writes.setdefault((eff.entity, f), []).append(v)
+                match s.effect:
+                    case ir.Assign(entity=ent, field=f, value=v):
+                        writes.setdefault((ent, f), []).append(v)
+                    case ir.Create(entity=ent, values=vs):
+                        for f, v in vs:
+                            writes.setdefault((ent, f), []).append(v)
+                    case ir.ListEdit() | ir.Delete():
+                        pass  # list items are no ref values; deletes are in ``deleted``
+                    case _:
+                        _unmodelled(s.effect)
         cand: set[tuple[str, str]] = set()
         for ent, edef in self.domain.entities.items():
             for f, fd in edef.fields.items():
@@ -282,7 +324,12 @@ class _Flow:
                 return e not in self.deleted and val in self.state.tables.get(e, {})
             case ir.IfExp(then=a, orelse=b):
                 return self._existing(a, total) and self._existing(b, total)
-        return False
+            case (ir.Lit() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
+                  | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Comp()
+                  | ir.Agg() | ir.DictLit()):
+                return False  # not shown to name a row: the reference is not total
+            case _:
+                _unmodelled(v)
 
     # ------------------------------------------------------------ error freedom
 
@@ -297,7 +344,12 @@ class _Flow:
             case ir.IfExp(cond=c, then=a, orelse=b):
                 return (self.error_free(c, loops) and self._safe_key(ent, a, loops)
                         and self._safe_key(ent, b, loops))
-        return False
+            case (ir.Lit() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
+                  | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Comp()
+                  | ir.Agg() | ir.DictLit()):
+                return False  # not shown to name an existing row: the read may raise
+            case _:
+                _unmodelled(k)
 
     def error_free(self, e: ir.Expr, loops: frozenset[str]) -> bool:
         """``e`` can never raise (so evaluating it on any row changes nothing)."""
@@ -311,29 +363,42 @@ class _Flow:
             case ir.Comp(var=v, cond=c, proj=p):
                 inner = loops | {v}
                 return (c is None or self.error_free(c, inner)) and self.error_free(p, inner)
-        return all(self.error_free(x, loops) for x in ir.children(e))
+            case (ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg()
+                  | ir.Contains() | ir.Len() | ir.ListLit() | ir.IfExp() | ir.DictLit()):
+                # these raise only through a sub-expression
+                return all(self.error_free(x, loops) for x in ir.children(e))
+            case _:
+                _unmodelled(e)
 
     # ------------------------------------------------------------ selective conjuncts
 
     def _loop_field(self, e: ir.Expr, var: str, ent: str) -> Selector | None:
         """What of the loop row ``e`` reads: its key (``"#key"``), a field ``f``, or a
         field ``g`` of the row a total reference ``r`` names (``"r>g"``)."""
-        if isinstance(e, ir.Var) and e.name == var:
-            return ("#key", False)
-        if (isinstance(e, ir.FieldOf) and e.entity == ent and isinstance(e.key, ir.Var)
-                and e.key.name == var):
-            fd = self.domain.entities[ent].fields[e.field]
-            if isinstance(fd.ty, ListT):
-                return (e.field, True) if _stringish(fd.ty.elem) else None
-            return (e.field, False) if _stringish(fd.ty) else None
-        if (isinstance(e, ir.FieldOf) and isinstance(e.key, ir.FieldOf)
-                and e.key.entity == ent and isinstance(e.key.key, ir.Var)
-                and e.key.key.name == var and (ent, e.key.field) in self.total
-                and e.entity not in self.deleted):
-            fd = self.domain.entities[e.entity].fields[e.field]
-            if _stringish(fd.ty) and not isinstance(fd.ty, ListT):
-                return (f"{e.key.field}>{e.field}", False)
-        return None
+        match e:
+            case ir.Var(name=n):
+                return ("#key", False) if n == var else None
+            case ir.FieldOf(entity=row_ent, key=ir.Var(name=n), field=f):
+                if row_ent != ent or n != var:
+                    return None
+                fd = self.domain.entities[ent].fields[f]
+                if isinstance(fd.ty, ListT):
+                    return (f, True) if _stringish(fd.ty.elem) else None
+                return (f, False) if _stringish(fd.ty) else None
+            case ir.FieldOf(entity=target, key=ir.FieldOf(entity=row_ent, key=ir.Var(name=n),
+                                                          field=ref), field=g):
+                if (row_ent == ent and n == var and (ent, ref) in self.total
+                        and target not in self.deleted):
+                    fd = self.domain.entities[target].fields[g]
+                    if _stringish(fd.ty) and not isinstance(fd.ty, ListT):
+                        return (f"{ref}>{g}", False)
+                return None
+            case (ir.Lit() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp()
+                  | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
+                  | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+                return None  # reads no field of the loop row that the analysis follows
+            case _:
+                _unmodelled(e)
 
     def _requirements(self, e: ir.Expr, var: str, ent: str, loops: frozenset[str]
                       ) -> list[list[Alt]] | None:
@@ -347,6 +412,7 @@ class _Flow:
                     if (lf is not None and not lf[1] and not _mentions(y, var)
                             and self.error_free(y, loops)):
                         return [[(lf[0], False, y, False)]]
+                return None
             case ir.Contains(item=a, container=b, negated=False):
                 lf = self._loop_field(a, var, ent)
                 if (lf is not None and not lf[1] and not _mentions(b, var)
@@ -356,6 +422,7 @@ class _Flow:
                 if (lf is not None and lf[1] and not _mentions(a, var)
                         and self.error_free(a, loops)):
                     return [[(lf[0], True, a, False)]]
+                return None
             case ir.BoolOp(op="and", values=vs):
                 # Every requirement of a conjunct reached with only error-free conjuncts
                 # before it counts: failing it makes the conjunction false, and nothing
@@ -378,7 +445,12 @@ class _Flow:
                         return None
                     alts += r[0]
                 return [alts]
-        return None
+            case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
+                  | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len()
+                  | ir.ListLit() | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+                return None  # no requirement: the scan keeps every row it can reach
+            case _:
+                _unmodelled(e)
 
     def requirements(self, c: ir.Comp, loops: frozenset[str]) -> list[list[Alt]] | None:
         """The requirements of ``c``'s filter on the rows it scans (cached per node)."""
@@ -406,11 +478,11 @@ class _Flow:
         return idx
 
     def include(self, ent: str, keys: Iterable[str]) -> None:
-        inc = self.inc[ent]
+        kept = self.kept_rows[ent]
         table = self.tables[ent]
         for k in keys:
-            if k not in inc and k in table:
-                inc.add(k)
+            if k not in kept and k in table:
+                kept.add(k)
                 self.changed = True
 
     def whole(self, ent: str) -> None:
@@ -420,7 +492,7 @@ class _Flow:
             self.changed = True
 
     def probe(self, ent: str, keys: Any) -> set[str]:
-        ks = _strs(keys)
+        ks = _strings(keys)
         self.include(ent, ks)
         return ks
 
@@ -434,7 +506,7 @@ class _Flow:
         if len(cur) != n:
             self.changed = True
 
-    def fvals(self, ent: str, f: str, keys: set[str]) -> Any:
+    def field_values(self, ent: str, f: str, keys: set[str]) -> Any:
         """What field ``f`` of a row keyed in ``keys`` can hold."""
         fd = self.domain.entities[ent].fields[f]
         ty = fd.ty
@@ -452,20 +524,20 @@ class _Flow:
                     out.update(x for x in v if isinstance(x, str))
                 elif isinstance(v, str):
                     out.add(v)
-        wk = self.wkeys.get((ent, f))
+        wk = self.written_keys.get((ent, f))
         if wk and not wk.isdisjoint(keys):
-            out |= self.wvals.get((ent, f), set())
+            out |= self.written_values.get((ent, f), set())
         return AList(out) if is_list else out
 
     # ------------------------------------------------------------ evaluation
 
-    def param_val(self, p: Any) -> Any:
+    def param_value(self, p: Any) -> Any:
         if not _stringish(p.ty):
             return None
         s = param_sort(p)
         return set(self.know.get(s, set())) | self.everywhere
 
-    def ev(self, e: ir.Expr, env: Mapping[str, Any]) -> Any:
+    def value_of(self, e: ir.Expr, env: Mapping[str, Any]) -> Any:
         """The abstract value of ``e``, recording every probe it makes."""
         match e:
             case ir.Lit(value=v, ty=t):
@@ -477,7 +549,7 @@ class _Flow:
                 return set(v) if isinstance(v, set) else v
             case ir.FieldOf(entity=ent, key=k, field=f):
                 keys = self.key(k, env, ent)
-                return self.fvals(ent, f, keys)
+                return self.field_values(ent, f, keys)
             case ir.RowOf(entity=ent, key=k):
                 return ARow(ent, self.key(k, env, ent))
             case ir.Exists(entity=ent, key=k):
@@ -489,24 +561,29 @@ class _Flow:
                 lst = self.comp(c, env)
                 return lst.elem if fn in ("min", "max") else None
             case ir.IfExp(cond=c, then=t, orelse=o):
-                self.ev(c, env)
-                return _join(self.ev(t, env), self.ev(o, env))
+                self.value_of(c, env)
+                return _join(self.value_of(t, env), self.value_of(o, env))
             case ir.ListLit(items=items):
                 out: Any = None
                 for it in items:
-                    out = _join(out, self.ev(it, env))
+                    out = _join(out, self.value_of(it, env))
                 if out is None and isinstance(e.ty, ListT) and _stringish(e.ty.elem):
                     out = set()  # the empty list
                 return AList(out)
             case ir.DictLit(keys=ks, values=vs):
-                return ARec({k: self.ev(v, env) for k, v in zip(ks, vs, strict=True)})
-        for x in ir.children(e):
-            self.ev(x, env)
-        return None
+                return ARec({k: self.value_of(v, env) for k, v in zip(ks, vs, strict=True)})
+            case (ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains()
+                  | ir.Len()):
+                # bool or int values, never tracked; their operands still probe rows
+                for x in ir.children(e):
+                    self.value_of(x, env)
+                return None
+            case _:
+                _unmodelled(e)
 
     def key(self, k: ir.Expr, env: Mapping[str, Any], ent: str) -> set[str]:
         """Evaluate a key expression and probe the rows it can name."""
-        ks = self.probe(ent, self.ev(k, env))
+        ks = self.probe(ent, self.value_of(k, env))
         if self._loops == 0 or not (free_vars(k) & self._loop_vars):
             prev = self.key_vals.get(id(k))
             if prev is not None and prev[0] is k:
@@ -519,12 +596,12 @@ class _Flow:
         """The rows (state rows and created ones) that can match some alternative."""
         rows: set[str] = set()
         for f, _is_list, x, x_list in alts:
-            xv = self.ev(x, env)
+            xv = self.value_of(x, env)
             if x_list:
                 if not isinstance(xv, AList):
                     raise _GiveUp("'in' over something that is not a list")
                 xv = xv.elem
-            want = _strs(xv)
+            want = _strings(xv)
             if f == "#key":
                 rows.update(k for k in want if k in self.tables[ent] or k in self.created[ent])
                 continue
@@ -548,8 +625,8 @@ class _Flow:
             if got:
                 rows.update(got)
         # a written row can hold any value written there
-        wk = self.wkeys.get((ent, f))
-        if wk and not self.wvals.get((ent, f), set()).isdisjoint(want):
+        wk = self.written_keys.get((ent, f))
+        if wk and not self.written_values.get((ent, f), set()).isdisjoint(want):
             rows |= wk
         return rows
 
@@ -575,8 +652,8 @@ class _Flow:
         self._loops += 1
         try:
             if c.cond is not None:
-                self.ev(c.cond, inner)
-            proj = self.ev(c.proj, inner)
+                self.value_of(c.cond, inner)
+            proj = self.value_of(c.proj, inner)
         finally:
             self._loops -= 1
             self._loop_vars = outer
@@ -609,7 +686,7 @@ class _Flow:
             edef = self.domain.entities[t.entity]
             self._learn(key_sort(t.entity), av.keys)
             for name, fd in edef.fields.items():
-                fv = self.fvals(t.entity, name, av.keys)
+                fv = self.field_values(t.entity, name, av.keys)
                 if isinstance(fd.ty, ListT):
                     if isinstance(fd.ty.elem, RefT) and isinstance(fv, AList):
                         self._learn(key_sort(fd.ty.elem.entity), fv.elem)
@@ -634,7 +711,7 @@ class _Flow:
             self.changed = True
         if av is None:
             return  # an int/bool sort: only *whether* something is known is tracked
-        self._add(self.know, s, _strs(av))
+        self._add(self.know, s, _strings(av))
 
     def callable(self, t: ToolDef) -> bool:
         """Every argument of ``t`` can be known (else no chain can call it)."""
@@ -677,14 +754,24 @@ class _Flow:
                 p = t.params.get(pn)
                 if p is None or not _stringish(p.ty):
                     continue
-                ok = not any(isinstance(n, ir.Comp | ir.Agg | ir.Exists | ir.RowOf)
-                             or (isinstance(n, ir.FieldOf)
-                                 and (n.entity, n.field) in self.static_writes)
-                             for n in ir.walk(c))
-                if ok:
+                if all(self._fixed_node(n) for n in ir.walk(c)):
                     out.setdefault(pn, []).append(c)
         self._fixed[t.name] = out
         return out
+
+    def _fixed_node(self, n: ir.Expr) -> bool:
+        """Node ``n`` reads nothing that can differ between reachable states."""
+        match n:
+            case ir.FieldOf(entity=ent, field=f):
+                return (ent, f) not in self.static_writes
+            case ir.Comp() | ir.Agg() | ir.Exists() | ir.RowOf():
+                return False  # scans and existence see rows created or deleted
+            case (ir.Lit() | ir.Var() | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith()
+                  | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.IfExp()
+                  | ir.DictLit()):
+                return True
+            case _:
+                _unmodelled(n)
 
     def _passes(self, c: ir.Expr, name: str, v: str) -> bool:
         key = (id(c), v)
@@ -701,64 +788,66 @@ class _Flow:
         env: dict[str, Any] = {}
         fixed = self._fixed_checks(t)
         for p in t.params.values():
-            v = self.param_val(p)
+            v = self.param_value(p)
             if p.name in fixed and isinstance(v, set):
                 v = {x for x in v if all(self._passes(c, p.name, x) for c in fixed[p.name])}
-                self._add(self.pvals, (t.name, p.name), v)
+                self._add(self.param_values, (t.name, p.name), v)
             env[p.name] = v
             if isinstance(p.ty, RefT):
                 self.probe(p.ty.entity, env[p.name])
         for chk in t.requires:
-            self.ev(chk.expr, env)
+            self.value_of(chk.expr, env)
         for stmt in t.effects:
             self.effect(stmt.effect, env)
         if t.returns is not None:
             self._memo = {}
-            rv = self._ev_memo(t.returns, env)
+            rv = self._value_remembering_items(t.returns, env)
             self.reveal(t.returns, t.returns.ty, rv)
 
-    def _ev_memo(self, e: ir.Expr, env: Mapping[str, Any]) -> Any:
-        """``ev`` that remembers the values of a list literal's items (for ``reveal``)."""
+    def _value_remembering_items(self, e: ir.Expr, env: Mapping[str, Any]) -> Any:
+        """``value_of`` that remembers the values of a list literal's items (for ``reveal``)."""
         if isinstance(e, ir.ListLit):
             out: Any = None
             for it in e.items:
-                v = self._ev_memo(it, env)
+                v = self._value_remembering_items(it, env)
                 self._memo[id(it)] = v
                 out = _join(out, v)
             if out is None and isinstance(e.ty, ListT) and _stringish(e.ty.elem):
                 out = set()
             return AList(out)
         if isinstance(e, ir.DictLit):
-            return ARec({k: self._ev_memo(v, env) for k, v in zip(e.keys, e.values,
+            return ARec({k: self._value_remembering_items(v, env) for k, v in zip(e.keys, e.values,
                                                                   strict=True)})
-        return self.ev(e, env)
+        return self.value_of(e, env)
 
     def effect(self, eff: ir.Effect, env: dict[str, Any]) -> None:
         match eff:
             case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
                 keys = self.key(k, env, ent)
-                val = self.ev(v, env)
-                self._add(self.wkeys, (ent, f), keys & self.all_keys(ent))
+                val = self.value_of(v, env)
+                self._add(self.written_keys, (ent, f), keys & self.all_keys(ent))
                 if op == "=":
                     self._write(ent, f, val)
             case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
                 keys = self.key(k, env, ent)
-                val = self.ev(v, env)
-                self._add(self.wkeys, (ent, f), keys & self.all_keys(ent))
+                val = self.value_of(v, env)
+                self._add(self.written_keys, (ent, f), keys & self.all_keys(ent))
                 if op == "append":
                     self._write(ent, f, AList(val))
             case ir.Create(entity=ent, bind=b, values=vs):
                 made = self.created[ent]
-                vals = {f: self.ev(x, env) for f, x in vs}
+                vals = {f: self.value_of(x, env) for f, x in vs}
                 for f in self.domain.entities[ent].fields:
-                    self._add(self.wkeys, (ent, f), made)
+                    self._add(self.written_keys, (ent, f), made)
                     self._write(ent, f, vals.get(f))
-                self._add(self.wkeys, (ent, "*"), made)
+                self._add(self.written_keys, (ent, "*"), made)
                 if b is not None:
                     env[b] = set(made)
             case ir.Delete(entity=ent, key=k):
                 keys = self.key(k, env, ent)
-                self._add(self.wkeys, (ent, "*"), keys & set(self.tables[ent]))
+                self._add(self.written_keys, (ent, "*"), keys & set(self.tables[ent]))
+            case _:
+                _unmodelled(eff)
 
     def _write(self, ent: str, f: str, val: Any) -> None:
         fd = self.domain.entities[ent].fields[f]
@@ -768,16 +857,16 @@ class _Flow:
                 return
             if not isinstance(val, AList):
                 raise _GiveUp(f"a list written to {ent}.{f} without a bound")
-            self._add(self.wvals, (ent, f), _strs(val.elem))
+            self._add(self.written_values, (ent, f), _strings(val.elem))
         elif _stringish(ty):
-            self._add(self.wvals, (ent, f), _strs(val))
+            self._add(self.written_values, (ent, f), _strings(val))
 
     def invariants(self) -> None:
         """Rule 3: rows a touched row's unique field can clash with."""
         for ent, edef in self.domain.entities.items():
             touched: set[str] = set()
             for f in edef.fields:
-                touched |= self.wkeys.get((ent, f), set())
+                touched |= self.written_keys.get((ent, f), set())
             if not touched:
                 continue
             for f, fd in edef.fields.items():
@@ -787,7 +876,7 @@ class _Flow:
                     self.whole(ent)
                     continue
                 idx = self.index(ent, f)
-                for v in _strs(self.fvals(ent, f, touched)):
+                for v in _strings(self.field_values(ent, f, touched)):
                     got = idx.get(v)
                     if got:
                         self.include(ent, got)
@@ -799,7 +888,7 @@ class _Flow:
                 self.some.add(s)
                 self._add(self.know, s, [x for x in _flat(v) if isinstance(x, str)])
         for ent, k in rows:
-            if ent in self.inc:
+            if ent in self.kept_rows:
                 self.include(ent, [k])
         for ent in self.domain.entities:
             self.include(ent, self.created[ent])  # an id a create would clash with
@@ -813,7 +902,7 @@ class _Flow:
                         self.changed = True
                     self.tool(t)
             for c in extra_scans:
-                self.ev(c, {})
+                self.value_of(c, {})
             self.invariants()
 
 
@@ -838,25 +927,29 @@ def analyze_flow(domain: Domain, state: State, *, tools: Sequence[ToolDef] | Non
     ``all_known``, any int/bool argument), keeping the rows ``rows`` names; ``creates[E]``
     is how many E rows a chain may create and ``extra_scans`` are further scans to
     account for (e.g. target descriptions)."""
-    ts = list(domain.tools.values()) if tools is None else list(tools)
-    fl = _Flow(domain, state, ts, creates or {}, {s for s in everywhere if isinstance(s, str)},
-               all_known)
+    chosen = list(domain.tools.values()) if tools is None else list(tools)
     try:
-        fl.run(list(givens), list(rows), extra_scans)
+        for t in chosen:
+            _check_tool_modelled(t)
+        for c in extra_scans:
+            _check_modelled(c)
+        analysis = _Flow(domain, state, chosen, creates or {},
+                         {s for s in everywhere if isinstance(s, str)}, all_known)
+        analysis.run(list(givens), list(rows), extra_scans)
     except _GiveUp:
         return Flow(state.copy(), None, None, whole=True,
-                    callable=frozenset(t.name for t in ts))
-    tables = {e: {k: dict(state.tables[e][k]) for k in sorted(fl.inc[e])}
+                    callable=frozenset(t.name for t in chosen))
+    tables = {e: {k: dict(state.tables[e][k]) for k in sorted(analysis.kept_rows[e])}
               for e in domain.entities if e in state.tables}
     for e in domain.entities:
         tables.setdefault(e, {})
-    know = {s: frozenset(v) for s, v in fl.know.items()}
-    written = {ck: frozenset(v) for ck, v in fl.wkeys.items()}
-    key_vals = {i: (n, frozenset(v)) for i, (n, v) in fl.key_vals.items()}
-    params = {k: frozenset(v) for k, v in fl.pvals.items()}
-    values = {ck: frozenset(v) for ck, v in fl.wvals.items()}
+    know = {s: frozenset(v) for s, v in analysis.know.items()}
+    written = {ck: frozenset(v) for ck, v in analysis.written_keys.items()}
+    key_vals = {i: (n, frozenset(v)) for i, (n, v) in analysis.key_vals.items()}
+    params = {k: frozenset(v) for k, v in analysis.param_values.items()}
+    values = {ck: frozenset(v) for ck, v in analysis.written_values.items()}
     return Flow(State(tables, dict(state.counters)), know, written, key_vals,
-                everywhere=frozenset(fl.everywhere), callable=frozenset(fl.called),
+                everywhere=frozenset(analysis.everywhere), callable=frozenset(analysis.called),
                 params=params, values=values)
 
 
