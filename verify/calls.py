@@ -169,24 +169,24 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
             fd = uni.domain.entities[ent].fields[f]
             assert isinstance(fd.ty, ListT)
             terms = uni.field_element_terms(ent, f)
-            is_j = [eq(value, t) for t in terms]
+            is_item = [eq(value, t) for t in terms]
             old = st.cells[ent][f]
             cur = read_field(uni, st, ent, key_term, f, candidates)
             assert isinstance(cur, ListVal)
-            member = or_(*(and_(h, p) for h, (p, _) in zip(is_j, cur.items, strict=True)))
+            member = or_(*(and_(h, p) for h, (p, _) in zip(is_item, cur.items, strict=True)))
             col = list(old)
             for u in candidates:
                 hit = eq(key_term, uni.index_term(u))
                 if is_f(hit):
                     continue
                 mark = TRUE if op == "append" else FALSE
-                col[u] = [ite(and_(hit, h), mark, o) for h, o in zip(is_j, old[u], strict=True)]
+                col[u] = [ite(and_(hit, h), mark, o) for h, o in zip(is_item, old[u], strict=True)]
                 _touch(uni, touched, ent, u, hit)
             new.cells[ent] = {**new.cells[ent], f: col}
             # An item outside the element universe cannot be stored: counted as a failure
             # (documented limit; ids and strings are always inside by construction).
             bad = member if op == "append" else not_(member)
-            unrep = not_(or_(*is_j)) if op == "append" else FALSE
+            unrep = not_(or_(*is_item)) if op == "append" else FALSE
             missing = not_(exists_at(uni, st, ent, key_term, candidates))
             return new, or_(key_err, missing, value_err, bad, unrep)
         case ir.Create(entity=ent, bind=b, values=vs):
@@ -287,6 +287,11 @@ def creates_per_call(tool: ToolDef) -> dict[str, int]:
     """How many rows of each entity one call of ``tool`` creates."""
     out: dict[str, int] = {}
     for s in tool.effects:
-        if isinstance(s.effect, ir.Create):
-            out[s.effect.entity] = out.get(s.effect.entity, 0) + 1
+        match s.effect:
+            case ir.Create(entity=ent):
+                out[ent] = out.get(ent, 0) + 1
+            case ir.Assign() | ir.ListEdit() | ir.Delete():
+                pass
+            case _:
+                assert_never(s.effect)
     return out

@@ -13,11 +13,7 @@ from graphgen.types import Ty
 from graphgen.verify.calls import creates_per_call, encode_call, static_arg_error
 from graphgen.verify.symstate import SymState
 from graphgen.verify.templates import ToolTemplate
-from graphgen.verify.terms import (
-    EncodeError,
-    is_f,
-    is_t,
-)
+from graphgen.verify.terms import EncodeError, is_f, is_t
 from graphgen.verify.universe import Universe
 
 

@@ -14,12 +14,7 @@ import z3
 from graphgen.domain import ToolDef
 from graphgen.verify.calls import encode_call
 from graphgen.verify.symstate import SymState
-from graphgen.verify.terms import (
-    CONTEXT,
-    Term,
-    same,
-    substitute_all,
-)
+from graphgen.verify.terms import CONTEXT, Term, same, substitute_all
 from graphgen.verify.universe import Universe
 
 
