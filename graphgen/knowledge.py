@@ -17,7 +17,7 @@ precondition holds. The same classification gives the graph's data edges (type l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from graphgen import ir
 from graphgen.domain import Domain, ParamDef, ToolDef
@@ -40,7 +40,18 @@ class Sort:
         return self.kind == "enum"
 
 
+def parse_sort(text: str) -> Sort:
+    """The sort a graph node id or a task's given names: the inverse of ``str(sort)``.
+
+    >>> parse_sort("field:User.email")
+    Sort(kind='field', name='User.email')
+    """
+    kind, _, name = text.partition(":")
+    return Sort(kind, name)
+
+
 def key_sort(entity: str) -> Sort:
+    """The sort of ids of ``entity``."""
     return Sort("key", entity)
 
 
@@ -97,6 +108,7 @@ def produced_sorts(domain: Domain, tool: ToolDef) -> set[Sort]:
 
 
 def _expr_sorts(domain: Domain, e: ir.Expr) -> set[Sort]:
+    """Sorts a value of ``e`` reveals: the fields it shows, else what its type holds."""
     match e:
         case ir.FieldOf(entity=ent, field=f):
             return set(field_sorts(domain, ent, f))
@@ -108,7 +120,11 @@ def _expr_sorts(domain: Domain, e: ir.Expr) -> set[Sort]:
             return set().union(*(_expr_sorts(domain, v) for v in vs)) if vs else set()
         case ir.IfExp(then=a, orelse=b):
             return _expr_sorts(domain, a) | _expr_sorts(domain, b)
-    return _type_sorts(domain, e.ty)
+        case (ir.Lit() | ir.Var() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
+              | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.Agg()):
+            return _type_sorts(domain, e.ty)
+        case _:
+            assert_never(e)
 
 
 def _row_sorts(domain: Domain, ent: str) -> set[Sort]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import datetime as _dt
 from collections.abc import Mapping
-from typing import NoReturn
+from typing import NoReturn, assert_never
 
 from graphgen import ir
 from graphgen.domain import EntityDef
@@ -90,7 +90,7 @@ class Elaborator:
         tree = self._parse(src, "eval")
         assert isinstance(tree, ast.Expression)
         try:
-            return self._e(tree.body, dict(scope), 0)
+            return self._expression(tree.body, dict(scope), 0)
         except RecursionError:  # e.g. a very long a.b.c... chain; only ExprError escapes
             raise ExprError("expression nested too deeply", None) from None
 
@@ -134,7 +134,7 @@ class Elaborator:
 
     # ----------------------------------------------------------------- expressions
 
-    def _e(self, n: ast.AST, scope: dict[str, Ty], depth: int) -> ir.Expr:
+    def _expression(self, n: ast.AST, scope: dict[str, Ty], depth: int) -> ir.Expr:
         if depth > MAX_DEPTH:
             raise ExprError("expression nested too deeply", _col(n))
         d = depth + 1
@@ -152,7 +152,7 @@ class Elaborator:
             case ast.Attribute():
                 return self._attribute(n, scope, d)
             case ast.Subscript(value=ast.Name(id=ent), slice=sl) if ent in self.entities:
-                key = self._key(ent, self._e(sl, scope, d), sl)
+                key = self._key(ent, self._expression(sl, scope, d), sl)
                 return ir.RowOf(ent, key, RowT(ent))
             case ast.Subscript():
                 raise ExprError("only a table can be indexed: Entity[id]", _col(n))
@@ -187,11 +187,11 @@ class Elaborator:
                 )
             case ast.IfExp(test=t, body=b, orelse=o):
                 c = self._bool(t, scope, d)
-                x, y = self._e(b, scope, d), self._e(o, scope, d)
+                x, y = self._expression(b, scope, d), self._expression(o, scope, d)
                 x, y = self._unify(x, y, n)
                 return ir.IfExp(c, x, y, x.ty)
             case ast.List(elts=elts):
-                items = [self._e(x, scope, d) for x in elts]
+                items = [self._expression(x, scope, d) for x in elts]
                 if not items:
                     return ir.ListLit((), ListT(STR))
                 first = items[0]
@@ -207,7 +207,7 @@ class Elaborator:
                     if k.value in ks:
                         raise ExprError(f"duplicate dict key {k.value!r}", _col(k))
                     ks.append(k.value)
-                vs = tuple(self._e(v, scope, d) for v in vals)
+                vs = tuple(self._expression(v, scope, d) for v in vals)
                 return ir.DictLit(
                     tuple(ks), vs, RecordT(tuple((k, v.ty) for k, v in zip(ks, vs, strict=True)))
                 )
@@ -237,7 +237,7 @@ class Elaborator:
     def _attribute(self, n: ast.Attribute, scope: dict[str, Ty], d: int) -> ir.Expr:
         if n.attr.startswith("_"):
             raise ExprError(f"forbidden attribute {n.attr!r}", _attr_col(n))
-        base = self._e(n.value, scope, d)
+        base = self._expression(n.value, scope, d)
         if not isinstance(base, ir.RowOf):
             raise ExprError(
                 f"attribute .{n.attr} needs a row (Entity[id] or a comprehension variable), "
@@ -265,13 +265,13 @@ class Elaborator:
         raise ExprError(f"{ent}[...] needs a {ent} id, got {key.ty.show()}", _col(n))
 
     def _bool(self, n: ast.AST, scope: dict[str, Ty], d: int) -> ir.Expr:
-        e = self._e(n, scope, d)
+        e = self._expression(n, scope, d)
         if e.ty != BOOL:
             raise ExprError(f"expected bool, got {e.ty.show()}", _col(n))
         return e
 
     def _int(self, n: ast.AST, scope: dict[str, Ty], d: int) -> ir.Expr:
-        e = self._e(n, scope, d)
+        e = self._expression(n, scope, d)
         if e.ty != INT:
             raise ExprError(f"arithmetic needs int, got {e.ty.show()}", _col(n))
         return e
@@ -279,7 +279,7 @@ class Elaborator:
     def _compare(self, n: ast.Compare, scope: dict[str, Ty], d: int) -> ir.Expr:
         parts: list[ir.Expr] = []
         left_ast: ast.AST = n.left
-        left = self._e(n.left, scope, d)
+        left = self._expression(n.left, scope, d)
         for op, right_ast in zip(n.ops, n.comparators, strict=True):
             if isinstance(op, ast.In | ast.NotIn):
                 neg = isinstance(op, ast.NotIn)
@@ -289,7 +289,7 @@ class Elaborator:
                     parts.append(ir.Not(ex, BOOL) if neg else ex)
                     right = ex
                 else:
-                    right = self._e(right_ast, scope, d)
+                    right = self._expression(right_ast, scope, d)
                     if not isinstance(right.ty, ListT):
                         raise ExprError(
                             f"'in' needs a list or a table on the right, got {right.ty.show()}",
@@ -302,7 +302,7 @@ class Elaborator:
                 sym = _CMP.get(type(op))
                 if sym is None:
                     raise ExprError(f"operator {type(op).__name__} is not allowed", _col(n))
-                right = self._e(right_ast, scope, d)
+                right = self._expression(right_ast, scope, d)
                 a, b = self._unify(left, right, n)
                 if not (is_scalar(a.ty) or isinstance(a.ty, ListT)):
                     raise ExprError(f"cannot compare {a.ty.show()}", _col(n))
@@ -324,24 +324,29 @@ class Elaborator:
         """Give a string literal the type ``want`` (enum member, date, id) or fail."""
         if e.ty == want:
             return e
-        if isinstance(e, ir.Lit) and e.ty == STR and isinstance(e.value, str):
-            v = e.value
-            if isinstance(want, EnumT):
-                if v not in want.values:
-                    raise ExprError(
-                        f"{v!r} is not a member of {want.show()}", _col(n)
-                    )
-                return ir.Lit(v, want)
-            if want == DATE:
-                if not is_iso_date(v):
-                    raise ExprError(f"{v!r} is not an ISO date (YYYY-MM-DD)", _col(n))
-                return ir.Lit(v, DATE)
-            if isinstance(want, RefT):
-                return ir.Lit(v, want)
-        if isinstance(e, ir.ListLit) and isinstance(want, ListT):
-            if not e.items:
-                return ir.ListLit((), want)
-            return ir.ListLit(tuple(self._coerce(x, want.elem, n) for x in e.items), want)
+        match e:
+            case ir.Lit(value=str() as v) if e.ty == STR:
+                if isinstance(want, EnumT):
+                    if v not in want.values:
+                        raise ExprError(f"{v!r} is not a member of {want.show()}", _col(n))
+                    return ir.Lit(v, want)
+                if want == DATE:
+                    if not is_iso_date(v):
+                        raise ExprError(f"{v!r} is not an ISO date (YYYY-MM-DD)", _col(n))
+                    return ir.Lit(v, DATE)
+                if isinstance(want, RefT):
+                    return ir.Lit(v, want)
+            case ir.ListLit(items=items) if isinstance(want, ListT):
+                if not items:
+                    return ir.ListLit((), want)
+                return ir.ListLit(tuple(self._coerce(x, want.elem, n) for x in items), want)
+            case (ir.Lit() | ir.ListLit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists()
+                  | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg()
+                  | ir.Contains() | ir.Len() | ir.Comp() | ir.Agg() | ir.IfExp()
+                  | ir.DictLit()):
+                pass  # only literals take their type from context
+            case _:
+                assert_never(e)
         raise ExprError(f"expected {want.show()}, got {e.ty.show()}", _col(n))
 
     def _unify(self, a: ir.Expr, b: ir.Expr, n: ast.AST) -> tuple[ir.Expr, ir.Expr]:
@@ -376,7 +381,7 @@ class Elaborator:
             raise ExprError(f"{name}() takes exactly one argument", _col(n))
         arg = n.args[0]
         if name == "len":
-            x = self._e(arg, scope, d)
+            x = self._expression(arg, scope, d)
             if not isinstance(x.ty, ListT):
                 raise ExprError(f"len() needs a list, got {x.ty.show()}", _col(arg))
             return ir.Len(x, INT)
@@ -430,7 +435,7 @@ class Elaborator:
             cond = conds[0]
         else:
             cond = ir.BoolOp("and", tuple(conds), BOOL)
-        proj = self._e(elt, inner, d)
+        proj = self._expression(elt, inner, d)
         return ir.Comp(var, ent, cond, proj, ListT(proj.ty))
 
     # ----------------------------------------------------------------- effects
@@ -445,7 +450,7 @@ class Elaborator:
         ):
             raise ExprError("an effect writes a field: Entity[id].field", _col(n))
         ent = n.value.value.id
-        key = self._key(ent, self._e(n.value.slice, scope, 0), n.value.slice)
+        key = self._key(ent, self._expression(n.value.slice, scope, 0), n.value.slice)
         edef = self.entities[ent]
         if n.attr == edef.key:
             raise ExprError(f"cannot write the key {ent}.{n.attr}", _col(n))
@@ -467,7 +472,7 @@ class Elaborator:
                 return eff
             case ast.Assign(targets=[tgt], value=v):
                 ent, key, fld, ty = self._target(tgt, scope)
-                val = self._coerce(self._e(v, scope, 0), ty, v)
+                val = self._coerce(self._expression(v, scope, 0), ty, v)
                 return ir.Assign(ent, key, fld, "=", val)
             case ast.Assign():
                 raise ExprError("assign to exactly one field", _col(s))
@@ -479,12 +484,12 @@ class Elaborator:
                 if ty != INT:
                     raise ExprError(f"{sym} needs an int field, {ent}.{fld} is {ty.show()}",
                                     _col(s))
-                val = self._coerce(self._e(v, scope, 0), INT, v)
+                val = self._coerce(self._expression(v, scope, 0), INT, v)
                 return ir.Assign(ent, key, fld, sym, val)  # type: ignore[arg-type]
             case ast.Delete(targets=[ast.Subscript(value=ast.Name(id=ent), slice=sl)]) if (
                 ent in self.entities
             ):
-                return ir.Delete(ent, self._key(ent, self._e(sl, scope, 0), sl))
+                return ir.Delete(ent, self._key(ent, self._expression(sl, scope, 0), sl))
             case ast.Delete():
                 raise ExprError("delete one row: del Entity[id]", _col(s))
             case ast.Expr(value=ast.Call(func=ast.Attribute(attr="create")) as call):
@@ -498,7 +503,7 @@ class Elaborator:
                                     _col(s))
                 if kw or len(args) != 1:
                     raise ExprError(f".{meth}() takes one argument", _col(s))
-                val = self._coerce(self._e(args[0], scope, 0), ty.elem, args[0])
+                val = self._coerce(self._expression(args[0], scope, 0), ty.elem, args[0])
                 return ir.ListEdit(ent, key, fld, meth, val)  # type: ignore[arg-type]
             case ast.Import() | ast.ImportFrom():
                 raise ExprError("imports are not allowed", _col(s))
@@ -529,7 +534,8 @@ class Elaborator:
             if f is None:
                 raise ExprError(f"{ent} has no field {kw.arg!r}", _col(kw))
             seen.add(kw.arg)
-            vals.append((kw.arg, self._coerce(self._e(kw.value, scope, 0), f.ty, kw.value)))
+            value = self._expression(kw.value, scope, 0)
+            vals.append((kw.arg, self._coerce(value, f.ty, kw.value)))
         for fname, f in edef.fields.items():
             if fname not in seen:
                 if isinstance(f.ty, ListT):
