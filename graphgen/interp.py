@@ -215,17 +215,24 @@ def _explain(check: ir.Check, st: State, env: Env) -> str:
     """The values a failed precondition read, for an actionable message."""
     facts: list[str] = []
     for node in ir.walk(check.expr):
-        if isinstance(node, ir.Comp):
-            break  # values inside comprehensions are not single facts
-        if isinstance(node, ir.FieldOf):
-            try:
-                key = evaluate(node.key, st, env)
-                val = st.tables[node.entity][key][node.field]
-            except (ToolError, KeyError, TypeError):
-                continue
-            fact = f"{node.entity} {key!r} has {node.field} = {val!r}"
-            if fact not in facts:
-                facts.append(fact)
+        match node:
+            case ir.Comp():
+                break  # values inside comprehensions are not single facts
+            case ir.FieldOf(entity=ent, key=k, field=f):
+                try:
+                    key = evaluate(k, st, env)
+                    val = st.tables[ent][key][f]
+                except (ToolError, KeyError, TypeError):
+                    continue
+                fact = f"{ent} {key!r} has {f} = {val!r}"
+                if fact not in facts:
+                    facts.append(fact)
+            case (ir.Lit() | ir.Var() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp()
+                  | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
+                  | ir.Agg() | ir.IfExp() | ir.DictLit()):
+                pass  # states no field value itself
+            case _:
+                assert_never(node)
     return "; ".join(facts)
 
 

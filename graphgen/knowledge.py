@@ -174,15 +174,8 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
             out.add((s, v))
         return
     if isinstance(t, ListT) and isinstance(v, list):
-        inner: ir.Expr | None = None
-        if isinstance(e, ir.Comp):
-            inner = e.proj
-        elif isinstance(e, ir.FieldOf):
-            inner = None  # a list field: its items are keys of the target entity
         for i, item in enumerate(v):
-            if isinstance(e, ir.ListLit) and i < len(e.items):
-                inner = e.items[i]
-            _facts(domain, inner, t.elem, item, out)
+            _facts(domain, _item_expr(e, i), t.elem, item, out)
         return
     if isinstance(t, RowT) and isinstance(v, dict):
         edef = domain.entities[t.entity]
@@ -205,8 +198,23 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
             if name in v:
                 _facts(domain, exprs.get(name), ft, v[name], out)
         return
-    if isinstance(e, ir.IfExp):
-        e = None
     if isinstance(t, RefT):
         out.add((key_sort(t.entity), v))
+
+
+def _item_expr(e: ir.Expr | None, i: int) -> ir.Expr | None:
+    """The expression item ``i`` of list expression ``e``'s value comes from, if known."""
+    match e:
+        case ir.Comp(proj=p):
+            return p
+        case ir.ListLit(items=items):
+            return items[min(i, len(items) - 1)] if items else None
+        case None:
+            return None
+        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
+              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len()
+              | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            return None  # e.g. a list field: its items are keys, known from the type
+        case _:
+            assert_never(e)
 

@@ -154,7 +154,9 @@ WALKERS: tuple[Walker, ...] = (
     # Core walkers every backend relies on.
     Walker("ir", "graphgen/ir.py", "children", EXPR),
     Walker("ir", "graphgen/ir.py", "effect_exprs", EFFECT),
+    Walker("interpreter", "graphgen/interp.py", "_explain", EXPR),
     Walker("knowledge", "graphgen/knowledge.py", "_expr_sorts", EXPR),
+    Walker("knowledge", "graphgen/knowledge.py", "_item_expr", EXPR),
     Walker("parse", "graphgen/parse.py", "Elaborator._coerce", EXPR),
     Walker("staterules", "graphgen/staterules.py", "rule_reads", EXPR),
     Walker("staterules", "graphgen/staterules.py", "_narrowings", EXPR),
