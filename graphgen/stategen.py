@@ -234,7 +234,7 @@ class StateGenerator:
         self._busy.discard((ent, fname))
         return t.cols[fname]
 
-    def _col(self, ent: str, fname: str) -> list[Any] | None:
+    def _built_column(self, ent: str, fname: str) -> list[Any] | None:
         """A column if it has been built (dependencies broken by a cycle are not)."""
         return self._tables[ent].cols.get(fname)
 
@@ -405,7 +405,7 @@ class StateGenerator:
         if any(p.pair == f.name for p in t.plans.values()):
             span -= 14  # a start date leaves room for its end date inside the window
         pair = t.plans[f.name].pair
-        before_col = self._col(t.edef.name, pair) if pair else None
+        before_col = self._built_column(t.edef.name, pair) if pair else None
         if before_col is not None:
             out = []
             for before in before_col:
@@ -442,7 +442,7 @@ class StateGenerator:
         plan = t.plans[f.name]
         if plan.copy is not None:
             g, x = plan.copy
-            refs, src = self._col(t.edef.name, g), self._col(x, f.name)
+            refs, src = self._built_column(t.edef.name, g), self._built_column(x, f.name)
             if refs is not None and src is not None:
                 index = {k: i for i, k in enumerate(self.keys[x])}
                 mask, fresh = self._mask(t, g), draw
@@ -450,7 +450,7 @@ class StateGenerator:
                 def draw(i: int) -> str:
                     return str(src[index[refs[i]]]) if mask[i] else fresh(i)
 
-        avoid = [c for g in plan.avoid if (c := self._col(t.edef.name, g)) is not None]
+        avoid = [c for g in plan.avoid if (c := self._built_column(t.edef.name, g)) is not None]
         soft = (f.givable or f.name == t.edef.display) and vocab not in (
             "color", "size_label", "time"
         ) and plan.copy is None
@@ -482,13 +482,13 @@ class StateGenerator:
             return lambda i: draw_username(rng, *person(i))
         plan = t.plans.get(f.name, ColumnPlan()) if own_person else ColumnPlan()
         if vocab == "time":
-            before = self._col(t.edef.name, plan.pair) if plan.pair else None
+            before = self._built_column(t.edef.name, plan.pair) if plan.pair else None
             if before is not None:
                 col = before
                 return lambda i: later_time(rng, col[i])
             return lambda _: draw_time(rng)
         if vocab == "city" and plan.code_src:
-            codes = self._col(t.edef.name, plan.code_src)
+            codes = self._built_column(t.edef.name, plan.code_src)
             if codes is not None:
                 cities = airport_city()
                 return lambda i: cities.get(codes[i]) or rng.choice(load_vocab("cities"))
@@ -522,12 +522,12 @@ class StateGenerator:
                 f"rows but there are {m}"
             )
         plan = t.plans[f.name]
-        avoid = [c for g in plan.avoid if (c := self._col(t.edef.name, g)) is not None]
+        avoid = [c for g in plan.avoid if (c := self._built_column(t.edef.name, g)) is not None]
         groups: dict[str, list[str]] | None = None
         gcol: list[Any] | None = None
         if plan.via is not None:
             g, y, h = plan.via
-            gcol, hcol = self._col(t.edef.name, g), self._col(y, h)
+            gcol, hcol = self._built_column(t.edef.name, g), self._built_column(y, h)
             if gcol is not None and hcol is not None:
                 groups = {}
                 for ykey, xval in zip(self.keys[y], hcol, strict=True):

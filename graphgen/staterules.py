@@ -224,13 +224,13 @@ class RuleEngine:
         d = self.domain
         self.order = derive_order(d)
         self.derived = {(e, dv.field) for e, dv in self.order}
-        self.dreads = {(e, dv.field): rule_reads(dv.expr, e, d) for e, dv in self.order}
+        self.derive_reads = {(e, dv.field): rule_reads(dv.expr, e, d) for e, dv in self.order}
         # Derives that read their own field start from the draw, which is kept here.
         self.drawn: dict[tuple[str, str], dict[str, Any]] = {
             (e, dv.field): {k: r[dv.field] for k, r in st.tables[e].items()}
-            for e, dv in self.order if (e, dv.field, True) in self.dreads[(e, dv.field)]
+            for e, dv in self.order if (e, dv.field, True) in self.derive_reads[(e, dv.field)]
         }
-        self.dnarrow = {(e, dv.field): _narrowings(dv.expr, e, self._stable)
+        self.derive_narrows = {(e, dv.field): _narrowings(dv.expr, e, self._stable)
                         for e, dv in self.order}
         self.conds = {e: self._conds(e, edef) for e, edef in d.entities.items()}
         self._index: dict[tuple[str, str], dict[Any, dict[str, Any]]] = {}
@@ -255,7 +255,7 @@ class RuleEngine:
             if fd is None:
                 continue
             if (ent, f) in self.derived:
-                reads = self.dreads[(ent, f)]
+                reads = self.derive_reads[(ent, f)]
                 if (ent, f, True) in reads and isinstance(fd.ty, PrimT | EnumT):
                     out.add(f)
                 more = {g for e, g, own in reads if own and e == ent} - seen
@@ -335,7 +335,7 @@ class RuleEngine:
         if drawn is not None:
             row[dv.field] = drawn[key]
         try:
-            row[dv.field] = self._eval(dv.expr, self.dnarrow[(ent, dv.field)], key)
+            row[dv.field] = self._eval(dv.expr, self.derive_narrows[(ent, dv.field)], key)
         except ToolError as exc:
             raise StateGenError(f"{self._where(ent, key)}, generate.derive.{dv.field}: "
                                 f"{exc.message}\n    in: {dv.source}") from None
@@ -346,7 +346,7 @@ class RuleEngine:
         for ent, dv in self.order:
             rows: set[str] = set()
             every = False
-            for e, f, own in self.dreads[(ent, dv.field)]:
+            for e, f, own in self.derive_reads[(ent, dv.field)]:
                 changed = dirty.get((e, f))
                 if not changed:
                     continue

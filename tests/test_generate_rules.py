@@ -491,7 +491,7 @@ def test_narrowed_evaluation_equals_full_evaluation(name: str) -> None:
                 exprs = [c.expr for c in rules.conds[ent] if c.expr is not None]
                 narrows = [c.narrows for c in rules.conds[ent] if c.expr is not None]
                 exprs += [dv.expr for dv in edef.derive]
-                narrows += [rules.dnarrow[(ent, dv.field)] for dv in edef.derive]
+                narrows += [rules.derive_narrows[(ent, dv.field)] for dv in edef.derive]
                 for e, nw in zip(exprs, narrows, strict=True):
                     narrowed += bool(nw)
                     for key in s.tables[ent]:
@@ -505,7 +505,7 @@ def test_narrowed_evaluation_equals_full_evaluation(name: str) -> None:
             assert [(n.entity, n.kind) for n in c.narrows] == [("Reservation", "eq")], c.label
         assert rules.conds["Flight"][1].narrows[0].field == "flight_id"
     else:
-        (cut,) = rules.dnarrow[("Order", "total")]
+        (cut,) = rules.derive_narrows[("Order", "total")]
         assert (cut.entity, cut.kind) == ("Item", "in")
         assert [n.field for n in rules.conds["PaymentMethod"][1].narrows] == ["user_id"]
 
