@@ -72,6 +72,7 @@ def load_vocab(name: str) -> tuple[str, ...]:
 
 
 def vocab_file_exists(name: str) -> bool:
+    """Whether ``graphgen/vocab/<name>.txt`` is shipped (a hint may name any file)."""
     if not _VOCAB_NAME.match(name):
         return False
     return resources.files("graphgen").joinpath("vocab").joinpath(f"{name}.txt").is_file()
@@ -89,6 +90,7 @@ def _airports() -> tuple[tuple[str, str], ...]:
 
 @cache
 def airport_city() -> dict[str, str]:
+    """Airport code → its city, from ``airport_codes.txt``."""
     return dict(_airports())
 
 
@@ -141,6 +143,7 @@ _PHRASE_TOKENS = frozenset({
 
 
 def name_tokens(name: str) -> list[str]:
+    """The lowercase words of a snake_case identifier."""
     return [t for t in name.lower().split("_") if t]
 
 
@@ -305,6 +308,7 @@ def pair_start(edef: EntityDef, f: FieldDef) -> str | None:
 
 
 def is_birth_field(f: FieldDef) -> bool:
+    """Whether ``f`` holds a birth date (drawn from :data:`BIRTH_WINDOW`)."""
     toks = set(name_tokens(f.name))
     return bool(toks & {"birth", "dob", "birthday", "birthdate", "born"})
 
@@ -319,6 +323,7 @@ def _clean(s: str) -> str:
 
 
 def draw_email(rng: random.Random, first: str, last: str) -> str:
+    """An email address built from a person's names."""
     f, la = _clean(first) or "user", _clean(last) or "mail"
     local = rng.choice([f"{f}.{la}", f"{f}{la}", f"{f[0]}{la}", f"{f}_{la}", f"{f}.{la[0]}"])
     if rng.random() < 0.6:
@@ -327,15 +332,18 @@ def draw_email(rng: random.Random, first: str, last: str) -> str:
 
 
 def draw_username(rng: random.Random, first: str, last: str) -> str:
+    """A login name built from a person's names."""
     f, la = _clean(first) or "user", _clean(last) or "name"
     return rng.choice([f"{f[0]}{la}", f"{f}{la[0]}", f"{f}_{la}"]) + str(rng.randint(1, 999))
 
 
 def draw_time(rng: random.Random) -> str:
+    """A time of day ``HH:MM`` in five-minute steps, between 05:00 and 22:55."""
     return f"{rng.randint(5, 22):02d}:{rng.randrange(0, 60, 5):02d}"
 
 
 def later_time(rng: random.Random, before: str) -> str:
+    """A time 45 minutes to 6 hours after ``before`` (capped at 23:59), for end times."""
     h, _, m = before.partition(":")
     total = min(int(h) * 60 + int(m) + rng.randrange(45, 361, 5), 23 * 60 + 59)
     return f"{total // 60:02d}:{total % 60:02d}"
