@@ -43,7 +43,7 @@ from graphgen import grading, ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.envs.schemas import FINISH_NAME, finish_tool, openai_tools
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RecordT, RefT, RowT, Ty
-from graphgen.unparse import _PREC, Printer, _p
+from graphgen.unparse import PRECEDENCE, Printer, precedence
 
 WIDTH = 100
 RUNTIME_SOURCE = Path(__file__).with_name("runtime.py")
@@ -207,12 +207,12 @@ class PyPrinter(Printer):
             # and/or inside and/or is always parenthesised (clearer; ruff RUF021).
             return f" {e.op} ".join(
                 f"({self.expr(v, rows)})" if isinstance(self.rewrite(v), ir.BoolOp)
-                else self.wrap(v, _PREC[e.op] + 1, rows) for v in e.values)
+                else self.wrap(v, PRECEDENCE[e.op] + 1, rows) for v in e.values)
         return super().expr(e, rows)
 
     def wrap(self, x: ir.Expr, min_prec: int, rows: frozenset[str]) -> str:
         x = self.rewrite(x)
-        prec = _PREC["atom"] if _min_max(x) is not None else _p(x)
+        prec = PRECEDENCE["atom"] if _min_max(x) is not None else precedence(x)
         s = self.expr(x, rows)
         return f"({s})" if prec < min_prec else s
 

@@ -64,6 +64,10 @@ class ExprError(GraphgenError):
         self.col = col
 
 
+class StateGenError(GraphgenError):
+    """A state cannot be generated for this domain (e.g. a required ref has no target)."""
+
+
 class ToolError(GraphgenError):
     """A tool call was rejected: precondition failed, unknown entity, bad argument.
 

@@ -9,7 +9,8 @@ invariants (bounds, uniqueness) checked; any failure rolls the state back and ra
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeAlias, assert_never
 
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
@@ -19,6 +20,41 @@ from graphgen.state import State
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
 
 Env = Mapping[str, Any]
+
+
+# ------------------------------------------------------------------ the undo log
+
+
+@dataclass(frozen=True, slots=True)
+class FieldWritten:
+    """A field of an existing row was overwritten; ``old`` is its previous value."""
+
+    entity: str
+    key: Any
+    field: str
+    old: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RowCreated:
+    """A row was created; ``counter`` is the id counter before the creation."""
+
+    entity: str
+    key: Any
+    counter: int
+
+
+@dataclass(frozen=True, slots=True)
+class RowDeleted:
+    """A row was deleted; ``row`` is the record as it was."""
+
+    entity: str
+    key: Any
+    row: dict[str, Any]
+
+
+# One entry per state change of a call, in order; rolled back newest first.
+Undo: TypeAlias = FieldWritten | RowCreated | RowDeleted
 
 
 def _row(st: State, ent: str, key: Any) -> dict[str, Any]:
@@ -101,7 +137,8 @@ def evaluate(e: ir.Expr, st: State, env: Env, domain: Domain | None = None) -> A
             return evaluate(t if evaluate(c, st, env, domain) else o, st, env, domain)
         case ir.DictLit(keys=ks, values=vs):
             return {k: evaluate(v, st, env, domain) for k, v in zip(ks, vs, strict=True)}
-    raise TypeError(f"unknown IR node {type(e).__name__}")
+        case _:
+            assert_never(e)
 
 
 def _comp(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any]:
@@ -178,17 +215,24 @@ def _explain(check: ir.Check, st: State, env: Env) -> str:
     """The values a failed precondition read, for an actionable message."""
     facts: list[str] = []
     for node in ir.walk(check.expr):
-        if isinstance(node, ir.Comp):
-            break  # values inside comprehensions are not single facts
-        if isinstance(node, ir.FieldOf):
-            try:
-                key = evaluate(node.key, st, env)
-                val = st.tables[node.entity][key][node.field]
-            except (ToolError, KeyError, TypeError):
-                continue
-            fact = f"{node.entity} {key!r} has {node.field} = {val!r}"
-            if fact not in facts:
-                facts.append(fact)
+        match node:
+            case ir.Comp():
+                break  # values inside comprehensions are not single facts
+            case ir.FieldOf(entity=ent, key=k, field=f):
+                try:
+                    key = evaluate(k, st, env)
+                    val = st.tables[ent][key][f]
+                except (ToolError, KeyError, TypeError):
+                    continue
+                fact = f"{ent} {key!r} has {f} = {val!r}"
+                if fact not in facts:
+                    facts.append(fact)
+            case (ir.Lit() | ir.Var() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp()
+                  | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
+                  | ir.Agg() | ir.IfExp() | ir.DictLit()):
+                pass  # states no field value itself
+            case _:
+                assert_never(node)
     return "; ".join(facts)
 
 
@@ -243,7 +287,7 @@ def apply_unchecked(domain: Domain, st: State, name: str, args: Mapping[str, Any
     """
     tool = domain.tools[name]
     env = dict(check_args(tool, args, st))
-    undo: list[tuple[Any, ...]] = []
+    undo: list[Undo] = []
     try:
         for stmt in tool.effects:
             apply_effect(domain, st, stmt.effect, env, undo)
@@ -261,13 +305,19 @@ def footprint(domain: Domain, st: State, name: str, args: Mapping[str, Any]
     """
     probe = st.copy()
     env = dict(precheck(domain, probe, name, args))
-    undo: list[tuple[Any, ...]] = []
+    undo: list[Undo] = []
     for stmt in domain.tools[name].effects:
         apply_effect(domain, probe, stmt.effect, env, undo)
     check_invariants(domain, probe, undo)
     cells = []
     for u in undo:
-        cell = (u[1], u[2], u[3] if u[0] == "set" else "*")
+        match u:
+            case FieldWritten(entity=ent, key=key, field=f):
+                cell = (ent, key, f)
+            case RowCreated(entity=ent, key=key) | RowDeleted(entity=ent, key=key):
+                cell = (ent, key, "*")
+            case _:
+                assert_never(u)
         if cell not in cells:
             cells.append(cell)
     return cells
@@ -280,7 +330,7 @@ def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> 
     """
     env = dict(precheck(domain, st, name, args))
     tool = domain.tools[name]
-    undo: list[tuple[Any, ...]] = []
+    undo: list[Undo] = []
     try:
         for stmt in tool.effects:
             apply_effect(domain, st, stmt.effect, env, undo)
@@ -293,7 +343,7 @@ def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> 
 
 
 def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
-                 undo: list[tuple[Any, ...]]) -> None:
+                 undo: list[Undo]) -> None:
     """Apply one effect, recording how to undo it."""
     match eff:
         case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
@@ -301,7 +351,7 @@ def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
             row = _row(st, ent, key)
             val = evaluate(v, st, env, domain)
             old = row[f]
-            undo.append(("set", ent, key, f, old))
+            undo.append(FieldWritten(ent, key, f, old))
             row[f] = val if op == "=" else old + val if op == "+=" else old - val
         case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
             key = evaluate(k, st, env, domain)
@@ -320,7 +370,7 @@ def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
                     raise ToolError(f"{val!r} is not in {ent} {key!r} {f}", kind="precondition")
                 new = list(old)
                 new.remove(val)
-            undo.append(("set", ent, key, f, old))
+            undo.append(FieldWritten(ent, key, f, old))
             row[f] = new
         case ir.Create(entity=ent, bind=b, values=vs):
             edef = domain.entities[ent]
@@ -330,7 +380,7 @@ def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
                 raise ToolError(f"{ent} id {key!r} already exists (the id counter is behind)",
                                 kind="invariant")
             row = {f: evaluate(x, st, env, domain) for f, x in vs}
-            undo.append(("create", ent, key, n))
+            undo.append(RowCreated(ent, key, n))
             st.tables[ent][key] = row
             st.counters[ent] = n + 1
             if b is not None:
@@ -338,15 +388,23 @@ def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
         case ir.Delete(entity=ent, key=k):
             key = evaluate(k, st, env, domain)
             row = _row(st, ent, key)
-            undo.append(("delete", ent, key, row))
+            undo.append(RowDeleted(ent, key, row))
             del st.tables[ent][key]
         case _:
-            raise TypeError(f"unknown effect {type(eff).__name__}")
+            assert_never(eff)
 
 
-def check_invariants(domain: Domain, st: State, undo: list[tuple[Any, ...]]) -> None:
+def check_invariants(domain: Domain, st: State, undo: list[Undo]) -> None:
     """Bounds and uniqueness on the rows this call touched."""
-    touched = {(u[1], u[2]) for u in undo if u[0] in ("set", "create")}
+    touched: set[tuple[str, Any]] = set()
+    for u in undo:
+        match u:
+            case FieldWritten(entity=ent, key=key) | RowCreated(entity=ent, key=key):
+                touched.add((ent, key))
+            case RowDeleted():
+                pass  # a deleted row has no values left to check
+            case _:
+                assert_never(u)
     for ent, key in sorted(touched):
         row = st.tables[ent].get(key)
         if row is None:
@@ -366,14 +424,17 @@ def check_invariants(domain: Domain, st: State, undo: list[tuple[Any, ...]]) -> 
                                         kind="invariant")
 
 
-def rollback(st: State, undo: list[tuple[Any, ...]]) -> None:
+def rollback(st: State, undo: list[Undo]) -> None:
     """Undo recorded effects, newest first."""
     for u in reversed(undo):
-        if u[0] == "set":
-            st.tables[u[1]][u[2]][u[3]] = u[4]
-        elif u[0] == "create":
-            del st.tables[u[1]][u[2]]
-            st.counters[u[1]] = u[3]
-        else:
-            st.tables[u[1]][u[2]] = u[3]
+        match u:
+            case FieldWritten(entity=ent, key=key, field=f, old=old):
+                st.tables[ent][key][f] = old
+            case RowCreated(entity=ent, key=key, counter=n):
+                del st.tables[ent][key]
+                st.counters[ent] = n
+            case RowDeleted(entity=ent, key=key, row=row):
+                st.tables[ent][key] = row
+            case _:
+                assert_never(u)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal as TLiteral
-from typing import TypeAlias, get_args
+from typing import TypeAlias, assert_never, get_args
 
 from graphgen.types import Ty
 
@@ -275,7 +275,8 @@ def children(e: Expr) -> tuple[Expr, ...]:
             return (c, t, o)
         case DictLit(values=vs):
             return vs
-    raise TypeError(f"unknown IR node {type(e).__name__}")
+        case _:
+            assert_never(e)
 
 
 def walk(e: Expr) -> list[Expr]:
@@ -298,7 +299,8 @@ def effect_exprs(eff: Effect) -> tuple[Expr, ...]:
             return tuple(v for _, v in vs)
         case Delete(key=k):
             return (k,)
-    raise TypeError(f"unknown effect {type(eff).__name__}")
+        case _:
+            assert_never(eff)
 
 
 @dataclass(frozen=True)

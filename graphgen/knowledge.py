@@ -17,7 +17,7 @@ precondition holds. The same classification gives the graph's data edges (type l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from graphgen import ir
 from graphgen.domain import Domain, ParamDef, ToolDef
@@ -40,7 +40,18 @@ class Sort:
         return self.kind == "enum"
 
 
+def parse_sort(text: str) -> Sort:
+    """The sort a graph node id or a task's given names: the inverse of ``str(sort)``.
+
+    >>> parse_sort("field:User.email")
+    Sort(kind='field', name='User.email')
+    """
+    kind, _, name = text.partition(":")
+    return Sort(kind, name)
+
+
 def key_sort(entity: str) -> Sort:
+    """The sort of ids of ``entity``."""
     return Sort("key", entity)
 
 
@@ -97,6 +108,7 @@ def produced_sorts(domain: Domain, tool: ToolDef) -> set[Sort]:
 
 
 def _expr_sorts(domain: Domain, e: ir.Expr) -> set[Sort]:
+    """Sorts a value of ``e`` reveals: the fields it shows, else what its type holds."""
     match e:
         case ir.FieldOf(entity=ent, field=f):
             return set(field_sorts(domain, ent, f))
@@ -108,7 +120,11 @@ def _expr_sorts(domain: Domain, e: ir.Expr) -> set[Sort]:
             return set().union(*(_expr_sorts(domain, v) for v in vs)) if vs else set()
         case ir.IfExp(then=a, orelse=b):
             return _expr_sorts(domain, a) | _expr_sorts(domain, b)
-    return _type_sorts(domain, e.ty)
+        case (ir.Lit() | ir.Var() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
+              | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.Agg()):
+            return _type_sorts(domain, e.ty)
+        case _:
+            assert_never(e)
 
 
 def _row_sorts(domain: Domain, ent: str) -> set[Sort]:
@@ -158,15 +174,8 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
             out.add((s, v))
         return
     if isinstance(t, ListT) and isinstance(v, list):
-        inner: ir.Expr | None = None
-        if isinstance(e, ir.Comp):
-            inner = e.proj
-        elif isinstance(e, ir.FieldOf):
-            inner = None  # a list field: its items are keys of the target entity
         for i, item in enumerate(v):
-            if isinstance(e, ir.ListLit) and i < len(e.items):
-                inner = e.items[i]
-            _facts(domain, inner, t.elem, item, out)
+            _facts(domain, _item_expr(e, i), t.elem, item, out)
         return
     if isinstance(t, RowT) and isinstance(v, dict):
         edef = domain.entities[t.entity]
@@ -189,8 +198,23 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
             if name in v:
                 _facts(domain, exprs.get(name), ft, v[name], out)
         return
-    if isinstance(e, ir.IfExp):
-        e = None
     if isinstance(t, RefT):
         out.add((key_sort(t.entity), v))
+
+
+def _item_expr(e: ir.Expr | None, i: int) -> ir.Expr | None:
+    """The expression item ``i`` of list expression ``e``'s value comes from, if known."""
+    match e:
+        case ir.Comp(proj=p):
+            return p
+        case ir.ListLit(items=items):
+            return items[min(i, len(items) - 1)] if items else None
+        case None:
+            return None
+        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
+              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len()
+              | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            return None  # e.g. a list field: its items are keys, known from the type
+        case _:
+            assert_never(e)
 

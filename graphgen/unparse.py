@@ -10,28 +10,37 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import assert_never
 
 from graphgen import ir
 from graphgen.types import RefT
 
-_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "neg": 7, "atom": 9}
+# Binding strength of each printed form (higher binds tighter); shared with ``envs``.
+PRECEDENCE = {
+    "or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "neg": 7, "atom": 9,
+}
 
 
-def _p(e: ir.Expr) -> int:
+def precedence(e: ir.Expr) -> int:
+    """How tightly ``e`` binds as printed (higher binds tighter)."""
     match e:
         case ir.BoolOp(op=op):
-            return _PREC[op]
+            return PRECEDENCE[op]
         case ir.Not():
-            return _PREC["not"]
+            return PRECEDENCE["not"]
         case ir.Compare() | ir.Contains() | ir.Exists():
-            return _PREC["cmp"]
+            return PRECEDENCE["cmp"]
         case ir.Arith(op=op):
-            return _PREC[op]
+            return PRECEDENCE[op]
         case ir.Neg():
-            return _PREC["neg"]
+            return PRECEDENCE["neg"]
         case ir.IfExp():
             return 0
-    return _PREC["atom"]
+        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Len() | ir.ListLit()
+              | ir.Comp() | ir.Agg() | ir.DictLit()):
+            return PRECEDENCE["atom"]
+        case _:
+            assert_never(e)
 
 
 class Printer:
@@ -64,16 +73,17 @@ class Printer:
             case ir.Compare(op=op, left=a, right=b):
                 return f"{self.wrap(a, 5, rows)} {op} {self.wrap(b, 5, rows)}"
             case ir.BoolOp(op=op, values=vs):
-                return f" {op} ".join(self.wrap(v, _PREC[op] + 1, rows) for v in vs)
+                return f" {op} ".join(self.wrap(v, PRECEDENCE[op] + 1, rows) for v in vs)
             case ir.Not(operand=ir.Exists(entity=ent, key=k)):
                 return f"{self.wrap(k, 5, rows)} not in {self.table(ent)}"
             case ir.Not(operand=o):
-                return f"not {self.wrap(o, _PREC['not'], rows)}"
+                return f"not {self.wrap(o, PRECEDENCE['not'], rows)}"
             case ir.Arith(op=op, left=a, right=b):
-                left, right = self.wrap(a, _PREC[op], rows), self.wrap(b, _PREC[op] + 1, rows)
+                prec = PRECEDENCE[op]
+                left, right = self.wrap(a, prec, rows), self.wrap(b, prec + 1, rows)
                 return f"{left} {op} {right}"
             case ir.Neg(operand=o):
-                return f"-{self.wrap(o, _PREC['neg'], rows)}"
+                return f"-{self.wrap(o, PRECEDENCE['neg'], rows)}"
             case ir.Contains(item=a, container=b, negated=neg):
                 word = "not in" if neg else "in"
                 return f"{self.wrap(a, 5, rows)} {word} {self.wrap(b, 5, rows)}"
@@ -92,12 +102,13 @@ class Printer:
                 pairs = zip(ks, vs, strict=True)
                 body = ", ".join(f"{k!r}: {self.expr(v, rows)}" for k, v in pairs)
                 return "{" + body + "}"
-        raise TypeError(f"unknown IR node {type(e).__name__}")
+            case _:
+                assert_never(e)
 
     def wrap(self, x: ir.Expr, min_prec: int, rows: frozenset[str]) -> str:
         """Render ``x`` as an operand that binds at least as tightly as ``min_prec``."""
         s = self.expr(x, rows)
-        return f"({s})" if _p(x) < min_prec else s
+        return f"({s})" if precedence(x) < min_prec else s
 
     # ------------------------------------------------------------ leaves (overridable)
 

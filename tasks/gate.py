@@ -15,7 +15,7 @@ from graphgen.domain import Domain
 from graphgen.errors import ExprError, ToolError
 from graphgen.grading import changes_hold, grade, state_diff
 from graphgen.interp import call_tool, failed_check
-from graphgen.knowledge import Sort, facts_of_result, param_sort
+from graphgen.knowledge import facts_of_result, param_sort, parse_sort
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Knowledge
@@ -89,8 +89,7 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
         return GateResult(False, "call_failed", exc.message)
     know = Knowledge()
     for g in givens:
-        kind_, _, name = g.sort.partition(":")
-        know.add(Sort(kind_, name), g.value, -1)
+        know.add(parse_sort(g.sort), g.value, -1)
     for i, (c, res) in enumerate(zip(chain, run.results, strict=True)):
         tool = domain.tools[c.tool]
         for p, v in c.args.items():

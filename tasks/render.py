@@ -13,7 +13,7 @@ import string
 from typing import Any
 
 from graphgen.domain import Domain, ToolDef
-from graphgen.knowledge import Sort, param_sort
+from graphgen.knowledge import Sort, param_sort, parse_sort
 from graphgen.tasks.model import Given, Target
 from graphgen.tasks.referring import humanize
 
@@ -98,7 +98,8 @@ def opener(domain: Domain, givens: list[Given], rng: random.Random, used: str,
     for g in givens:
         if stated(used, g.value):
             continue
-        kind, _, name = g.sort.partition(":")
+        sort = parse_sort(g.sort)
+        kind, name = sort.kind, sort.name
         if kind == "field":
             ent, _, fld = name.partition(".")
             if ent == principal:

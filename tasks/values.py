@@ -9,6 +9,7 @@ from graphgen.domain import Domain, FieldDef, ParamDef, ToolDef
 from graphgen.errors import GraphgenError
 from graphgen.state import State
 from graphgen.types import BOOL, DATE, INT, STR
+from graphgen.vocabulary import load_vocab, resolve_vocab
 
 
 def free_value(domain: Domain, tool: ToolDef, p: ParamDef, rng: random.Random,
@@ -24,8 +25,6 @@ def free_value(domain: Domain, tool: ToolDef, p: ParamDef, rng: random.Random,
     if p.ty == DATE:
         return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
     if p.ty == STR:
-        from graphgen.stategen import load_vocab, resolve_vocab
-
         vocab = resolve_vocab(tool.name, FieldDef(p.name, STR, vocab=p.vocab))
         if vocab == "zip":
             return f"{rng.randint(10000, 99999)}"

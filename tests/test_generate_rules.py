@@ -16,19 +16,13 @@ from hypothesis import strategies as st
 from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.domains import builtin_path, load_builtin
-from graphgen.errors import DomainError
+from graphgen.errors import DomainError, StateGenError
 from graphgen.interp import call_tool, evaluate
 from graphgen.load import compile_domain, domain_from_dict, loads_domain
 from graphgen.spec import DomainSpec
 from graphgen.state import State
-from graphgen.stategen import (
-    StateGenerator,
-    StateGenError,
-    _Rules,
-    check_state,
-    derive_order,
-    generate_state,
-)
+from graphgen.stategen import StateGenerator, check_state, generate_state
+from graphgen.staterules import RuleEngine, derive_order
 from graphgen.types import BOOL, INT, EnumT
 
 # ------------------------------------------------------------------ helpers
@@ -492,12 +486,12 @@ def test_narrowed_evaluation_equals_full_evaluation(name: str) -> None:
     for seed in range(3):
         gen = StateGenerator(d, seed)
         for s in (gen.generate(), generate_state(_without_rules(name), seed)):
-            rules = _Rules(gen, s)
+            rules = RuleEngine(gen, s)
             for ent, edef in d.entities.items():
                 exprs = [c.expr for c in rules.conds[ent] if c.expr is not None]
                 narrows = [c.narrows for c in rules.conds[ent] if c.expr is not None]
                 exprs += [dv.expr for dv in edef.derive]
-                narrows += [rules.dnarrow[(ent, dv.field)] for dv in edef.derive]
+                narrows += [rules.derive_narrows[(ent, dv.field)] for dv in edef.derive]
                 for e, nw in zip(exprs, narrows, strict=True):
                     narrowed += bool(nw)
                     for key in s.tables[ent]:
@@ -505,13 +499,13 @@ def test_narrowed_evaluation_equals_full_evaluation(name: str) -> None:
     assert narrowed > 0
     # the per-row aggregates of the shipped rules do get narrowed (else O(n^2))
     gen = StateGenerator(d, 0)
-    rules = _Rules(gen, gen.generate())
+    rules = RuleEngine(gen, gen.generate())
     if name == "airline":
         for c in rules.conds["Flight"][1:4] + rules.conds["Reservation"][1:4]:
             assert [(n.entity, n.kind) for n in c.narrows] == [("Reservation", "eq")], c.label
         assert rules.conds["Flight"][1].narrows[0].field == "flight_id"
     else:
-        (cut,) = rules.dnarrow[("Order", "total")]
+        (cut,) = rules.derive_narrows[("Order", "total")]
         assert (cut.entity, cut.kind) == ("Item", "in")
         assert [n.field for n in rules.conds["PaymentMethod"][1].narrows] == ["user_id"]
 

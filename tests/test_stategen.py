@@ -17,20 +17,13 @@ from hypothesis import strategies as st
 from graphgen import ir
 from graphgen.domain import Domain, FieldDef
 from graphgen.domains import builtin_path, load_builtin
-from graphgen.errors import ToolError
+from graphgen.errors import StateGenError, ToolError
 from graphgen.interp import call_tool
 from graphgen.load import loads_domain
 from graphgen.state import State
-from graphgen.stategen import (
-    DATE_WINDOW,
-    StateGenerator,
-    StateGenError,
-    check_state,
-    generate_state,
-    load_vocab,
-    resolve_vocab,
-)
+from graphgen.stategen import StateGenerator, check_state, generate_state
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
+from graphgen.vocabulary import DATE_WINDOW, load_vocab, resolve_vocab
 
 # A domain that exercises what the shipped ones may not: a ref cycle (Dept <-> Employee),
 # self references (manager, mentors), one-to-one refs, unique enums and bounded unique

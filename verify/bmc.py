@@ -45,7 +45,7 @@ import z3
 
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
-from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
+from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort, parse_sort
 from graphgen.state import State
 from graphgen.tasks.model import Call, Change, Given
 from graphgen.types import PRIMS, EnumT, ListT, RecordT, RefT, RowT, Ty
@@ -79,12 +79,6 @@ Status = str  # "sat" | "unsat" | "unknown"
 
 
 # ------------------------------------------------------------------ sorts and givens
-
-
-def parse_sort(s: str) -> Sort:
-    """``"field:User.email"`` → ``Sort("field", "User.email")``."""
-    kind, _, name = s.partition(":")
-    return Sort(kind, name)
 
 
 def sort_type(domain: Domain, s: Sort) -> Ty | None:
@@ -1023,6 +1017,6 @@ def search(domain: Domain, state: State, givens: Iterable[Given], goal: Goal, k:
     return SearchResult(status, chain, (time.perf_counter() - t0) * 1000, reason)
 
 
-__all__ = ["Bmc", "ChangesGoal", "FnGoal", "Goal", "GoalView", "SearchResult", "parse_sort",
+__all__ = ["Bmc", "ChangesGoal", "FnGoal", "Goal", "GoalView", "SearchResult",
            "reveal_sites", "search", "sort_type", "typed_givens"]
 

@@ -42,7 +42,7 @@ from graphgen.domain import Domain
 from graphgen.errors import ExprError, GraphgenError, ToolError
 from graphgen.grading import changes_hold
 from graphgen.interp import apply_unchecked, call_tool, evaluate
-from graphgen.knowledge import facts_of_result, param_sort
+from graphgen.knowledge import facts_of_result, param_sort, parse_sort
 from graphgen.parse import Elaborator
 from graphgen.state import State, diff
 from graphgen.tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
@@ -52,7 +52,6 @@ from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.bmc import (
     Bmc,
     ChangesGoal,
-    parse_sort,
     relevant_tools,
     same_value,
     strings_in,

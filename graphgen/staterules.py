@@ -1,0 +1,472 @@
+"""The entities' ``generate:`` rules, applied to a freshly drawn state.
+
+Business rules the schema cannot express come from each entity's ``generate:`` block
+(:class:`graphgen.spec.GenerateSpec`). Once every table is drawn, ``derive`` fields are
+computed (in dependency order, see :func:`derive_order`), then every ``require``
+condition is checked on every row; a violating row has the fields the condition reads
+re-drawn from their own seeded stream (``{seed}:{entity}:#require:{key}:{pass}:{try}``)
+until it holds, at most :data:`REQUIRE_TRIES` times per pass. Rules are evaluated with
+:func:`graphgen.interp.evaluate`; a table that a rule only visits through comprehensions
+filtered on ``r.ref == x...`` (or ``r.key in x.list``) is cut down to the matching rows
+first, so per-row aggregates stay linear in the table size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, assert_never
+
+from graphgen import ir
+from graphgen.domain import Derive, Domain, EntityDef
+from graphgen.errors import StateGenError, ToolError
+from graphgen.interp import evaluate
+from graphgen.state import State
+from graphgen.types import BOOL, EnumT, PrimT, RefT
+
+if TYPE_CHECKING:  # the generator imports this module to apply the rules
+    from graphgen.stategen import StateGenerator
+
+__all__ = ["REQUIRE_TRIES", "RuleEngine", "derive_order", "rule_reads"]
+
+# Re-draws of one violating row before it counts as stuck in this pass (in widening
+# stages, see RuleEngine._repair), and passes over all rows before rules that keep breaking
+# each other are an error.
+REQUIRE_TRIES = 50
+_REQUIRE_PASSES = 12
+_KEY = "#key"  # a narrowing on the row key rather than on a field
+
+
+@dataclass(frozen=True)
+class _Narrow:
+    """While evaluating one rule, table ``entity`` can be cut down to the rows whose
+    ``field`` equals (``eq``) or whose key is in (``in``) the value of ``rhs`` (an
+    expression over ``x`` only): every comprehension over the table filters on it, and
+    nothing else reads the table except row ``x`` itself, which passes the filter. Turns
+    per-row aggregates from a scan of the table into an index lookup."""
+
+    entity: str
+    kind: str  # "eq" | "in"
+    field: str  # a stable (ref, non-derived) field, or _KEY
+    rhs: ir.Expr
+
+
+@dataclass(frozen=True)
+class _Cond:
+    """A condition a generated row must meet: a ``require`` or a derived field's bounds."""
+
+    label: str  # e.g. "generate.require[1]" or "the bounds of derived field 'total'"
+    source: str
+    expr: ir.Expr | None  # None for a bounds check of derived field ``field``
+    field: str | None
+    narrows: tuple[_Narrow, ...]
+    redraw: tuple[str, ...]  # fields of the row a repair re-draws, declaration order
+
+
+Read = tuple[str, str, bool]  # (entity, field, read on the row variable x itself)
+
+
+def _is_x(k: ir.Expr) -> bool:
+    return isinstance(k, ir.Var) and k.name == "x"
+
+
+def rule_reads(e: ir.Expr, ent: str, domain: Domain) -> set[Read]:
+    """The fields a ``generate`` expression over row ``x`` of ``ent`` reads.
+
+    ``count()`` does not read what it projects; a whole row reads every field.
+    """
+    out: set[Read] = set()
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        match n:
+            case ir.FieldOf(entity=y, key=k, field=f):
+                out.add((y, f, y == ent and _is_x(k)))
+            case ir.RowOf(entity=y, key=k):
+                own = y == ent and _is_x(k)
+                out.update((y, g, own) for g in domain.entities[y].fields)
+            case ir.Agg(fn="count", comp=c):
+                stack.extend(x for x in (c.cond,) if x is not None)
+                continue
+            case (ir.Lit() | ir.Var() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
+                  | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
+                  | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+                pass  # reads nothing itself; its children may
+            case _:
+                assert_never(n)
+        stack.extend(ir.children(n))
+    return out
+
+
+def derive_order(domain: Domain) -> list[tuple[str, Derive]]:
+    """Every ``generate.derive`` rule, each after the derived fields it reads.
+
+    Ordered field by field (a derive may read other derived fields, also of other
+    tables), ties in declaration order. Raises :class:`StateGenError` on a cycle, or
+    when a derive reads its own field on other rows (only ``x``'s own draw is defined).
+    """
+    rules = {(e, d.field): d for e, edef in domain.entities.items() for d in edef.derive}
+    deps: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for (ent, fname), d in rules.items():
+        reads = rule_reads(d.expr, ent, domain)
+        if (ent, fname, False) in reads:
+            raise StateGenError(
+                f"{domain.source}: entity {ent!r}, generate.derive.{fname}: reads {fname} of "
+                f"other {ent} rows, whose derived values depend on the order rows are "
+                f"computed in (only x.{fname}, this row's random draw, may be read)"
+                f"\n    in: {d.source}")
+        deps[(ent, fname)] = [(e, f) for e, f, _ in sorted(reads)
+                              if (e, f) in rules and (e, f) != (ent, fname)]
+    out: list[tuple[str, Derive]] = []
+    state: dict[tuple[str, str], int] = {}  # 1 = on the current path, 2 = placed
+
+    def place(node: tuple[str, str], path: list[tuple[str, str]]) -> None:
+        if state.get(node) == 2:
+            return
+        if state.get(node) == 1:
+            cyc = [*path[path.index(node):], node]
+            raise StateGenError(
+                f"{domain.source}: generate.derive rules form a cycle: "
+                + " -> ".join(f"{e}.{f}" for e, f in cyc))
+        state[node] = 1
+        for dep in deps[node]:
+            place(dep, [*path, node])
+        state[node] = 2
+        out.append((node[0], rules[node]))
+
+    for node in rules:
+        place(node, [])
+    return out
+
+
+def _conjuncts(e: ir.Expr | None) -> list[ir.Expr]:
+    if e is None:
+        return []
+    if isinstance(e, ir.BoolOp) and e.op == "and":
+        return [c for v in e.values for c in _conjuncts(v)]
+    return [e]
+
+
+def _x_only(e: ir.Expr) -> bool:
+    return all(not isinstance(n, ir.Var | ir.Comp) or _is_x(n) for n in ir.walk(e))
+
+
+def _narrowings(e: ir.Expr, ent: str,
+                stable: Callable[[str, str], bool]) -> tuple[_Narrow, ...]:
+    """The tables ``e`` (over row ``x`` of ``ent``) can be evaluated on in part."""
+    comps: dict[str, list[ir.Comp]] = {}
+    others: dict[str, list[ir.Expr]] = {}  # keys of lookups outside comprehensions
+    stack: list[tuple[ir.Expr, dict[str, str]]] = [(e, {})]
+    while stack:
+        n, cvars = stack.pop()
+        match n:
+            case ir.Comp(var=v, entity=y):
+                comps.setdefault(y, []).append(n)
+                inner = {**cvars, v: y}
+                stack.extend((c, inner) for c in ir.children(n))
+                continue
+            case ir.FieldOf(entity=y, key=k) | ir.RowOf(entity=y, key=k) | ir.Exists(
+                entity=y, key=k
+            ):
+                if not (isinstance(k, ir.Var) and cvars.get(k.name) == y):
+                    others.setdefault(y, []).append(k)
+            case (ir.Lit() | ir.Var() | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith()
+                  | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Agg() | ir.IfExp()
+                  | ir.DictLit()):
+                pass  # touches no table itself; its children may
+            case _:
+                assert_never(n)
+        stack.extend((c, cvars) for c in ir.children(n))
+    out: list[_Narrow] = []
+    for y, cs in comps.items():
+        common: list[_Narrow] | None = None
+        for c in cs:
+            cands = []
+            for part in _conjuncts(c.cond):
+                if isinstance(part, ir.Compare) and part.op == "==":
+                    for a, b in ((part.left, part.right), (part.right, part.left)):
+                        if not _x_only(b):
+                            continue
+                        if isinstance(a, ir.Var) and a.name == c.var:
+                            cands.append(_Narrow(y, "eq", _KEY, b))
+                        elif (isinstance(a, ir.FieldOf) and isinstance(a.key, ir.Var)
+                              and a.key.name == c.var and stable(y, a.field)):
+                            cands.append(_Narrow(y, "eq", a.field, b))
+                elif (isinstance(part, ir.Contains) and not part.negated
+                      and isinstance(part.item, ir.Var) and part.item.name == c.var
+                      and _x_only(part.container)):
+                    cands.append(_Narrow(y, "in", _KEY, part.container))
+            common = cands if common is None else [x for x in common if x in cands]
+        if not common:
+            continue
+        pick = common[0]
+        if others.get(y):
+            # Only row x itself may be read outside the comprehensions, and it must
+            # survive the cut: x.h == x.h.
+            own = pick.kind == "eq" and (
+                (pick.field == _KEY and _is_x(pick.rhs))
+                or (isinstance(pick.rhs, ir.FieldOf) and _is_x(pick.rhs.key)
+                    and pick.rhs.field == pick.field)
+            )
+            if not (y == ent and own and all(_is_x(k) for k in others[y])):
+                continue
+        out.append(pick)
+    return tuple(out)
+
+
+class RuleEngine:
+    """Applies the domain's ``generate`` rules to a freshly drawn state, in place."""
+
+    def __init__(self, gen: StateGenerator, st: State) -> None:
+        self.gen = gen
+        self.st = st
+        self.domain = gen.domain
+        d = self.domain
+        self.order = derive_order(d)
+        self.derived = {(e, dv.field) for e, dv in self.order}
+        self.derive_reads = {(e, dv.field): rule_reads(dv.expr, e, d) for e, dv in self.order}
+        # Derives that read their own field start from the draw, which is kept here.
+        self.drawn: dict[tuple[str, str], dict[str, Any]] = {
+            (e, dv.field): {k: r[dv.field] for k, r in st.tables[e].items()}
+            for e, dv in self.order if (e, dv.field, True) in self.derive_reads[(e, dv.field)]
+        }
+        self.derive_narrows = {(e, dv.field): _narrowings(dv.expr, e, self._stable)
+                        for e, dv in self.order}
+        self.conds = {e: self._conds(e, edef) for e, edef in d.entities.items()}
+        self._index: dict[tuple[str, str], dict[Any, dict[str, Any]]] = {}
+        self._pos = {e: {k: i for i, k in enumerate(st.tables[e])} for e in d.entities}
+
+    def _stable(self, ent: str, fname: str) -> bool:
+        """Fields no rule changes: safe to index once."""
+        f = self.domain.entities[ent].fields.get(fname)
+        return f is not None and (ent, fname) not in self.derived and isinstance(f.ty, RefT)
+
+    # -- set-up
+
+    def _redrawable(self, ent: str, start: set[str]) -> tuple[str, ...]:
+        """The row's own fields a repair re-draws to change the value of ``start``."""
+        edef = self.domain.entities[ent]
+        plans = self.gen.plans(ent)
+        out: set[str] = set()
+        todo, seen = list(start), set(start)
+        while todo:
+            f = todo.pop()
+            fd = edef.fields.get(f)
+            if fd is None:
+                continue
+            if (ent, f) in self.derived:
+                reads = self.derive_reads[(ent, f)]
+                if (ent, f, True) in reads and isinstance(fd.ty, PrimT | EnumT):
+                    out.add(f)
+                more = {g for e, g, own in reads if own and e == ent} - seen
+                seen |= more
+                todo.extend(more)
+            elif isinstance(fd.ty, PrimT | EnumT):
+                out.add(f)
+        grew = True
+        while grew:  # an end date / arrival time / airport city follows its source
+            grew = False
+            for g, p in plans.items():
+                if g not in out and (ent, g) not in self.derived and (
+                        p.pair in out or p.code_src in out):
+                    out.add(g)
+                    grew = True
+        return tuple(f for f in edef.fields if f in out)
+
+    def _conds(self, ent: str, edef: EntityDef) -> list[_Cond]:
+        out: list[_Cond] = []
+        for i, chk in enumerate(edef.require):
+            own = {f for e, f, o in rule_reads(chk.expr, ent, self.domain) if o and e == ent}
+            out.append(_Cond(f"generate.require[{i}]", chk.source, chk.expr, None,
+                             _narrowings(chk.expr, ent, self._stable),
+                             self._redrawable(ent, own)))
+        for dv in edef.derive:
+            f = edef.fields[dv.field]
+            if f.min is not None or f.max is not None:
+                parts = ([f"x.{dv.field} >= {f.min}"] if f.min is not None else []) + (
+                    [f"x.{dv.field} <= {f.max}"] if f.max is not None else [])
+                out.append(_Cond(f"the bounds of derived field {dv.field!r}",
+                                 " and ".join(parts), None, dv.field, (),
+                                 self._redrawable(ent, {dv.field})))
+        return out
+
+    # -- evaluation
+
+    def _eval(self, e: ir.Expr, narrows: tuple[_Narrow, ...], key: str) -> Any:
+        env = {"x": key}
+        st = self.st
+        if narrows:
+            tables = dict(st.tables)
+            for nw in narrows:
+                v = evaluate(nw.rhs, st, env, self.domain)
+                if nw.kind == "eq":
+                    tables[nw.entity] = self._lookup(nw.entity, nw.field).get(v, {})
+                else:
+                    full = st.tables[nw.entity]
+                    tables[nw.entity] = {k: full[k] for k in sorted(v) if k in full}
+            st = State(tables, st.counters)
+        return evaluate(e, st, env, self.domain)
+
+    def _lookup(self, ent: str, fname: str) -> dict[Any, dict[str, Any]]:
+        idx = self._index.get((ent, fname))
+        if idx is None:
+            idx = {}
+            for k, row in self.st.tables[ent].items():
+                idx.setdefault(k if fname == _KEY else row[fname], {})[k] = row
+            self._index[(ent, fname)] = idx
+        return idx
+
+    def _where(self, ent: str, key: str) -> str:
+        return f"{self.domain.source}: entity {ent!r}, row {key!r}"
+
+    # -- derive
+
+    def derive_all(self) -> None:
+        """Compute every derived field of every row, in dependency order."""
+        for ent, dv in self.order:
+            for key in self.st.tables[ent]:
+                self._derive(ent, dv, key)
+
+    def _derive(self, ent: str, dv: Derive, key: str) -> bool:
+        """(Re)compute ``dv`` on one row; True if the value changed."""
+        row = self.st.tables[ent][key]
+        old = row[dv.field]
+        drawn = self.drawn.get((ent, dv.field))
+        if drawn is not None:
+            row[dv.field] = drawn[key]
+        try:
+            row[dv.field] = self._eval(dv.expr, self.derive_narrows[(ent, dv.field)], key)
+        except ToolError as exc:
+            raise StateGenError(f"{self._where(ent, key)}, generate.derive.{dv.field}: "
+                                f"{exc.message}\n    in: {dv.source}") from None
+        return bool(row[dv.field] != old)
+
+    def _propagate(self, dirty: dict[tuple[str, str], set[str]]) -> None:
+        """Re-derive what reads the changed fields (rows listed per field), in order."""
+        for ent, dv in self.order:
+            rows: set[str] = set()
+            every = False
+            for e, f, own in self.derive_reads[(ent, dv.field)]:
+                changed = dirty.get((e, f))
+                if not changed:
+                    continue
+                if own and e == ent:
+                    rows |= changed
+                else:
+                    every = True
+            keys = list(self.st.tables[ent]) if every else sorted(rows)
+            for key in keys:
+                if self._derive(ent, dv, key):
+                    dirty.setdefault((ent, dv.field), set()).add(key)
+
+    # -- require
+
+    def _holds(self, c: _Cond, ent: str, key: str) -> bool:
+        if c.expr is None:
+            assert c.field is not None
+            f = self.domain.entities[ent].fields[c.field]
+            v = self.st.tables[ent][key][c.field]
+            return (f.min is None or v >= f.min) and (f.max is None or v <= f.max)
+        try:
+            return bool(self._eval(c.expr, c.narrows, key))
+        except ToolError:
+            return False  # e.g. min() over no rows: cannot hold as drawn
+
+    def _failing(self, ent: str, key: str) -> list[_Cond]:
+        return [c for c in self.conds[ent] if not self._holds(c, ent, key)]
+
+    def enforce(self) -> None:
+        """Re-draw violating rows until every condition holds on every row.
+
+        Passes go over entities in declaration order, rows in key order. A row that
+        cannot be repaired from its own fields in this pass may be repaired by others
+        (a cabin can be oversold by many bookings); only a pass that repairs nothing
+        while rows still fail is an error.
+        """
+        if not any(self.conds.values()):
+            return
+        for pass_no in range(1, _REQUIRE_PASSES + 1):
+            stuck: list[tuple[str, str, _Cond]] = []
+            progress = False
+            for ent, conds in self.conds.items():
+                if not conds:
+                    continue
+                # Derived fields elsewhere follow the repairs once per table and pass:
+                # a condition read stale meanwhile is caught by the next pass.
+                dirty: dict[tuple[str, str], set[str]] = {}
+                for key in list(self.st.tables[ent]):
+                    failing = self._failing(ent, key)
+                    if not failing:
+                        continue
+                    changed = self._repair(ent, key, failing, pass_no)
+                    if changed is None:
+                        stuck.append((ent, key, failing[0]))
+                        continue
+                    progress = True
+                    for f in changed:
+                        dirty.setdefault((ent, f), set()).add(key)
+                self._propagate(dirty)
+            if not stuck and not progress:
+                return
+            if stuck and not progress:
+                self._fail(*stuck[0])
+        ent, key = next((e, k) for e in self.conds for k in self.st.tables[e]
+                        if self._failing(e, k))
+        self._fail(ent, key, self._failing(ent, key)[0],
+                   f"rules kept breaking each other for {_REQUIRE_PASSES} passes")
+
+    def _fail(self, ent: str, key: str, c: _Cond, why: str = "") -> None:
+        if not why:
+            every = [f for f in self.domain.entities[ent].fields
+                     if any(f in d.redraw for d in self.conds[ent])]
+            why = (f"re-drew {', '.join(every)} {REQUIRE_TRIES} times" if c.redraw else
+                   "it reads no field of the row that can be re-drawn (only non-key, "
+                   "non-reference scalar fields, or the inputs of derived ones, can)")
+        row = self.st.tables[ent][key]
+        shown = ", ".join(f"{f}={row[f]!r}" for f in self.domain.entities[ent].fields)
+        raise StateGenError(f"{self._where(ent, key)}: cannot satisfy {c.label} ({why})"
+                            f"\n    condition: {c.source}\n    row: {shown}")
+
+    def _repair(self, ent: str, key: str, failing: list[_Cond],
+                pass_no: int) -> set[str] | None:
+        """Re-draw the row until all its conditions hold: the fields that changed, or
+        None (row unchanged) if no attempt worked.
+
+        Widening stages: first only the quantities (int, str, date) the failing
+        conditions read, so that enums and flags keep their spread when a number can fix
+        it; then everything they read; last everything any condition of the row reads
+        (the re-draw must not break the row's other conditions, and may need to move
+        them: a booking too big for its cabin may have to stop being booked).
+        """
+        edef = self.domain.entities[ent]
+        mine = [f for f in edef.fields if any(f in c.redraw for c in failing)]
+        every = [f for f in edef.fields if any(f in c.redraw for c in self.conds[ent])]
+        numbers = [f for f in mine if not isinstance(edef.fields[f].ty, EnumT)
+                   and edef.fields[f].ty != BOOL]
+        stages = [s for s in (numbers, mine, every) if s]
+        if not stages:
+            return None
+        row = self.st.tables[ent][key]
+        before = dict(row)
+        drawn_before = {f: self.drawn[(ent, f)][key] for f in every if (ent, f) in self.drawn}
+        i = self._pos[ent][key]
+        own = [dv for e, dv in self.order if e == ent]
+        # Check the conditions that failed first: they are the likeliest to fail again.
+        conds = [*failing, *(c for c in self.conds[ent] if c not in failing)]
+        for attempt in range(1, REQUIRE_TRIES + 1):
+            fields = stages[min(len(stages) - 1, (attempt - 1) * len(stages) // REQUIRE_TRIES)]
+            rng = self.gen.stream(ent, "#require", key, str(pass_no), str(attempt))
+            for f in fields:
+                v = self.gen.redraw(ent, i, key, edef.fields[f], row, self.st.tables[ent], rng,
+                                    attempt)
+                if (ent, f) in self.drawn:
+                    self.drawn[(ent, f)][key] = v
+                row[f] = v
+            for dv in own:
+                self._derive(ent, dv, key)
+            if all(self._holds(c, ent, key) for c in conds):
+                return {f for f in row if row[f] != before[f]}
+        row.update(before)
+        for f, v in drawn_before.items():
+            self.drawn[(ent, f)][key] = v
+        return None
