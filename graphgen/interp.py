@@ -14,6 +14,7 @@ from typing import Any
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
+from graphgen.explain import explained_fields
 from graphgen.parse import is_iso_date
 from graphgen.state import State
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
@@ -177,18 +178,15 @@ def check_args(tool: ToolDef, args: Mapping[str, Any], st: State) -> dict[str, A
 def _explain(check: ir.Check, st: State, env: Env) -> str:
     """The values a failed precondition read, for an actionable message."""
     facts: list[str] = []
-    for node in ir.walk(check.expr):
-        if isinstance(node, ir.Comp):
-            break  # values inside comprehensions are not single facts
-        if isinstance(node, ir.FieldOf):
-            try:
-                key = evaluate(node.key, st, env)
-                val = st.tables[node.entity][key][node.field]
-            except (ToolError, KeyError, TypeError):
-                continue
-            fact = f"{node.entity} {key!r} has {node.field} = {val!r}"
-            if fact not in facts:
-                facts.append(fact)
+    for node in explained_fields(check.expr):
+        try:
+            key = evaluate(node.key, st, env)
+            val = st.tables[node.entity][key][node.field]
+        except (ToolError, KeyError, TypeError):
+            continue
+        fact = f"{node.entity} {key!r} has {node.field} = {val!r}"
+        if fact not in facts:
+            facts.append(fact)
     return "; ".join(facts)
 
 
