@@ -43,8 +43,8 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     getters, invariant checks)."""
     out = Lines()
     out.docstring(0, [f"State models of the {domain.name} environment. {header}",
-                    "One pydantic model per entity (a row; its id is the table key), and Db: "
-                    "every table plus the counters that new ids are made from."])
+                      "One pydantic model per entity (a row; its id is the table key), and Db: "
+                      "every table plus the counters that new ids are made from."])
     out(0)
     uses_literal = any(isinstance(f.ty, EnumT) or (isinstance(f.ty, ListT)
                        and isinstance(f.ty.elem, EnumT))
@@ -57,14 +57,14 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     if any(f.unique for fs in invariants.values() for f in fs):
         runtime_names.add("check_unique")
     out.lines += import_lines({"collections.abc": ["Iterable", "Mapping"],
-                         "typing": ["Any", "Literal"] if uses_literal else ["Any"]},
-                        {"pydantic": ["BaseModel", "ConfigDict", "Field"]},
-                        {".runtime": sorted(runtime_names)})
+                           "typing": ["Any", "Literal"] if uses_literal else ["Any"]},
+                          {"pydantic": ["BaseModel", "ConfigDict", "Field"]},
+                          {".runtime": sorted(runtime_names)})
     for ent, edef in domain.entities.items():
         out(0)
         out(0, f"class {names.row_cls[ent]}(BaseModel):")
         out.docstring(4, [f"A row of {ent}; its id ({edef.key}) is the key of Db.{ent}.",
-                        *([edef.description.strip()] if edef.description.strip() else [])])
+                          *([edef.description.strip()] if edef.description.strip() else [])])
         out(0)
         out(4, 'model_config = ConfigDict(extra="forbid", strict=True)')
         out(0)
@@ -76,8 +76,8 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     out(0)
     out(0, "class Db(BaseModel):")
     out.docstring(4, ["The whole state: one table per entity (id -> row) and the id counters.",
-                    "Tables keep insertion order (rows loaded in key order, new rows last), "
-                    "exactly like the reference interpreter's state."])
+                      "Tables keep insertion order (rows loaded in key order, new rows last), "
+                      "exactly like the reference interpreter's state."])
     out(0)
     out(4, 'model_config = ConfigDict(extra="forbid", strict=True)')
     out(0)
@@ -89,14 +89,14 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     out(4, "@classmethod")
     out(4, "def from_state(cls, data: Mapping[str, Any]) -> Db:")
     out.docstring(8, ["A Db from the JSON form of a state (graphgen's State.to_dict).",
-                    '    {"tables": {entity: {id: row}}, "counters": {entity: next id number}}'])
+                      '    {"tables": {entity: {id: row}}, "counters": {entity: next id number}}'])
     out(8, "tables = {entity: dict(sorted(rows.items())) for entity, rows in data"
-         '["tables"].items()}')
+           '["tables"].items()}')
     out(8, 'return cls.model_validate({**tables, "counters": dict(data["counters"])})')
     out(0)
     out(4, "def to_state(self) -> dict[str, Any]:")
     out.docstring(8, ["This state as plain JSON data in graphgen's State.to_dict shape, "
-                    "tables and rows in sorted order."])
+                      "tables and rows in sorted order."])
     out(8, "return {")
     out(12, '"tables": {')
     for ent in sorted(domain.entities):
@@ -116,13 +116,13 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
         out(0)
         out(4, f"def {names.record[ent]}(self, key: str) -> dict[str, Any]:")
         out.docstring(8, [f"{ent} ``key`` as tools return it: the id as {edef.key}, then the "
-                        "fields."])
+                          "fields."])
         out(8, f"return {{{py_str(edef.key)}: key, **self.{names.getter[ent]}(key).model_dump()}}")
     out(0)
     out(4, "def check_invariants(self, touched: Iterable[tuple[str, str]]) -> None:")
     out.docstring(8, ["Bounds and uniqueness of the rows a call changed or created.",
-                    "Rows are checked in sorted (entity, id) order and fields in declaration "
-                    "order, so the first violation reported is the interpreter's."])
+                      "Rows are checked in sorted (entity, id) order and fields in declaration "
+                      "order, so the first violation reported is the interpreter's."])
     checked = [e for e in domain.entities if invariants[e]]
     if checked:
         out(8, "for entity, key in sorted(touched):")
@@ -135,10 +135,10 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
             for f in invariants[ent]:
                 if f.min is not None or f.max is not None:
                     out(16, f"check_bounds({py_str(ent)}, key, {py_str(f.name)}, {row}.{f.name}, "
-                          f"{f.min!r}, {f.max!r})")
+                            f"{f.min!r}, {f.max!r})")
                 if f.unique:
                     out(16, f"check_unique({py_str(ent)}, key, {py_str(f.name)}, {row}.{f.name}, "
-                          f"((k, r.{f.name}) for k, r in self.{ent}.items()))")
+                            f"((k, r.{f.name}) for k, r in self.{ent}.items()))")
     return out.text()
 
 
@@ -147,7 +147,8 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
 
 @dataclass
 class ToolEmitter:
-    """Generates one tool function."""
+    """Emits one tool function: signature, docstring, argument checks, preconditions, then
+    the effects under a journal (or the returned value, for a tool that only reads)."""
 
     domain: Domain
     names: EntityNames
@@ -158,21 +159,24 @@ class ToolEmitter:
 
     def __post_init__(self) -> None:
         reserved = set(self.names.row_cls.values())
-        self.vars = rename_variables(tool_variables(self.tool), reserved)
-        self.used = set(self.vars.values()) | reserved | RUNTIME_NAMES | MODULE_NAMES
-        self.printer = PyPrinter(self.names, self.vars)
-        self.ok = fresh_name("ok", self.used)
-        self.exc = fresh_name("exc", self.used)
+        self.variables = rename_variables(tool_variables(self.tool), reserved)
+        self.used = set(self.variables.values()) | reserved | RUNTIME_NAMES | MODULE_NAMES
+        self.printer = PyPrinter(self.names, self.variables)
+        self.ok_name = fresh_name("ok", self.used)
+        self.exc_name = fresh_name("exc", self.used)
 
     def source(self, x: ir.Expr) -> str:
+        """``x`` as Python; the runtime helpers it calls are recorded for the imports."""
         out = self.printer.expr(x)
         self.runtime_names |= self.printer.helpers
         return out
 
     def var_name(self, name: str) -> str:
-        return self.vars.get(name, name)
+        """The Python spelling of domain variable ``name``."""
+        return self.variables.get(name, name)
 
     def annotate(self, t: Ty) -> str:
+        """The annotation of ``t``; the typing names it uses are recorded for the imports."""
         s = py_type(t)
         if "Literal[" in s:
             self.typing_names.add("Literal")
@@ -186,16 +190,16 @@ class ToolEmitter:
                          for p in t.params.values())
         ret = self.annotate(t.returns.ty) if t.returns is not None else "str"
         out(0, f"def {t.name}(db: Db{params}) -> {ret}:")
-        out.docstring(4, self.doc())
-        self.args(out)
+        out.docstring(4, self.docstring())
+        self.emit_arg_checks(out)
         for chk in t.requires:
-            self.check(out, chk)
+            self.emit_check(out, chk)
         if t.effects:
-            self.effects(out)
+            self.emit_effects(out)
         else:
-            self.read(out)
+            self.emit_read(out)
 
-    def doc(self) -> list[str]:
+    def docstring(self) -> list[str]:
         t = self.tool
         paras = [t.description.strip() or t.name.replace("_", " ").capitalize() + "."]
         args = ["Args:", "    db: The state. Changed only if the call succeeds."]
@@ -229,7 +233,7 @@ class ToolEmitter:
         paras.append("\n".join(["Raises:", *("    " + r for r in raises)]))
         return paras
 
-    def args(self, out: Lines) -> None:
+    def emit_arg_checks(self, out: Lines) -> None:
         t = self.tool
         for p in t.params.values():
             name, py = py_str(t.name), self.var_name(p.name)
@@ -261,12 +265,12 @@ class ToolEmitter:
             self.runtime_names.add(fn)
             out(4, line)
 
-    def check(self, out: Lines, chk: ir.Check) -> None:
+    def emit_check(self, out: Lines, chk: ir.Check) -> None:
         t = self.tool
         out(0)
         out.comment(4, "requires: " + " ".join(chk.source.split()))
         safe = {n for n, p in t.params.items() if isinstance(p.ty, RefT)}
-        ok, exc = self.ok, self.exc
+        ok, exc = self.ok_name, self.exc_name
         if may_raise(chk.expr, safe):
             out(4, "try:")
             out.stmt(8, f"{ok} = ", self.source(chk.expr))
@@ -306,12 +310,12 @@ class ToolEmitter:
                 used.append(root)
         return used
 
-    def read(self, out: Lines) -> None:
+    def emit_read(self, out: Lines) -> None:
         t = self.tool
         assert t.returns is not None
         out(0)
         safe = {n for n, p in t.params.items() if isinstance(p.ty, RefT)}
-        exc = self.exc
+        exc = self.exc_name
         if may_raise(t.returns, safe):
             out(4, "try:")
             out.stmt(8, "return ", self.source(t.returns))
@@ -321,9 +325,9 @@ class ToolEmitter:
         else:
             out.stmt(4, "return ", self.source(t.returns))
 
-    def effects(self, out: Lines) -> None:
+    def emit_effects(self, out: Lines) -> None:
         t = self.tool
-        journal, exc = fresh_name("journal", self.used), self.exc
+        journal, exc = fresh_name("journal", self.used), self.exc_name
         key = fresh_name("key", self.used)
         rows = {ent: fresh_name(self.names.local[ent], self.used) for ent in self.domain.entities}
         later: list[set[str]] = []  # names read by each effect's successors (and returns)
@@ -340,7 +344,7 @@ class ToolEmitter:
         out(4, "try:")
         for s, after in zip(t.effects, later, strict=True):
             out.comment(8, " ".join(s.source.split()))
-            self.effect(out, s.effect, journal, key, rows, after)
+            self.emit_effect(out, s.effect, journal, key, rows, after)
         out(8, f"db.check_invariants({journal}.touched)")
         if t.returns is not None:
             out.stmt(8, "return ", self.source(t.returns))
@@ -356,7 +360,7 @@ class ToolEmitter:
         out.stmt(8, f"{key} = ", self.source(k))
         return key
 
-    def effect(self, out: Lines, eff: ir.Effect, journal: str, key: str, rows: dict[str, str],
+    def emit_effect(self, out: Lines, eff: ir.Effect, journal: str, key: str, rows: dict[str, str],
                after: set[str]) -> None:
         match eff:
             case ir.Assign(entity=ent, key=k, field=f, op=op, value=val):
@@ -402,15 +406,15 @@ def tools_source(domain: Domain, names: EntityNames, header: str) -> str:
         ToolEmitter(domain, names, t, runtime_names, model_names, typing_names).emit(body)
     out = Lines()
     out.docstring(0, [f"The tools of the {domain.name} environment. {header}",
-                    "Each tool is a plain function of the state (``db``) and its typed "
-                    "arguments. It checks the arguments in declaration order, then each "
-                    "precondition (its domain source is the comment above it), then applies the "
-                    "effects (their source is the comment above each) under a journal that "
-                    "undoes them all if any step or invariant fails. ``call_tool`` runs a tool "
-                    "from a name and a JSON object of arguments."])
+                      "Each tool is a plain function of the state (``db``) and its typed "
+                      "arguments. It checks the arguments in declaration order, then each "
+                      "precondition (its domain source is the comment above it), then applies the "
+                      "effects (their source is the comment above each) under a journal that "
+                      "undoes them all if any step or invariant fails. ``call_tool`` runs a tool "
+                      "from a name and a JSON object of arguments."])
     out(0)
     out.lines += import_lines({"collections.abc": ["Callable"], "typing": sorted(typing_names)}, {},
-                        {".models": sorted(model_names), ".runtime": sorted(runtime_names)})
+                          {".models": sorted(model_names), ".runtime": sorted(runtime_names)})
     out(0)
     out.lines += body.lines
     out(0)
@@ -429,15 +433,15 @@ def tools_source(domain: Domain, names: EntityNames, header: str) -> str:
     out(0)
     out(0, "def call_tool(db: Db, name: str, arguments: object) -> Any:")
     out.docstring(4, ["Run tool ``name`` with ``arguments`` (a JSON object) on ``db``.",
-                    "Returns the tool's result as plain JSON data. Raises ToolError, whose "
-                    "message is the observation for the agent; ``db`` is then unchanged."])
+                      "Returns the tool's result as plain JSON data. Raises ToolError, whose "
+                      "message is the observation for the agent; ``db`` is then unchanged."])
     out(4, "tool = TOOLS.get(name)")
     out(4, "if tool is None:")
     out(8, 'available = ", ".join(TOOLS)')
     out.lines += ['        raise ToolError(',
-                '            f"unknown tool {name!r}; available: {available}", tool=name, '
-                'kind="unknown_tool"',
-                "        )"]
+                  '            f"unknown tool {name!r}; available: {available}", tool=name, '
+                  'kind="unknown_tool"',
+                  "        )"]
     out(4, "params = PARAMS[name]")
     out(4, "args = check_call(name, params, arguments)")
     out(4, "return tool(db, *(args[p] for p in params))")
@@ -451,17 +455,17 @@ def schemas_source(domain: Domain, header: str) -> str:
     """``schemas.py``: the strict tool schemas, the finishing action and the policy."""
     out = Lines()
     out.docstring(0, [f"Agent-facing description of the {domain.name} environment. {header}",
-                    "TOOLS are the OpenAI Chat Completions tool schemas (strict mode) of every "
-                    f"tool; FINISH_TOOL is the ``{FINISH_NAME}`` action that ends an episode "
-                    "with the agent's answer; POLICY is the domain policy for the system "
-                    "prompt."])
+                      "TOOLS are the OpenAI Chat Completions tool schemas (strict mode) of every "
+                      f"tool; FINISH_TOOL is the ``{FINISH_NAME}`` action that ends an episode "
+                      "with the agent's answer; POLICY is the domain policy for the system "
+                      "prompt."])
     out(0)
     out.lines += import_lines({"typing": ["Any"]}, {}, {})
     out.lines.append(f"DOMAIN = {py_str(domain.name)}")
     out.lines.append(f"DOMAIN_HASH = {py_str(domain.content_hash)}")
     out.lines += literal_lines(domain.description.strip(), 0, "DESCRIPTION = ")
     out.lines += literal_lines(domain.policy.strip() + "\n" if domain.policy.strip() else "", 0,
-                          "POLICY = ")
+                            "POLICY = ")
     out(0)
     out.lines += literal_lines(openai_tools(domain), 0, "TOOLS: list[dict[str, Any]] = ")
     out(0)
@@ -481,9 +485,9 @@ def env_source(domain: Domain, header: str) -> str:
     out(0)
     out(0, "class Environment(ToolEnvironment[Db]):")
     out.docstring(4, [f"The {domain.name} environment: ``reset(options={{\"task\": task}})``, "
-                      "then ``step(action)`` until terminated or truncated.",
-                      "The episode logic is ``environment.py``'s; this class binds it to the "
-                      "state model, the tools, their schemas and the grading function."])
+                        "then ``step(action)`` until terminated or truncated.",
+                        "The episode logic is ``environment.py``'s; this class binds it to the "
+                        "state model, the tools, their schemas and the grading function."])
     out(0)
     out(4, "tool_schemas = TOOLS")
     out(4, "finish_tool = FINISH_TOOL")

@@ -38,7 +38,7 @@ _NOT_OPERAND = frozenset({"and", "or", "not", "if", "else", "for", "in", "is", "
                           "return", "raise", "await", "del", "yield"})
 _COMMA = 10
 _PRIORITY = {"for": 9, "if": 9, "else": 9, "or": 8, "and": 7,
-         "==": 6, "!=": 6, "<": 6, "<=": 6, ">": 6, ">=": 6, "+": 5, "-": 5, "*": 4}
+             "==": 6, "!=": 6, "<": 6, "<=": 6, ">": 6, ">=": 6, "+": 5, "-": 5, "*": 4}
 
 
 @dataclass
