@@ -16,7 +16,8 @@ from typing import Any
 
 from graphgen.envs.schemas import FINISH_NAME
 
-Task = Mapping[str, Any]
+#: The task the checks run on; None means the task the environment last started.
+Task = Mapping[str, Any] | None
 
 
 class EnvCheckError(AssertionError):
@@ -31,8 +32,12 @@ def _finish(answer: str = "") -> dict[str, Any]:
     return {"name": FINISH_NAME, "arguments": {"answer": answer}}
 
 
+def _options(task: Task) -> dict[str, Any] | None:
+    return None if task is None else {"task": task}
+
+
 def _reset(env: Any, task: Task) -> tuple[Any, ...]:
-    out = env.reset(options={"task": task})
+    out = env.reset(options=_options(task))
     return tuple(out) if isinstance(out, tuple) else (out,)
 
 
@@ -119,7 +124,8 @@ def check_reset_determinism(env: Any, task: Task) -> None:
     observation and info, and the same actions then give the same results."""
     actions = [{"name": _a_tool(env), "arguments": {}}, {"name": "no such tool"}, _finish("x")]
     runs = []
-    for options in ({"task": task}, {"task": json.dumps(task)}, {"task": task}):
+    as_text = None if task is None else {"task": json.dumps(task)}
+    for options in (_options(task), as_text, _options(task)):
         first = env.reset(seed=0, options=options)
         runs.append([first, *(env.step(a) for a in actions)])
     if not runs[0] == runs[1] == runs[2]:
@@ -206,7 +212,7 @@ def check_reward_range(env: Any, task: Task) -> None:
 
 def check_info_is_json(env: Any, task: Task) -> None:
     """``info`` from reset and step is plain JSON data (trajectories are written as JSON)."""
-    infos = [env.reset(options={"task": task})[1],
+    infos = [env.reset(options=_options(task))[1],
              env.step({"name": _a_tool(env), "arguments": {}})[4], env.step(_finish())[4]]
     for info in infos:
         try:
@@ -231,13 +237,21 @@ CHECKS: tuple[Callable[[Any, Task], None], ...] = (
 )
 
 
-def check_env(env: Any, task: Task) -> None:
+def check_env(env: Any, task: Task = None) -> None:
     """Check every property of the environment interface on ``task``; raises
     :class:`EnvCheckError` naming the first that fails. Leaves ``env`` reset to ``task``.
 
     ``task`` is a task in the plain-dict form environments take (see
     :func:`graphgen.envs.agent.env_task`); the checks run a few short episodes on it.
+    Without it they use the task ``env`` last started, so reset it on one first.
     """
+    if task is None:
+        try:
+            env.reset()
+        except Exception as exc:
+            raise EnvCheckError("check_env", "no task to check on: pass one, or reset the "
+                                f"environment on one first ({type(exc).__name__}: {exc})"
+                                ) from exc
     for check in CHECKS:
         try:
             check(env, task)
@@ -247,4 +261,4 @@ def check_env(env: Any, task: Task) -> None:
             raise EnvCheckError(check.__name__,
                                 f"the check crashed the environment with "
                                 f"{type(exc).__name__}: {exc}") from exc
-    env.reset(options={"task": task})
+    env.reset(options=_options(task))

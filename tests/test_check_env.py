@@ -110,6 +110,16 @@ def test_check_env_rejects_a_broken_env(broken: type[_Proxy], prop: str,
     assert info.value.prop == prop
 
 
+def test_check_env_without_a_task_uses_the_last_one(mock_task: dict[str, Any]) -> None:
+    env = _mock_env()
+    with pytest.raises(EnvCheckError, match="no task to check on"):
+        check_env(env)
+    env.reset(options={"task": mock_task})
+    check_env(env)
+    with pytest.raises(EnvCheckError, match="check_step_return"):
+        check_env(_OldStep(env))
+
+
 def test_the_checked_env_still_works(mock_task: dict[str, Any]) -> None:
     env = _mock_env()
     check_env(env, mock_task)
@@ -141,3 +151,24 @@ def test_gym_wrapper_escapes_text_outside_its_space() -> None:
     assert _in_space("caf\u00e9\r") == "caf\\xe9\\r"
     with pytest.raises(ValueError, match="at least one task"):
         GymEnvironment(_mock_env(), [])
+
+
+@pytest.mark.parametrize(("module", "missing", "extra"), [
+    ("graphgen.envs.gym", "gymnasium", "`gym` extra"),
+    ("graphgen.envs.agent", "openai", "`eval` extra"),
+])
+def test_optional_dependencies_are_named_when_missing(module: str, missing: str, extra: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, missing, None)  # makes `import missing` fail
+    if module == "graphgen.envs.gym":
+        monkeypatch.delitem(sys.modules, module, raising=False)
+        with pytest.raises(ImportError, match=extra):
+            importlib.import_module(module)
+    else:
+        from graphgen.envs.agent import OpenAIAgent
+
+        with pytest.raises(ImportError, match=extra):
+            OpenAIAgent("m", "http://127.0.0.1:9", "k")
