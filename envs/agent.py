@@ -16,12 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from graphgen.envs.schemas import FINISH_NAME
 from graphgen.grading import expected_final
 from graphgen.tasks.model import Task
 
 SYSTEM_SUFFIX = (
-    "\n\nUse the tools to help the user. When you are done, call `respond` with your final "
-    "answer to the user (include any values they asked for, or the reason you cannot help)."
+    f"\n\nUse the tools to help the user. When you are done, call `{FINISH_NAME}` with your "
+    "final answer to the user (include any values they asked for, or the reason you cannot "
+    "help)."
 )
 
 
@@ -49,7 +51,7 @@ class Agent(Protocol):
 
 
 class EnvLike(Protocol):
-    """What the loop needs from a compiled environment."""
+    """What the loop needs from a compiled environment (its Gymnasium-shaped interface)."""
 
     @property
     def tools(self) -> list[dict[str, Any]]: ...
@@ -57,13 +59,15 @@ class EnvLike(Protocol):
     @property
     def policy(self) -> str: ...
 
-    def reset(self, task: dict[str, Any]) -> str: ...
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[str, dict[str, Any]]: ...
 
-    def step(self, action: dict[str, Any]) -> tuple[str, float, bool, dict[str, Any]]: ...
+    def step(self, action: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
 
 
 def env_task(task: Task) -> dict[str, Any]:
-    """The plain-dict form of a task that compiled environments take in ``reset``."""
+    """The plain-dict form of a task that compiled environments take in
+    ``reset(options={"task": ...})``."""
     goal = task.goal.model_dump(mode="json")
     return {
         "id": task.id,
@@ -83,7 +87,12 @@ class OpenAIAgent:
 
     def __init__(self, model: str, base_url: str, api_key: str, temperature: float = 0.0,
                  timeout: float = 120.0, max_retries: int = 2) -> None:
-        from openai import OpenAI
+        try:
+            from openai import OpenAI
+        except ImportError as exc:  # the model client is an optional extra
+            raise ImportError("OpenAIAgent needs the openai package: install graphgen-envs "
+                              "with the `eval` extra (pip install 'graphgen-envs[eval]')"
+                              ) from exc
 
         self.name = model
         self.model = model
@@ -135,7 +144,7 @@ class OracleAgent:
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         if self.plan:
             return Reply([self.plan.pop(0)])
-        return Reply([ToolCall("oracle_end", "respond", json.dumps({"answer": self.final}))])
+        return Reply([ToolCall("oracle_end", FINISH_NAME, json.dumps({"answer": self.final}))])
 
 
 class NoopAgent:
@@ -181,9 +190,9 @@ class RandomAgent:
         return self.rng.choice(self.words)
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
-        usable = [t for t in tools if t["function"]["name"] != "respond"]
+        usable = [t for t in tools if t["function"]["name"] != FINISH_NAME]
         if self.left <= 0 or not usable:
-            return Reply([ToolCall("random_end", "respond", json.dumps({"answer": "done"}))])
+            return Reply([ToolCall("random_end", FINISH_NAME, json.dumps({"answer": "done"}))])
         self.left -= 1
         fn = self.rng.choice(usable)["function"]
         props = fn.get("parameters", {}).get("properties", {})
@@ -212,14 +221,14 @@ class Episode:
 
 def run_episode(env: EnvLike, task: Task, agent: Agent, max_steps: int = 30) -> Episode:
     """Run one task to the end; every failure of the model call is recorded, not raised."""
-    first = env.reset(env_task(task))
+    first, _ = env.reset(options={"task": env_task(task)})
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": env.policy + SYSTEM_SUFFIX},
         {"role": "user", "content": first},
     ]
     agent.start(task)
     calls = invalid = turns = 0
-    done = False
+    done = False  # terminated or truncated
     reward = 0.0
     info: dict[str, Any] = {}
     error: str | None = None
@@ -233,15 +242,18 @@ def run_episode(env: EnvLike, task: Task, agent: Agent, max_steps: int = 30) -> 
         if not reply.tool_calls:
             # A plain text reply is the final answer to the user.
             messages.append({"role": "assistant", "content": reply.text or ""})
-            _, reward, done, info = env.step(
-                {"name": "respond", "arguments": {"answer": reply.text or ""}})
+            _, reward, terminated, truncated, info = env.step(
+                {"name": FINISH_NAME, "arguments": {"answer": reply.text or ""}})
+            done = terminated or truncated
             break
         messages.append({"role": "assistant", "content": reply.text, "tool_calls": [
             {"id": c.id, "type": "function",
              "function": {"name": c.name, "arguments": c.arguments}} for c in reply.tool_calls]})
         for c in reply.tool_calls:
-            obs, reward, done, info = env.step({"name": c.name, "arguments": c.arguments})
-            if c.name != "respond":
+            obs, reward, terminated, truncated, info = env.step(
+                {"name": c.name, "arguments": c.arguments})
+            done = terminated or truncated
+            if c.name != FINISH_NAME:
                 calls += 1
                 if info.get("error"):
                     invalid += 1
@@ -250,7 +262,7 @@ def run_episode(env: EnvLike, task: Task, agent: Agent, max_steps: int = 30) -> 
                 break
     if not done:
         # Out of turns (or the model failed): close the episode so it is graded.
-        _, reward, done, info = env.step({"name": "respond", "arguments": {"answer": ""}})
+        _, reward, _, _, info = env.step({"name": FINISH_NAME, "arguments": {"answer": ""}})
     grade = info.get("grade", {})
     return Episode(task.id, task.domain, task.kind, agent.name, reward >= 1.0, reward, calls,
                    invalid, turns, grade, messages, error)

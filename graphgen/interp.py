@@ -15,6 +15,7 @@ from typing import Any, TypeAlias, assert_never
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
+from graphgen.explain import explained_fields
 from graphgen.parse import is_iso_date
 from graphgen.state import State
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
@@ -214,25 +215,15 @@ def check_args(tool: ToolDef, args: Mapping[str, Any], st: State) -> dict[str, A
 def _explain(check: ir.Check, st: State, env: Env) -> str:
     """The values a failed precondition read, for an actionable message."""
     facts: list[str] = []
-    for node in ir.walk(check.expr):
-        match node:
-            case ir.Comp():
-                break  # values inside comprehensions are not single facts
-            case ir.FieldOf(entity=ent, key=k, field=f):
-                try:
-                    key = evaluate(k, st, env)
-                    val = st.tables[ent][key][f]
-                except (ToolError, KeyError, TypeError):
-                    continue
-                fact = f"{ent} {key!r} has {f} = {val!r}"
-                if fact not in facts:
-                    facts.append(fact)
-            case (ir.Lit() | ir.Var() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp()
-                  | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
-                  | ir.Agg() | ir.IfExp() | ir.DictLit()):
-                pass  # states no field value itself
-            case _:
-                assert_never(node)
+    for node in explained_fields(check.expr):
+        try:
+            key = evaluate(node.key, st, env)
+            val = st.tables[node.entity][key][node.field]
+        except (ToolError, KeyError, TypeError):
+            continue
+        fact = f"{node.entity} {key!r} has {node.field} = {val!r}"
+        if fact not in facts:
+            facts.append(fact)
     return "; ".join(facts)
 
 

@@ -29,7 +29,13 @@ import pytest
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs.codegen import CodegenError, compile_domain_source, write_package
-from graphgen.envs.schemas import ALLOWED_KEYWORDS, TOOL_NAME, finish_tool, openai_tools
+from graphgen.envs.schemas import (
+    ALLOWED_KEYWORDS,
+    FINISH_NAME,
+    TOOL_NAME,
+    finish_tool,
+    openai_tools,
+)
 from graphgen.errors import DomainError, ToolError
 from graphgen.interp import call_tool
 from graphgen.load import loads_domain
@@ -642,34 +648,43 @@ def test_environment_episode(gen_root: Path) -> None:
             "goal": goal}
 
     env = c.pkg.Environment()
-    assert env.reset(task) == task["instruction"]
-    obs, reward, done, _ = env.step({"name": "find_account",
-                                     "arguments": json.dumps({"email": email})})
-    assert json.loads(obs) == [acct] and reward == 0.0 and not done
-    obs, _, _, info = env.step({"function": {"name": "deposit", "arguments": "{bad"}})
+    assert env.reset(options={"task": task}) == (task["instruction"], {"task_id": None, "step": 0})
+    obs, reward, terminated, truncated, _ = env.step(
+        {"name": "find_account", "arguments": json.dumps({"email": email})})
+    assert json.loads(obs) == [acct] and reward == 0.0 and not terminated and not truncated
+    obs, _, _, _, info = env.step({"function": {"name": "deposit", "arguments": "{bad"}})
     assert obs.startswith("Error: deposit: arguments are not valid JSON") and info["error"]
-    obs, _, _, info = env.step({"name": "nope", "arguments": {}})
+    obs, _, _, _, info = env.step({"name": "nope", "arguments": {}})
     assert obs.startswith("Error: unknown tool 'nope'") and info["error"] == "unknown_tool"
-    obs, _, _, _ = env.step({"name": "deposit", "arguments": {"account_id": acct, "amount": 7}})
+    obs, _, _, _, info = env.step('["not an action"]')
+    assert obs.startswith("Error: an action is") and info["error"] == "bad_action"
+    obs, _, _, _, info = env.step("{not json")
+    assert "action is not valid JSON" in obs and info["error"] == "bad_action"
+    obs, *_ = env.step(json.dumps({"name": "deposit",
+                                   "arguments": {"account_id": acct, "amount": 7}}))
     assert obs == "ok"
     assert env.get_reward() == 0.0  # no answer given yet
-    obs, reward, done, info = env.step({"name": "respond",
-                                        "arguments": {"answer": f"Done for {acct}."}})
-    assert done and reward == 1.0 and info["grade"]["success"] is True
+    obs, reward, terminated, truncated, info = env.step(
+        {"name": FINISH_NAME, "arguments": {"answer": f"Done for {acct}."}})
+    assert terminated and not truncated and reward == 1.0
+    assert info["grade"]["success"] is True
     assert all(item["ok"] for item in info["grade"]["items"])
-    assert env.step({"name": "respond", "arguments": {}})[2] is True
+    assert env.step({"name": FINISH_NAME, "arguments": {}})[2:4] == (True, False)
 
-    env.reset(task)  # wrong final state: nothing was deposited
-    _, reward, done, info = env.step({"name": "respond", "arguments": {"answer": acct}})
-    assert done and reward == 0.0 and info["grade"]["success"] is False
+    env.reset()  # the same task again; wrong final state: nothing was deposited
+    _, reward, terminated, _, info = env.step(
+        {"name": FINISH_NAME, "arguments": {"answer": acct}})
+    assert terminated and reward == 0.0 and info["grade"]["success"] is False
     failed = [i["check"] for i in info["grade"]["items"] if not i["ok"]]
     assert failed == [f"change Account {acct} balance"]
 
     env = c.pkg.Environment(max_steps=2)
-    env.reset(task)
-    assert env.step({"name": "get_account", "arguments": {"account_id": acct}})[2] is False
-    _, reward, done, _ = env.step({"name": "get_account", "arguments": {"account_id": acct}})
-    assert done and reward == 0.0
+    env.reset(options={"task": json.dumps(task)})
+    assert env.step({"name": "get_account", "arguments": {"account_id": acct}})[2:4] == (
+        False, False)
+    _, reward, terminated, truncated, _ = env.step(
+        {"name": "get_account", "arguments": {"account_id": acct}})
+    assert truncated and not terminated and reward == 0.0
 
 
 def test_generated_tool_is_readable(gen_root: Path) -> None:
@@ -689,6 +704,6 @@ def test_codegen_rejects_unusable_names() -> None:
     bad_field = SINK.replace("      sealed: bool\n", "      json: list[str]\n      sealed: bool\n")
     with pytest.raises(CodegenError, match=r"Box\.json"):
         compile_domain_source(loads_domain(bad_field, "<bad>"))
-    bad_tool = SINK.replace("  earliest:\n", "  respond:\n")
-    with pytest.raises(CodegenError, match="respond"):
+    bad_tool = SINK.replace("  earliest:\n", f"  {FINISH_NAME}:\n")
+    with pytest.raises(CodegenError, match=FINISH_NAME):
         compile_domain_source(loads_domain(bad_tool, "<bad>"))

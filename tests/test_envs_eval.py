@@ -17,6 +17,7 @@ from graphgen.cli import app
 from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs.agent import NoopAgent, OracleAgent, RandomAgent, env_task, run_episode
 from graphgen.envs.load import BUILTIN_DIR, builtin_is_fresh, load_env_module
+from graphgen.envs.schemas import FINISH_NAME
 from graphgen.errors import ToolError
 from graphgen.interp import call_tool
 from graphgen.state import State
@@ -39,10 +40,13 @@ def test_committed_builtin_package_is_fresh(name: str) -> None:
     assert builtin_is_fresh(load_builtin(name)), f"envs/builtin/{name} is stale"
 
 
-def test_staleness_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("edited", ["tools.py", "environment.py", "runtime.py"])
+def test_staleness_is_detected(edited: str, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hand edit to a generated file or to a verbatim copy is caught."""
     stale = tmp_path / "builtin"
     shutil.copytree(BUILTIN_DIR, stale)
-    (stale / "mock" / "tools.py").write_text("# edited by hand\n", encoding="utf-8")
+    (stale / "mock" / edited).write_text("# edited by hand\n", encoding="utf-8")
     monkeypatch.setattr("graphgen.envs.load.BUILTIN_DIR", stale)
     assert not builtin_is_fresh(load_builtin("mock"))
 
@@ -72,8 +76,10 @@ def test_imports_in_a_fresh_venv_with_only_pydantic(tmp_path: Path) -> None:
         "for name in sys.argv[1:]:\n"
         "    pkg = importlib.import_module(name)\n"
         "    env = pkg.Environment()\n"
-        "    env.reset({'initial_state': pkg.Db().to_state(), 'instruction': 'hi'})\n"
-        "    obs, r, done, info = env.step({'name': 'respond', 'arguments': {'answer': 'x'}})\n"
+        "    task = {'initial_state': pkg.Db().to_state(), 'instruction': 'hi'}\n"
+        "    env.reset(options={'task': task})\n"
+        "    finish = pkg.FINISH_TOOL['function']['name']\n"
+        "    obs, r, done, _, info = env.step({'name': finish, 'arguments': {'answer': 'x'}})\n"
         "    print(name, len(pkg.TOOLS), done, r)\n"
         "assert 'graphgen' not in sys.modules and 'z3' not in sys.modules\n"
     )
@@ -108,14 +114,15 @@ def test_reference_chains_agree_with_interpreter(name: str,
     for task in tasksets[name]:
         st = State.from_dict(task.initial_state)
         expected = _run_interp(task, st)
-        env.reset(env_task(task))
+        env.reset(options={"task": env_task(task)})
         got = [env.step({"name": c.tool, "arguments": json.dumps(c.args)})[0]
                for c in task.chain]
         assert got == expected, task.id
         assert env.db.to_state()["tables"] == st.to_dict()["tables"], task.id
         answer = " ".join(str(v) for v in task.goal.answer)
-        _, reward, done, info = env.step({"name": "respond", "arguments": {"answer": answer}})
-        assert done and reward == 1.0, (task.id, info["grade"])
+        _, reward, terminated, _, info = env.step(
+            {"name": FINISH_NAME, "arguments": {"answer": answer}})
+        assert terminated and reward == 1.0, (task.id, info["grade"])
 
 
 @pytest.mark.parametrize("name", BUILTINS)
@@ -138,11 +145,11 @@ def _script_for(tasks: list[Task]) -> Any:
 
     def script(body: dict[str, Any]) -> Any:
         msgs = body["messages"]
-        assert msgs[0]["role"] == "system" and "respond" in json.dumps(body["tools"])
+        assert msgs[0]["role"] == "system" and FINISH_NAME in json.dumps(body["tools"])
         task = by_instruction[msgs[1]["content"]]
         done = sum(1 for m in msgs if m["role"] == "tool")
         chain = [(c.tool, json.dumps(c.args)) for c in task.chain]
-        first_tool = task.chain[0].tool if task.chain else "respond"
+        first_tool = task.chain[0].tool if task.chain else FINISH_NAME
         bad = [("nope_tool", "{}"),
                (first_tool, "{not json"),
                (first_tool, json.dumps({"zzz": 1})),

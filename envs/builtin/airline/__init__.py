@@ -10,8 +10,9 @@ tiers.
 Usage::
 
     env = Environment()
-    first = env.reset(task)
-    obs, reward, done, info = env.step({"name": ..., "arguments": {...}})
+    observation, info = env.reset(options={"task": task})
+    observation, reward, terminated, truncated, info = env.step(
+        {"name": ..., "arguments": {...}})
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ Bank accounts that can be looked up by email, topped up, locked and paid from.
 Usage::
 
     env = Environment()
-    first = env.reset(task)
-    obs, reward, done, info = env.step({"name": ..., "arguments": {...}})
+    observation, info = env.reset(options={"task": task})
+    observation, reward, terminated, truncated, info = env.step(
+        {"name": ..., "arguments": {...}})
 """
 
 from __future__ import annotations
