@@ -32,6 +32,8 @@ from graphgen.tasks.model import Call, Given
 MAX_BINDINGS = 400  # candidate argument tuples tried per producer tool
 MAX_DEPTH = 4  # nested lookups allowed to reveal one value
 
+# How a tool call is executed: the interpreter by default, a compiled environment when
+# checking one (the generator, the dry-run and the planner all take the same callable).
 Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
 ReadCache = dict[tuple[str, tuple[Any, ...]], Any]
 
@@ -65,11 +67,25 @@ def sort_distances(domain: Domain) -> dict[Sort, int]:
     return dist
 
 
+def parse_sort(s: str) -> Sort:
+    """``"field:User.email"`` → ``Sort("field", "User.email")`` (the inverse of ``str``)."""
+    kind, _, name = s.partition(":")
+    return Sort(kind, name)
+
+
 @dataclass
 class Knowledge:
     """Known values by sort, each with the index of the call that revealed it (-1: given)."""
 
     facts: dict[Sort, dict[Any, int]] = field(default_factory=dict)
+
+    @classmethod
+    def from_givens(cls, givens: Iterable[Given]) -> Knowledge:
+        """What the agent knows before any call: the task's givens."""
+        know = cls()
+        for g in givens:
+            know.add(parse_sort(g.sort), g.value, -1)
+        return know
 
     def knows(self, s: Sort, v: Any) -> bool:
         return s.always_known or _hashable(v) in self.facts.get(s, {})

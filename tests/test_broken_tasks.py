@@ -7,10 +7,10 @@ minimal solutions with different end states, a refusal that is possible, a wrong
 reference chain, an argument the agent could not know -- plus lying metadata. Every
 entry point must reject each task, for the reason ``broken_tasks_expected.json`` gives:
 
-* ``graphgen.verify.gate.recheck`` (what ``graphgen verify`` runs) -- every task;
+* ``graphgen.verify.certify.recheck`` (what ``graphgen verify`` runs) -- every task;
 * ``graphgen verify`` on each file -- exit 1, and the result table counts each reason;
-* the generator's gate (``graphgen.tasks.gate.check_candidate``, then
-  ``graphgen.verify.gate.certify``) -- every task whose flaw is the generator's to
+* the generator's gate (``graphgen.tasks.dryrun.check_candidate``, then
+  ``graphgen.verify.certify.certify``) -- every task whose flaw is the generator's to
   judge; the rest (a claimed ``min_calls``, ``difficulty``, ``domain_hash``: fields the
   generator computes rather than trusts) it accepts, which is checked too.
 
@@ -37,10 +37,10 @@ from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.interp import call_tool, failed_check
 from graphgen.state import State
-from graphgen.tasks.gate import REASONS, check_candidate
+from graphgen.tasks.dryrun import REASONS, check_candidate
 from graphgen.tasks.model import Given, Task
 from graphgen.tasks.taskset import generate, read_taskset
-from graphgen.verify.gate import certify, recheck
+from graphgen.verify.certify import certify, recheck
 
 DATA = Path(__file__).parent / "data"
 DOMAINS = ("mock", "retail", "airline")

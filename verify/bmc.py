@@ -48,6 +48,7 @@ from graphgen.domain import Domain, ToolDef
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
 from graphgen.tasks.model import Call, Change, Given
+from graphgen.tasks.plan import parse_sort
 from graphgen.types import PRIMS, EnumT, ListT, RecordT, RefT, RowT, Ty
 from graphgen.verify.encode import (
     FALSE,
@@ -85,12 +86,6 @@ Status = str  # "sat" | "unsat" | "unknown"
 
 
 # ------------------------------------------------------------------ sorts and givens
-
-
-def parse_sort(s: str) -> Sort:
-    """``"field:User.email"`` → ``Sort("field", "User.email")``."""
-    kind, _, name = s.partition(":")
-    return Sort(kind, name)
 
 
 def sort_type(domain: Domain, s: Sort) -> Ty | None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import z3
@@ -41,18 +40,16 @@ from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, GraphgenError, ToolError
 from graphgen.grading import changes_hold
-from graphgen.interp import apply_unchecked, call_tool, evaluate
-from graphgen.knowledge import facts_of_result, param_sort
+from graphgen.interp import apply_unchecked, evaluate
 from graphgen.parse import Elaborator
 from graphgen.state import State, diff
+from graphgen.tasks.dryrun import Replay, replay
 from graphgen.tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
-from graphgen.tasks.plan import Knowledge
 from graphgen.types import RefT, RowT, Ty
 from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.bmc import (
     Bmc,
     ChangesGoal,
-    parse_sort,
     relevant_tools,
     same_value,
     strings_in,
@@ -68,15 +65,6 @@ NA = "n/a"
 # ------------------------------------------------------------------ concrete side
 
 
-@dataclass
-class DryRun:
-    """The interpreter's run of a chain: where it failed, what it showed, the end state."""
-
-    final: State
-    failed: str = ""  # why the chain is invalid for the agent ("" when valid)
-    shown: list[Any] | None = None
-
-
 def _py_leaves(v: Any, out: list[Any]) -> None:
     if isinstance(v, list):
         for x in v:
@@ -88,33 +76,14 @@ def _py_leaves(v: Any, out: list[Any]) -> None:
         out.append(v)
 
 
-def dry_run(domain: Domain, initial: State, givens: list[Given], chain: list[Call]) -> DryRun:
-    """Run ``chain`` with the interpreter, checking each argument is known when used."""
-    st = initial.copy()
-    know = Knowledge()
-    for g in givens:
-        know.add(parse_sort(g.sort), g.value, -1)
+def shown_values(domain: Domain, run: Replay) -> list[Any]:
+    """Every scalar the successful calls' outputs displayed (tools without a return
+    value show nothing)."""
     shown: list[Any] = []
-    for i, c in enumerate(chain):
-        tool = domain.tools.get(c.tool)
-        if tool is None:
-            return DryRun(st, f"call {i}: unknown tool {c.tool!r}", shown)
-        for p, v in c.args.items():
-            pd = tool.params.get(p)
-            if pd is None:
-                return DryRun(st, f"call {i} ({c.tool}): no parameter {p!r}", shown)
-            s = param_sort(pd)
-            if not know.knows(s, v):
-                return DryRun(st, f"call {i} ({c.tool}): {p}={v!r} is not known at {s}", shown)
-        try:
-            res = call_tool(domain, st, c.tool, dict(c.args))
-        except ToolError as exc:
-            return DryRun(st, f"call {i} ({c.tool}) fails: {exc.message}", shown)
-        for s, v in facts_of_result(domain, tool, res):
-            know.add(s, v, i)
-        if tool.returns is not None:
-            _py_leaves(res, shown)
-    return DryRun(st, "", shown)
+    for s in run.steps:
+        if s.ran and not s.error and domain.tools[s.call.tool].returns is not None:
+            _py_leaves(s.result, shown)
+    return shown
 
 
 def goal_holds(goal: ChangesGoal, st: State, shown: list[Any], givens: list[Given]) -> bool:
@@ -157,7 +126,9 @@ class Prover:
         self.refusal = task.kind == "refusal"
         answers = [] if self.refusal else list(task.goal.answer)
         self.goal = ChangesGoal(list(task.goal.changes), answers)
-        self.run = dry_run(domain, self.initial, task.givens, task.chain)
+        self.run = replay(domain, self.initial, task.givens, task.chain)
+        # why the reference chain is invalid for an agent, "" when it is valid
+        self.run_failed = self.run.first_problem()
         self.requested: list[Change] | str = []
         if task.refused_call is not None:
             self.requested = requested_change(domain, self.initial, task.refused_call)
@@ -282,11 +253,12 @@ class Prover:
         chain = bmc.extract(model)
         text = " → ".join(f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
                           for c in chain) or "(no calls)"
-        replay = dry_run(self.domain, self.initial, self.task.givens, chain)
+        run = replay(self.domain, self.initial, self.task.givens, chain)
         goal = goal or self.goal
-        if replay.failed:
-            text += f" [encoding disagrees with the interpreter: {replay.failed}]"
-        elif not goal_holds(goal, replay.final, replay.shown or [], self.task.givens):
+        failed = run.first_problem()
+        if failed:
+            text += f" [encoding disagrees with the interpreter: {failed}]"
+        elif not goal_holds(goal, run.final, shown_values(self.domain, run), self.task.givens):
             text += " [encoding disagrees with the interpreter: the goal does not hold]"
         return text
 
@@ -302,9 +274,10 @@ class Prover:
     def reference_chain(self) -> ProofResult:
         """(1) the reference chain is valid and reaches the goal; z3 agrees."""
         run = self.run
-        if run.failed:
-            return _res("reference_chain", False, f"dry-run: {run.failed}")
-        if not goal_holds(self.goal, run.final, run.shown or [], self.task.givens):
+        if self.run_failed:
+            return _res("reference_chain", False, f"dry-run: {self.run_failed}")
+        if not goal_holds(self.goal, run.final, shown_values(self.domain, run),
+                          self.task.givens):
             return _res("reference_chain", False, "dry-run: the goal does not hold after it")
         bmc = self.build()
         if bmc is None:
@@ -399,7 +372,7 @@ class Prover:
         """(5) every minimal solution ends in the reference chain's final state."""
         if self.refusal:
             return _res("unique_final_state", True, f"{NA}: refusal task")
-        if self.run.failed:
+        if self.run_failed:
             return _res("unique_final_state", False, "no reference final state (chain fails)")
         bmc = self.build()
         if bmc is None:
@@ -532,7 +505,7 @@ class Prover:
         """The reference chain minus calls it does not need: greedily drop any call
         after which the interpreter still runs the chain validly (every argument known)
         to the goal. Empty if the reference chain itself fails."""
-        if self.run.failed:
+        if self.run_failed:
             return []
         # on the slice when there is one: it runs every chain of known arguments as the
         # full state does, and z3 checks the result anyway
@@ -541,9 +514,9 @@ class Prover:
         i = len(chain) - 1
         while i >= 0:
             cand = chain[:i] + chain[i + 1:]
-            run = dry_run(self.domain, start, self.task.givens, cand)
-            if not run.failed and goal_holds(self.goal, run.final, run.shown or [],
-                                             self.task.givens):
+            run = replay(self.domain, start, self.task.givens, cand)
+            if not run.first_problem() and goal_holds(
+                    self.goal, run.final, shown_values(self.domain, run), self.task.givens):
                 chain = cand
             i -= 1
         return chain
@@ -641,6 +614,5 @@ def shortest_solution(domain: Domain, task: Task, k: int | None = None,
     return Prover(domain, task, k, timeout_ms).shortest()
 
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "DryRun", "Prover", "check_target", "dry_run", "goal_holds",
-           "prove_task", "requested_change", "shortest_solution",
-           "target_condition"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "Prover", "check_target", "goal_holds", "prove_task",
+           "requested_change", "shortest_solution", "shown_values", "target_condition"]

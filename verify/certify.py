@@ -18,7 +18,7 @@ import z3
 
 from graphgen.domain import Domain
 from graphgen.state import State
-from graphgen.tasks.gate import check_candidate
+from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.model import Certificate, ProofResult, Task
 from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS, Prover
