@@ -10,7 +10,7 @@ Every expression node carries its type in ``ty`` (set by the elaborator in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal as TLiteral
 from typing import TypeAlias, get_args
 
@@ -299,14 +299,3 @@ def effect_exprs(eff: Effect) -> tuple[Expr, ...]:
         case Delete(key=k):
             return (k,)
     raise TypeError(f"unknown effect {type(eff).__name__}")
-
-
-@dataclass(frozen=True)
-class FieldRef:
-    """A (entity, field) pair; ``field`` is '*' for the row's existence."""
-
-    entity: str
-    field: str = field(default="*")
-
-    def __str__(self) -> str:
-        return f"{self.entity}.{self.field}"

@@ -25,8 +25,8 @@ from graphgen.domains import load_builtin
 from graphgen.graph import build_graph
 from graphgen.state import State
 from graphgen.stategen import generate_state
-from graphgen.tasks.expand import GenOptions, principal_entity
 from graphgen.tasks.dryrun import check_candidate
+from graphgen.tasks.expand import GenOptions, principal_entity
 from graphgen.tasks.model import Task
 from graphgen.tasks.referring import describe, humanize, matching_keys
 from graphgen.tasks.render import stated

@@ -39,6 +39,7 @@ import z3
 from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, GraphgenError, ToolError
+from graphgen.footprint import cells_read
 from graphgen.grading import changes_hold
 from graphgen.interp import apply_unchecked, evaluate
 from graphgen.parse import Elaborator
@@ -53,7 +54,6 @@ from graphgen.verify.bmc import (
     relevant_tools,
     same_value,
     strings_in,
-    tool_reads,
 )
 from graphgen.verify.encode import EncodeError, Evaluator, SymState, Universe, and_, eq, is_f, is_t
 from graphgen.verify.slicing import analyze_flow
@@ -177,7 +177,7 @@ class Prover:
             # and every tool that can change what its checks read or reveal its arguments.
             names.add(refused.tool)
             names.update(relevant_tools(
-                self.domain, tool_reads(self.domain, self.domain.tools[refused.tool]), True))
+                self.domain, cells_read(self.domain, self.domain.tools[refused.tool]), True))
         return [n for n in self.domain.tools if n in names]
 
     def build(self, steps: int | None = None) -> Bmc | None:
