@@ -48,7 +48,7 @@ from graphgen.domain import Domain, ToolDef
 from graphgen.footprint import ROWS, FieldRef, cells_read, cells_written
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
-from graphgen.tasks.model import Call, Change, Given
+from graphgen.tasks.model import Call, Change, Given, Inconclusive
 from graphgen.tasks.plan import parse_sort
 from graphgen.types import PRIMS, EnumT, ListT, RecordT, RefT, RowT, Ty
 from graphgen.verify.encode import (
@@ -874,10 +874,18 @@ class Bmc:
             return "unsat", None, ms
         return "unknown", None, ms
 
-    def reason_unknown(self) -> str:
-        """Why the last check was inconclusive ('timeout', ...)."""
+    def reason_unknown(self) -> tuple[Inconclusive, str]:
+        """Why the last check was inconclusive: the cause, and a detail to show.
+
+        Running out of the resource limit is z3's ``max. resource limit exceeded``; the
+        wall-clock guard gives ``timeout`` or ``canceled``. All three are a timeout here
+        (:meth:`check` sets the resource limit from the time limit)."""
         r = str(self.solver.reason_unknown())
-        return "timeout" if "timeout" in r or "canceled" in r else f"inconclusive: {r}"
+        if "timeout" in r or "canceled" in r:
+            return Inconclusive.TIMEOUT, "timeout"
+        if "resource limit" in r:
+            return Inconclusive.TIMEOUT, f"timeout ({r})"
+        return Inconclusive.UNKNOWN, f"inconclusive: {r}"
 
     def extract(self, m: z3.ModelRef) -> list[Call]:
         """The witness chain of a model."""
@@ -955,7 +963,7 @@ def search(domain: Domain, state: State, givens: Iterable[Given], goal: GoalPred
         assume += bmc.length_is(length)
     status, model, _ = bmc.check(assume, timeout_ms)
     chain = bmc.extract(model) if model is not None else None
-    reason = bmc.reason_unknown() if status == "unknown" else ""
+    reason = bmc.reason_unknown()[1] if status == "unknown" else ""
     return SearchResult(status, chain, (time.perf_counter() - t0) * 1000, reason)
 
 

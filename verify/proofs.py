@@ -25,7 +25,8 @@ mention (not necessarily revealed), so for them only 1 (the state part), 4 and 6
 2, 3 and 5 are reported as not applicable.
 
 Every query has a timeout (``timeout_ms``); an inconclusive query fails its proof with
-detail ``'timeout'``, it never hangs.
+status :attr:`~graphgen.tasks.model.ProofStatus.INCONCLUSIVE` and its cause (a timeout, or
+z3's other reasons), it never hangs.
 """
 
 from __future__ import annotations
@@ -45,7 +46,16 @@ from graphgen.interp import apply_unchecked, evaluate
 from graphgen.parse import Elaborator
 from graphgen.state import State, diff
 from graphgen.tasks.dryrun import Replay, replay
-from graphgen.tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
+from graphgen.tasks.model import (
+    Call,
+    Certificate,
+    Change,
+    Given,
+    Inconclusive,
+    ProofResult,
+    Target,
+    Task,
+)
 from graphgen.types import RefT, RowT, Ty
 from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.bmc import (
@@ -133,7 +143,8 @@ class Prover:
         if task.refused_call is not None:
             self.requested = requested_change(domain, self.initial, task.refused_call)
         self.bmc: Bmc | None = None
-        self.last_unknown = ""
+        # the last query's inconclusive cause and detail (None after a conclusive one)
+        self.last_unknown: tuple[Inconclusive, str] | None = None
         self.build_error = ""
         self.build_ms = 0.0
         self.solve_ms = 0.0
@@ -213,7 +224,7 @@ class Prover:
     # ------------------------------------------------------------ helpers
 
     def _check(self, assume: list[Any], bmc: Bmc | None = None) -> tuple[str, Any]:
-        """(status, model); an inconclusive answer's reason is kept in ``last_unknown``.
+        """(status, model); an inconclusive answer's cause is kept in ``last_unknown``.
 
         A query z3 found unsat on this unrolling stays unsat (constraints are only ever
         added), so it is not asked again. A query is answered sat by a model z3 found
@@ -224,18 +235,18 @@ class Prover:
         assert bmc is not None
         key = (id(bmc), tuple(sorted(a.ast.value for a in assume)))
         if key in self._unsat:
-            self.last_unknown = ""
+            self.last_unknown = None
             return "unsat", None
         for gen, m in reversed(self._models.get(id(bmc), [])):
             if all(is_t(m.eval(a, model_completion=True))
                    for a in [*bmc.added[gen:], *assume]):
-                self.last_unknown = ""
+                self.last_unknown = None
                 return "sat", m
         t0 = time.perf_counter()
         before = bmc.generation
         status, model, _ = bmc.check(assume, self.timeout_ms)
         self.solve_ms += (time.perf_counter() - t0) * 1000
-        self.last_unknown = bmc.reason_unknown() if status == "unknown" else ""
+        self.last_unknown = bmc.reason_unknown() if status == "unknown" else None
         if status == "unsat":
             # the terms are kept so that their ids (the key) cannot be reused
             self._unsat[key] = list(assume)
@@ -243,6 +254,16 @@ class Prover:
             # a model of every constraint asserted so far (and of these assumptions)
             self._models.setdefault(id(bmc), []).append((before, model))
         return status, model
+
+    def _unknown_detail(self) -> str:
+        assert self.last_unknown is not None, "no inconclusive query to report"
+        return self.last_unknown[1]
+
+    def _undecided(self, name: str) -> ProofResult:
+        """Proof ``name`` failed because its last query was inconclusive."""
+        assert self.last_unknown is not None, "no inconclusive query to report"
+        cause, detail = self.last_unknown
+        return ProofResult.inconclusive(name, cause, detail)
 
     def _witness(self, model: Any, goal: ChangesGoal | None = None,
                  bmc: Bmc | None = None) -> str:
@@ -290,7 +311,7 @@ class Prover:
         status, model = self._check([pin, self._goal_lit(max(n, self.horizon)),
                                      *bmc.length_is(n)])
         if status == "unknown":
-            return _res("reference_chain", False, self.last_unknown)
+            return self._undecided("reference_chain")
         if status == "unsat":
             return _res("reference_chain", False, "encoding disagrees with the dry-run: z3 "
                         "finds the pinned chain invalid or short of the goal")
@@ -314,8 +335,10 @@ class Prover:
             return _res("goal_not_initial", False, self.build_error)
         # after 0 steps: the goal over the initial state
         status, model = self._check([self._goal_lit(0)])
-        if status != "unsat":
-            return _res("goal_not_initial", False, self.last_unknown if status == "unknown" else
+        if status == "unknown":
+            return self._undecided("goal_not_initial")
+        if status == "sat":
+            return _res("goal_not_initial", False,
                         "z3 finds the goal true initially (encoding disagrees)")
         if not self.goal.changes:
             return _res("goal_not_initial", True,
@@ -328,7 +351,7 @@ class Prover:
         reads = self._reads
         status, model = self._check([self._goal_lit(self.k, reads)], reads)
         if status == "unknown":
-            return _res("goal_not_initial", False, self.last_unknown)
+            return self._undecided("goal_not_initial")
         if status == "sat":
             return _res("goal_not_initial", False,
                         f"read-only chain reaches the goal: {self._witness(model, bmc=reads)}")
@@ -346,13 +369,13 @@ class Prover:
         if m > 0:
             status, model = self._check([self._goal_lit(), *bmc.length_below(m)])
             if status == "unknown":
-                return _res("min_calls", False, self.last_unknown)
+                return self._undecided("min_calls")
             if status == "sat":
                 return _res("min_calls", False,
                             f"shortcut below {m} calls: {self._witness(model)}")
         status, model = self._check([self._goal_lit(), *bmc.length_is(m)])
         if status == "unknown":
-            return _res("min_calls", False, self.last_unknown)
+            return self._undecided("min_calls")
         if status == "unsat":
             return _res("min_calls", False, f"no chain of exactly {m} calls reaches the goal")
         return _res("min_calls", True, f"no chain below {m} calls; {m} calls suffice")
@@ -385,7 +408,7 @@ class Prover:
         m = self.task.min_calls
         status, model = self._check([self._goal_lit(), differs, *bmc.length_is(m)])
         if status == "unknown":
-            return _res("unique_final_state", False, self.last_unknown)
+            return self._undecided("unique_final_state")
         if status == "sat":
             d = diff(bmc.restrict(self.run.final), bmc.final_state(model, h))[:3]
             return _res("unique_final_state", False,
@@ -418,7 +441,7 @@ class Prover:
         lit = bmc.lit(f"requested@{self.k}", bmc.goal_term(goal, self.k))
         status, model = self._check([lit])
         if status == "unknown":
-            return _res("refusal_impossible", False, self.last_unknown)
+            return self._undecided("refusal_impossible")
         if status == "sat":
             return _res("refusal_impossible", False,
                         f"the requested change is reachable: {self._witness(model, goal)}")
@@ -447,7 +470,7 @@ class Prover:
             lit = bmc.lit(f"refused@{t}", and_(*parts))
             status, model = self._check([lit, *bmc.length_is(t + 1)])
             if status == "unknown":
-                return _res("refusal_impossible", False, self.last_unknown)
+                return self._undecided("refusal_impossible")
             if status == "sat":
                 chain = bmc.extract(model)
                 text = " → ".join(c.tool for c in chain)
@@ -483,7 +506,7 @@ class Prover:
         if best is None:
             status, model = self._check([goal, *bmc.length_below(hi + 1)])
             if status == "unknown":
-                return None, None, self.last_unknown
+                return None, None, self._unknown_detail()
             if status == "unsat":
                 return None, None, f"no chain of <= {hi} calls reaches the goal"
             best = bmc.extract(model)
@@ -494,12 +517,24 @@ class Prover:
             first = False
             status, model = self._check([goal, *bmc.length_below(mid + 1)])
             if status == "unknown":
-                return None, None, self.last_unknown
+                return None, None, self._unknown_detail()
             if status == "unsat":
                 lo = mid + 1
             else:
                 best = bmc.extract(model)
         return len(best), best, ""
+
+    def find_min_calls(self, upto: int | None = None) -> int | ProofResult:
+        """The proven shortest solution length (see :meth:`shortest`), or the failed
+        ``min_calls`` result saying why there is none: refuted when no chain within the
+        bound reaches the goal (or nothing can be encoded), inconclusive when z3 gave up."""
+        self.last_unknown = None
+        m, _, why = self.shortest(upto)
+        if m is not None:
+            return m
+        if self.last_unknown is not None:
+            return self._undecided("min_calls")
+        return ProofResult.refuted("min_calls", why)
 
     def _shrunk(self) -> list[Call]:
         """The reference chain minus calls it does not need: greedily drop any call
@@ -539,7 +574,8 @@ class Prover:
 
 
 def _res(name: str, ok: bool, detail: str) -> ProofResult:
-    return ProofResult(name=name, ok=ok, detail=detail)
+    """A conclusive result: proved when ``ok``, else refuted."""
+    return ProofResult.proved(name, detail) if ok else ProofResult.refuted(name, detail)
 
 
 # ------------------------------------------------------------------ targets
@@ -597,7 +633,7 @@ def prove_task(domain: Domain, task: Task, k: int | None = None,
     try:
         p = Prover(domain, task, k, timeout_ms)
     except (ValueError, GraphgenError, KeyError) as exc:  # e.g. a malformed initial state
-        bad = ProofResult(name="input", ok=False, detail=f"cannot read the task: {exc}")
+        bad = ProofResult.refuted("input", f"cannot read the task: {exc}")
         return Certificate(k=k or 0, proofs=[bad], z3_version=z3.get_version_string(),
                            checker_version=CHECKER_VERSION)
     proofs = p.all()
