@@ -45,7 +45,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 import networkx as nx
 
@@ -124,8 +124,12 @@ def _nnf(e: ir.Expr, positive: bool, out: list[Literal]) -> None:
                 _nnf(v, positive, out)
         case ir.Not(operand=o):
             _nnf(o, not positive, out)
+        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
+              | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Comp()
+              | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            out.append((e, positive))  # an atom
         case _:
-            out.append((e, positive))
+            assert_never(e)
 
 
 def _condition_check(domain: Domain, where: str, e: ir.Expr) -> GuardCheck:
@@ -301,7 +305,12 @@ def _sign(e: ir.Expr, params: Mapping[str, tuple[int | None, int | None]],
             if sa == 0:
                 return sb
             return sa if sb == 0 else None
-    return None
+        case (ir.Lit() | ir.Var() | ir.Agg() | ir.Arith() | ir.RowOf() | ir.Exists()
+              | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Contains() | ir.ListLit() | ir.Comp()
+              | ir.DictLit()):
+            return None  # not an int of known sign
+        case _:
+            assert_never(e)
 
 
 def _neg(s: int | None) -> int | None:
@@ -443,8 +452,12 @@ def _linear(e: ir.Expr, sign: int, out: list[tuple[int, ir.Expr]]) -> None:
         ) if isinstance(c, int) and not isinstance(c, bool):
             if c != 0:
                 _linear(o, sign if c > 0 else -sign, out)
+        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
+              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Contains() | ir.Len() | ir.ListLit()
+              | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            out.append((sign, e))  # a leaf
         case _:
-            out.append((sign, e))
+            assert_never(e)
 
 
 def _change_helps(c: _Change, need: int | None,

@@ -37,7 +37,7 @@ through assumption literals, so the solver keeps what it learned between them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -383,15 +383,21 @@ class FnGoal:
         return None  # unknown reads: every tool stays
 
 
-def strings_in(v: Any) -> Iterable[str]:
-    if isinstance(v, str):
-        yield v
-    elif isinstance(v, list):
+def scalars(v: Any) -> Iterator[Any]:
+    """The scalars of a JSON-like value (list items and dict values, recursively)."""
+    if isinstance(v, list):
         for x in v:
-            yield from strings_in(x)
+            yield from scalars(x)
     elif isinstance(v, dict):
         for x in v.values():
-            yield from strings_in(x)
+            yield from scalars(x)
+    else:
+        yield v
+
+
+def strings_in(v: Any) -> Iterable[str]:
+    """The strings among :func:`scalars` of ``v``."""
+    return (x for x in scalars(v) if isinstance(x, str))
 
 
 # ------------------------------------------------------------------ the unrolling

@@ -63,6 +63,7 @@ from graphgen.verify.bmc import (
     ChangesGoal,
     relevant_tools,
     same_value,
+    scalars,
     strings_in,
 )
 from graphgen.verify.encode import EncodeError, Evaluator, SymState, Universe, and_, eq, is_f, is_t
@@ -75,24 +76,13 @@ NA = "n/a"
 # ------------------------------------------------------------------ concrete side
 
 
-def _py_leaves(v: Any, out: list[Any]) -> None:
-    if isinstance(v, list):
-        for x in v:
-            _py_leaves(x, out)
-    elif isinstance(v, dict):
-        for x in v.values():
-            _py_leaves(x, out)
-    else:
-        out.append(v)
-
-
 def shown_values(domain: Domain, run: Replay) -> list[Any]:
     """Every scalar the successful calls' outputs displayed (tools without a return
     value show nothing)."""
     shown: list[Any] = []
     for s in run.steps:
         if s.ran and not s.error and domain.tools[s.call.tool].returns is not None:
-            _py_leaves(s.result, shown)
+            shown.extend(scalars(s.result))
     return shown
 
 
