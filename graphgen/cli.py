@@ -168,7 +168,7 @@ def generate(
     from graphgen.tasks.expand import GenOptions
     from graphgen.tasks.taskset import generate as gen
     from graphgen.tasks.taskset import write_taskset
-    from graphgen.verify.gate import proof_check
+    from graphgen.verify.certify import proof_check
 
     d = _load(domain)
     opts = GenOptions(max_intents=max_intents, walk_ratio=walk_ratio)
@@ -271,7 +271,7 @@ def verify(
     from rich.progress import Progress
 
     from graphgen.tasks.taskset import TaskSetError, read_taskset
-    from graphgen.verify.gate import recheck
+    from graphgen.verify.certify import recheck
 
     try:
         manifest, tasks = read_taskset(file)

@@ -1,4 +1,4 @@
-"""The typed dependency graph of a domain, and the read/write sets it is built from.
+"""The typed dependency graph of a domain.
 
 :func:`build_graph` returns a :class:`networkx.MultiDiGraph` with three kinds of node
 (attribute ``kind``):
@@ -35,41 +35,44 @@ parameter edges so two parameters of one sort stay two edges):
   second into a succeeding one (see :func:`enabling_fields`); ``fields`` lists the
   written fields involved and ``checks`` the guard checks of the second tool they reach.
 
-The read/write-set functions (:func:`reads`, :func:`writes`, :func:`tool_reads`,
-:func:`tool_queries`, :func:`guard`, :func:`enabling_fields`) are plain functions over
-the IR so that task expansion and verification use exactly the same sets.
+The read and write sets come from :mod:`graphgen.footprint`, which the bounded model
+checker uses too; :func:`guard` and :func:`enabling_fields` (the ``enables`` analysis)
+are plain functions over the IR built on them.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 import networkx as nx
 
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
-from graphgen.ir import FieldRef
+from graphgen.footprint import (
+    FieldRef,
+    effect_op,
+    effect_reads,
+    effect_writes,
+    fail_reads,
+    reads,
+    tool_queries,
+    tool_reads,
+    writes,
+)
 from graphgen.knowledge import Sort, givable_sorts, param_sort, produced_sorts
 from graphgen.types import BOOL, INT, RefT
 
 __all__ = [
     "GuardCheck",
     "build_graph",
-    "effect_reads",
-    "effect_writes",
     "enabling_fields",
-    "fail_reads",
     "guard",
-    "reads",
     "sort_node",
     "state_node",
     "tool_node",
-    "tool_queries",
-    "tool_reads",
-    "writes",
 ]
 
 
@@ -89,154 +92,6 @@ def sort_node(sort: Sort) -> str:
 def state_node(ref: FieldRef) -> str:
     """Graph node id of a state field; ``state:E.*`` is the row set of ``E``."""
     return f"state:{ref}"
-
-
-# ------------------------------------------------------------------ read sets
-
-
-def reads(expr: ir.Expr, domain: Domain | None = None) -> set[FieldRef]:
-    """The state locations ``expr``'s value depends on.
-
-    ``E[k].f`` reads ``E.f``; ``k in E`` and comprehensions over ``E`` read ``E.*``.
-    ``E[k].f`` also reads ``E.*`` unless ``k`` is a variable: a variable key is a tool
-    parameter (its row's existence is checked with the arguments, see
-    :func:`tool_reads`), a comprehension variable (it ranges over existing rows) or a
-    ``create`` binding (its row was just made). A whole row ``E[k]`` reads every field
-    of ``E``, which needs ``domain``.
-    """
-    out: set[FieldRef] = set()
-    for n in ir.walk(expr):
-        match n:
-            case ir.FieldOf(entity=ent, key=k, field=f):
-                out.add(FieldRef(ent, f))
-                if not isinstance(k, ir.Var):
-                    out.add(FieldRef(ent))
-            case ir.RowOf(entity=ent, key=k):
-                if domain is None:
-                    raise ValueError(
-                        f"reading a whole {ent} row needs the domain: reads(expr, domain)"
-                    )
-                out.update(FieldRef(ent, f) for f in domain.entities[ent].fields)
-                if not isinstance(k, ir.Var):
-                    out.add(FieldRef(ent))
-            case ir.Exists(entity=ent) | ir.Comp(entity=ent):
-                out.add(FieldRef(ent))
-    return out
-
-
-def fail_reads(expr: ir.Expr, domain: Domain | None = None) -> set[FieldRef]:
-    """The locations that decide whether evaluating ``expr`` *raises* (rather than its value).
-
-    Evaluation raises when ``E[k]`` names a missing row (only possible for a computed or
-    literal key, see :func:`reads`) and when ``min``/``max`` run over no rows.
-    """
-    out: set[FieldRef] = set()
-    for n in ir.walk(expr):
-        match n:
-            case ir.FieldOf(entity=ent, key=k) | ir.RowOf(entity=ent, key=k) if not isinstance(
-                k, ir.Var
-            ):
-                out.add(FieldRef(ent))
-                out |= reads(k, domain)
-            case ir.Agg(fn="min" | "max", comp=c):
-                out |= reads(c, domain)
-    return out
-
-
-def effect_writes(eff: ir.Effect) -> set[FieldRef]:
-    """The locations one effect writes.
-
-    A create writes ``E.*`` and every field of the new row (the parser fills defaults, so
-    ``Create.values`` names them all); a delete writes ``E.*`` only, since any later read
-    of the deleted row either goes through ``E.*`` or fails.
-    """
-    match eff:
-        case ir.Assign(entity=ent, field=f) | ir.ListEdit(entity=ent, field=f):
-            return {FieldRef(ent, f)}
-        case ir.Create(entity=ent, values=vs):
-            return {FieldRef(ent)} | {FieldRef(ent, f) for f, _ in vs}
-        case ir.Delete(entity=ent):
-            return {FieldRef(ent)}
-    raise TypeError(f"unknown effect {type(eff).__name__}")
-
-
-def writes(tool: ToolDef) -> set[FieldRef]:
-    """Every location ``tool``'s effects write (empty for a read tool)."""
-    out: set[FieldRef] = set()
-    for stmt in tool.effects:
-        out |= effect_writes(stmt.effect)
-    return out
-
-
-def _op_name(eff: ir.Effect) -> str:
-    match eff:
-        case ir.Assign(op=op) | ir.ListEdit(op=op):
-            return op
-        case ir.Create():
-            return "create"
-        case ir.Delete():
-            return "delete"
-    raise TypeError(f"unknown effect {type(eff).__name__}")
-
-
-def effect_reads(domain: Domain, eff: ir.Effect) -> set[FieldRef]:
-    """The locations one effect reads: its keys and values, plus what its checks read.
-
-    Beyond :func:`ir.effect_exprs`: the old value of a ``+=``/``-=`` target, the list an
-    ``append``/``remove`` tests membership in, the row set of a target with a computed
-    key, and for a ``unique`` field every row's value of it (the uniqueness check).
-    """
-    out: set[FieldRef] = set()
-    for e in ir.effect_exprs(eff):
-        out |= reads(e, domain)
-    match eff:
-        case ir.Assign(entity=ent, key=k, field=f, op=op):
-            if not isinstance(k, ir.Var):
-                out.add(FieldRef(ent))
-            if op != "=":
-                out.add(FieldRef(ent, f))
-            if domain.entities[ent].fields[f].unique:
-                out |= {FieldRef(ent, f), FieldRef(ent)}
-        case ir.ListEdit(entity=ent, key=k, field=f):
-            out.add(FieldRef(ent, f))
-            if not isinstance(k, ir.Var):
-                out.add(FieldRef(ent))
-        case ir.Create(entity=ent, values=vs):
-            fields = domain.entities[ent].fields
-            for f, _ in vs:
-                if fields[f].unique:
-                    out |= {FieldRef(ent, f), FieldRef(ent)}
-        case ir.Delete(entity=ent, key=k):
-            if not isinstance(k, ir.Var):
-                out.add(FieldRef(ent))
-    return out
-
-
-def tool_reads(domain: Domain, tool: ToolDef) -> dict[FieldRef, set[str]]:
-    """Every location ``tool`` reads before it commits, mapped to where it is read.
-
-    ``requires``: a precondition; ``param``: an argument of entity type ``E`` must name
-    an existing row, so the call reads ``E.*``; ``effect``: see :func:`effect_reads`.
-    The return value is not included (see :func:`tool_queries`).
-    """
-    out: dict[FieldRef, set[str]] = {}
-
-    def add(refs: Iterable[FieldRef], via: str) -> None:
-        for r in refs:
-            out.setdefault(r, set()).add(via)
-
-    for chk in tool.requires:
-        add(reads(chk.expr, domain), "requires")
-    add((FieldRef(p.ty.entity) for p in tool.params.values() if isinstance(p.ty, RefT)),
-        "param")
-    for stmt in tool.effects:
-        add(effect_reads(domain, stmt.effect), "effect")
-    return out
-
-
-def tool_queries(domain: Domain, tool: ToolDef) -> set[FieldRef]:
-    """The locations ``tool``'s return value reads (evaluated after the effects)."""
-    return reads(tool.returns, domain) if tool.returns is not None else set()
 
 
 # ------------------------------------------------------------------ guards
@@ -269,8 +124,12 @@ def _nnf(e: ir.Expr, positive: bool, out: list[Literal]) -> None:
                 _nnf(v, positive, out)
         case ir.Not(operand=o):
             _nnf(o, not positive, out)
+        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
+              | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Comp()
+              | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            out.append((e, positive))  # an atom
         case _:
-            out.append((e, positive))
+            assert_never(e)
 
 
 def _condition_check(domain: Domain, where: str, e: ir.Expr) -> GuardCheck:
@@ -446,7 +305,12 @@ def _sign(e: ir.Expr, params: Mapping[str, tuple[int | None, int | None]],
             if sa == 0:
                 return sb
             return sa if sb == 0 else None
-    return None
+        case (ir.Lit() | ir.Var() | ir.Agg() | ir.Arith() | ir.RowOf() | ir.Exists()
+              | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Contains() | ir.ListLit() | ir.Comp()
+              | ir.DictLit()):
+            return None  # not an int of known sign
+        case _:
+            assert_never(e)
 
 
 def _neg(s: int | None) -> int | None:
@@ -588,8 +452,12 @@ def _linear(e: ir.Expr, sign: int, out: list[tuple[int, ir.Expr]]) -> None:
         ) if isinstance(c, int) and not isinstance(c, bool):
             if c != 0:
                 _linear(o, sign if c > 0 else -sign, out)
+        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
+              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Contains() | ir.Len() | ir.ListLit()
+              | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            out.append((sign, e))  # a leaf
         case _:
-            out.append((sign, e))
+            assert_never(e)
 
 
 def _change_helps(c: _Change, need: int | None,
@@ -767,7 +635,7 @@ def build_graph(domain: Domain) -> nx.MultiDiGraph:
         ops: dict[FieldRef, set[str]] = {}
         for stmt in t.effects:
             for ref in effect_writes(stmt.effect):
-                ops.setdefault(ref, set()).add(_op_name(stmt.effect))
+                ops.setdefault(ref, set()).add(effect_op(stmt.effect))
         for ref, names in sorted(ops.items(), key=lambda kv: str(kv[0])):
             g.add_edge(tn, state_node(ref), key="writes", kind="writes", ops=sorted(names))
 

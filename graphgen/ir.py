@@ -10,7 +10,7 @@ Every expression node carries its type in ``ty`` (set by the elaborator in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal as TLiteral
 from typing import TypeAlias, assert_never, get_args
 
@@ -301,14 +301,3 @@ def effect_exprs(eff: Effect) -> tuple[Expr, ...]:
             return (k,)
         case _:
             assert_never(eff)
-
-
-@dataclass(frozen=True)
-class FieldRef:
-    """A (entity, field) pair; ``field`` is '*' for the row's existence."""
-
-    entity: str
-    field: str = field(default="*")
-
-    def __str__(self) -> str:
-        return f"{self.entity}.{self.field}"

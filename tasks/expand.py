@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,13 +37,12 @@ from graphgen.interp import (
 from graphgen.knowledge import Sort, param_sort
 from graphgen.state import State, diff
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
-from graphgen.tasks.plan import Planner, ReadCache
+from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.referring import describe, humanize, stated_facts
 from graphgen.tasks.render import intent_text, join_intents, opener, stated
 from graphgen.tasks.values import free_value
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
 
-Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
 WRITE_TRIES = 60
 
 

@@ -8,9 +8,10 @@ certificate of what was proven.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TaskKind = Literal["action", "information", "refusal"]
 
@@ -63,13 +64,69 @@ class Goal(_M):
     answer: list[Any] = Field(default_factory=list)
 
 
+class ProofStatus(StrEnum):
+    """How a proof obligation ended."""
+
+    PROVED = "proved"
+    REFUTED = "refuted"  # z3 (or the interpreter) showed the claim false
+    INCONCLUSIVE = "inconclusive"  # the solver gave up: see :class:`Inconclusive`
+
+
+class Inconclusive(StrEnum):
+    """Why the solver gave up on a query."""
+
+    TIMEOUT = "timeout"  # out of time or of its resource limit (the same thing here)
+    UNKNOWN = "unknown"  # any other reason z3 reports (an incomplete theory, ...)
+
+
 class ProofResult(_M):
-    """One proof obligation's outcome."""
+    """One proof obligation's outcome.
+
+    ``status`` (and ``cause`` when inconclusive) is what every tally reads. Only ``ok``
+    is written to files: a certificate is written only for a task whose proofs all
+    passed, so the status adds nothing there, and leaving it out keeps task files as they
+    were. A result read back from a file gets its status from ``ok`` (a failed proof read
+    back counts as refuted; nothing re-reads failures, :func:`recheck` proves again).
+    Build results with :meth:`proved`, :meth:`refuted` and :meth:`inconclusive`.
+    """
 
     name: str
     ok: bool
     ms: float = 0.0
     detail: str = ""
+    status: ProofStatus = Field(default=ProofStatus.REFUTED, exclude=True)
+    cause: Inconclusive | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _status_from_ok(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "status" not in data and "ok" in data:
+            data = {**data, "status": ProofStatus.PROVED if data["ok"] else ProofStatus.REFUTED}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProofResult:
+        if self.ok != (self.status is ProofStatus.PROVED):
+            raise ValueError(f"proof {self.name}: ok={self.ok} but status {self.status}")
+        if (self.cause is not None) != (self.status is ProofStatus.INCONCLUSIVE):
+            raise ValueError(f"proof {self.name}: a cause goes with an inconclusive status only")
+        return self
+
+    @classmethod
+    def proved(cls, name: str, detail: str) -> ProofResult:
+        """The obligation holds."""
+        return cls(name=name, ok=True, detail=detail, status=ProofStatus.PROVED)
+
+    @classmethod
+    def refuted(cls, name: str, detail: str) -> ProofResult:
+        """The obligation is shown false (``detail`` says how)."""
+        return cls(name=name, ok=False, detail=detail, status=ProofStatus.REFUTED)
+
+    @classmethod
+    def inconclusive(cls, name: str, cause: Inconclusive, detail: str) -> ProofResult:
+        """The solver could not decide the obligation."""
+        return cls(name=name, ok=False, detail=detail, status=ProofStatus.INCONCLUSIVE,
+                   cause=cause)
 
 
 class Certificate(_M):

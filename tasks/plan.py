@@ -24,6 +24,7 @@ from graphgen.knowledge import (
     facts_of_result,
     givable_sorts,
     param_sort,
+    parse_sort,
     produced_sorts,
 )
 from graphgen.state import State
@@ -32,6 +33,8 @@ from graphgen.tasks.model import Call, Given
 MAX_BINDINGS = 400  # candidate argument tuples tried per producer tool
 MAX_DEPTH = 4  # nested lookups allowed to reveal one value
 
+# How a tool call is executed: the interpreter by default, a compiled environment when
+# checking one (the generator, the dry-run and the planner all take the same callable).
 Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
 ReadCache = dict[tuple[str, tuple[Any, ...]], Any]
 
@@ -70,6 +73,14 @@ class Knowledge:
     """Known values by sort, each with the index of the call that revealed it (-1: given)."""
 
     facts: dict[Sort, dict[Any, int]] = field(default_factory=dict)
+
+    @classmethod
+    def from_givens(cls, givens: Iterable[Given]) -> Knowledge:
+        """What the agent knows before any call: the task's givens."""
+        know = cls()
+        for g in givens:
+            know.add(parse_sort(g.sort), g.value, -1)
+        return know
 
     def knows(self, s: Sort, v: Any) -> bool:
         return s.always_known or _hashable(v) in self.facts.get(s, {})

@@ -21,9 +21,10 @@ from graphgen.domain import Domain
 from graphgen.interp import call_tool
 from graphgen.state import State
 from graphgen.stategen import generate_state
+from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.expand import Candidate, Expander, GenOptions, NoCandidate
-from graphgen.tasks.gate import Executor, check_candidate
 from graphgen.tasks.model import Manifest, Task
+from graphgen.tasks.plan import Executor
 
 Progress = Callable[[int, int], None]  # (accepted, attempts)
 # Extra acceptance checks (the z3 gate plugs in here): return the (possibly enriched,

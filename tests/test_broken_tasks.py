@@ -7,10 +7,10 @@ minimal solutions with different end states, a refusal that is possible, a wrong
 reference chain, an argument the agent could not know -- plus lying metadata. Every
 entry point must reject each task, for the reason ``broken_tasks_expected.json`` gives:
 
-* ``graphgen.verify.gate.recheck`` (what ``graphgen verify`` runs) -- every task;
+* ``graphgen.verify.certify.recheck`` (what ``graphgen verify`` runs) -- every task;
 * ``graphgen verify`` on each file -- exit 1, and the result table counts each reason;
-* the generator's gate (``graphgen.tasks.gate.check_candidate``, then
-  ``graphgen.verify.gate.certify``) -- every task whose flaw is the generator's to
+* the generator's gate (``graphgen.tasks.dryrun.check_candidate``, then
+  ``graphgen.verify.certify.certify``) -- every task whose flaw is the generator's to
   judge; the rest (a claimed ``min_calls``, ``difficulty``, ``domain_hash``: fields the
   generator computes rather than trusts) it accepts, which is checked too.
 
@@ -37,10 +37,10 @@ from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.interp import call_tool, failed_check
 from graphgen.state import State
-from graphgen.tasks.gate import REASONS, check_candidate
+from graphgen.tasks.dryrun import REASONS, check_candidate
 from graphgen.tasks.model import Given, Task
 from graphgen.tasks.taskset import generate, read_taskset
-from graphgen.verify.gate import certify, recheck
+from graphgen.verify.certify import certify, recheck
 
 DATA = Path(__file__).parent / "data"
 DOMAINS = ("mock", "retail", "airline")
@@ -253,3 +253,55 @@ def test_refusal_possible_after_a_deposit_is_rejected() -> None:
     detail = next(p.detail for p in cert.proofs if p.name == "refusal_impossible")
     assert "deposit" in detail and "pay" in detail
     assert certify(domain("mock"), t) == "proof_refusal_impossible"
+
+
+# ------------------------------------------------------------------ inconclusive proofs
+
+
+@pytest.mark.parametrize("name", ["retail", "airline"])
+@pytest.mark.parametrize("words", [None, "max. resource limit exceeded"])
+def test_a_resource_limited_proof_is_counted_as_timeout(
+        name: str, words: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real task certified with a tiny resource limit: its proofs are inconclusive with
+    cause timeout, and certify and recheck count it as ``timeout``, not as a refuted
+    ``proof_<name>``. z3 words running out of the limit as ``canceled`` on the
+    incremental solver the unrolling uses and as ``max. resource limit exceeded`` on
+    others (``words``: that wording, substituted for z3's)."""
+    import z3
+
+    from graphgen.tasks.model import Inconclusive, ProofStatus
+    from graphgen.verify import bmc
+    from graphgen.verify.proofs import Prover
+
+    _, tasks = read_taskset(DATA / f"good_{name}.jsonl")
+    t = max(tasks, key=lambda x: len(x.chain))
+    d = domain(name)
+    # a resource limit of one unit per query: z3 runs out of it on the first step (the
+    # wall-clock guard is 10 ms)
+    monkeypatch.setattr(bmc, "RLIMIT_PER_MS", 1)
+    if words is not None:
+        monkeypatch.setattr(z3.Solver, "reason_unknown", lambda self: words)
+    results = Prover(d, t, None, 1).all()
+    stuck = [r for r in results if r.status is ProofStatus.INCONCLUSIVE]
+    assert stuck, results
+    assert all(r.cause is Inconclusive.TIMEOUT and not r.ok for r in stuck)
+    assert all(r.detail.startswith("timeout") for r in stuck)
+    if words is not None:
+        assert all(words in r.detail for r in stuck)
+    assert certify(d, t, timeout_ms=1) == "timeout"
+    why, cert = recheck(d, t, timeout_ms=1)
+    assert why == "timeout" and cert is not None
+
+
+def test_proof_status_is_not_written_and_is_rebuilt_from_ok() -> None:
+    """Task files keep their format: a certificate holds ``ok``, the status comes back
+    from it."""
+    from graphgen.tasks.model import Inconclusive, ProofResult, ProofStatus
+
+    stuck = ProofResult.inconclusive("min_calls", Inconclusive.TIMEOUT, "timeout")
+    assert stuck.model_dump() == {"name": "min_calls", "ok": False, "ms": 0.0,
+                                  "detail": "timeout"}
+    back = ProofResult.model_validate(ProofResult.proved("min_calls", "x").model_dump())
+    assert back.status is ProofStatus.PROVED
+    with pytest.raises(ValueError, match="ok=True"):
+        ProofResult(name="x", ok=True, status=ProofStatus.REFUTED)

@@ -19,7 +19,7 @@ from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.interp import call_tool
 from graphgen.state import State
-from graphgen.tasks.gate import REASONS, GateResult, check_candidate, run_chain
+from graphgen.tasks.dryrun import REASONS, GateResult, check_candidate, replay
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, Task
 from graphgen.tasks.render import stated
 from graphgen.tasks.taskset import generate
@@ -404,15 +404,36 @@ def test_hand_built_id_given_without_lookup_is_unknown() -> None:
     assert "A001" in res.detail
 
 
-def test_run_chain_leaves_the_initial_state_alone_and_locates_errors() -> None:
+def test_replay_leaves_the_initial_state_alone_and_locates_errors() -> None:
     state = _hand_state()
     state.tables["Account"]["A002"]["status"] = "active"
     before = state.copy()
-    run = run_chain(MOCK, state, [Call(tool="deposit", args={"account_id": "A002", "amount": 5}),
-                                  Call(tool="get_account", args={"account_id": "A002"})])
-    assert state == before
+    run = replay(MOCK, state, [], [Call(tool="deposit", args={"account_id": "A002", "amount": 5}),
+                                   Call(tool="get_account", args={"account_id": "A002"})])
+    assert state == before and run.complete
     assert run.final.tables["Account"]["A002"]["balance"] == 45
     assert run.results[1]["balance"] == 45
-    with pytest.raises(Exception, match=r"call 1 \(pay\)"):
-        run_chain(MOCK, state, [Call(tool="get_account", args={"account_id": "A001"}),
-                                Call(tool="pay", args={"account_id": "A001", "amount": 500})])
+    known = [Given(sort="key:Account", value="A001"), Given(sort="free:int", value=500)]
+    bad = replay(MOCK, state, known, [Call(tool="get_account", args={"account_id": "A001"}),
+                                      Call(tool="pay", args={"account_id": "A001", "amount": 500})])
+    assert not bad.complete and bad.steps[1].ran and bad.steps[1].error
+    assert "call 1 (pay) fails" in bad.first_problem()
+
+
+def test_replay_records_every_step_so_each_caller_ranks_problems() -> None:
+    """An unknown argument at call 0 and a failing call 1: the agent meets the unknown
+    argument first (the proofs' order), the gate reports the failing call first."""
+    state = _hand_state()
+    chain = [Call(tool="get_account", args={"account_id": "A001"}),
+             Call(tool="pay", args={"account_id": "A001", "amount": 500})]
+    run = replay(MOCK, state, [], chain)
+    assert [s.ran for s in run.steps] == [True, True]
+    assert [u.param for u in run.steps[0].unknown] == ["account_id"]
+    assert "is not known" in run.first_problem()
+    res = check_candidate(MOCK, "information", state, chain, [], [], "Pay.", Goal(answer=[1]))
+    assert res.reason == "call_failed"
+    shape = replay(MOCK, state, [], [*chain, Call(tool="nope", args={})])
+    assert shape.steps[2].bad_tool and not shape.steps[2].ran
+    res = check_candidate(MOCK, "information", state, [*chain, Call(tool="nope", args={})], [],
+                          [], "Pay.", Goal(answer=[1]))
+    assert res.reason == "bad_chain"

@@ -22,7 +22,7 @@ from graphgen.errors import ToolError
 from graphgen.grading import expected_final, grade, state_diff
 from graphgen.interp import call_tool
 from graphgen.state import State
-from graphgen.tasks.gate import run_chain
+from graphgen.tasks.dryrun import replay
 from graphgen.tasks.model import Task
 from graphgen.tasks.taskset import generate
 
@@ -214,7 +214,8 @@ def _perturb(state: dict[str, Any], goal: dict[str, Any]) -> dict[str, Any]:
 def _check_task(domain_name: str, task: Task) -> None:
     domain = load_builtin(domain_name)
     initial = State.from_dict(task.initial_state)
-    run = run_chain(domain, initial, task.chain)
+    run = replay(domain, initial, task.givens, task.chain)
+    assert run.complete, run.first_problem()
     s0, s1 = initial.to_dict(), run.final.to_dict()
     goal = task.goal.model_dump()
     assert State.from_dict(task.initial_state) == initial, "the chain mutated its input"

@@ -26,9 +26,9 @@ from graphgen.domain import Domain, ToolDef
 from graphgen.domains import builtin_path, load_builtin
 from graphgen.errors import ToolError
 from graphgen.export import to_dot, to_json, to_png
-from graphgen.graph import build_graph, enabling_fields, guard, reads, tool_reads, writes
+from graphgen.footprint import FieldRef, reads, tool_reads, writes
+from graphgen.graph import build_graph, enabling_fields, guard
 from graphgen.interp import call_tool
-from graphgen.ir import FieldRef
 from graphgen.load import loads_domain
 from graphgen.state import State
 from graphgen.stategen import generate_state

@@ -129,7 +129,6 @@ class Walker:
     path: str  # repository path of the source file (top-level folders, not the links)
     qualname: str
     nodes: tuple[str, ...]  # EXPR or EFFECT
-    elsewhere: bool = False  # converted on another branch: expected to fail here
 
     @property
     def id(self) -> str:
@@ -155,9 +154,11 @@ WALKERS: tuple[Walker, ...] = (
     Walker("slicing", "verify/slicing.py", "_Flow.error_free", EXPR),
     Walker("slicing", "verify/slicing.py", "_Flow.effect", EFFECT),
     Walker("satcheck", "verify/satcheck.py", "_Abstraction.encode", EXPR),
-    Walker("footprint", "graphgen/graph.py", "reads", EXPR, elsewhere=True),
-    Walker("footprint", "graphgen/graph.py", "effect_writes", EFFECT, elsewhere=True),
-    Walker("footprint", "graphgen/graph.py", "effect_reads", EFFECT, elsewhere=True),
+    Walker("footprint", "graphgen/footprint.py", "reads", EXPR),
+    Walker("footprint", "graphgen/footprint.py", "fail_reads", EXPR),
+    Walker("footprint", "graphgen/footprint.py", "effect_writes", EFFECT),
+    Walker("footprint", "graphgen/footprint.py", "effect_op", EFFECT),
+    Walker("footprint", "graphgen/footprint.py", "effect_reads", EFFECT),
     # Core walkers every backend relies on.
     Walker("ir", "graphgen/ir.py", "children", EXPR),
     Walker("ir", "graphgen/ir.py", "effect_exprs", EFFECT),
@@ -169,12 +170,9 @@ WALKERS: tuple[Walker, ...] = (
     Walker("staterules", "graphgen/staterules.py", "_narrowings", EXPR),
 )
 
-_ELSEWHERE = pytest.mark.xfail(strict=False, reason="converted on another branch")
-
 
 def _param(w: Walker, *rest: str) -> object:
-    return pytest.param(w, *rest, id="-".join((w.id, *rest)),
-                        marks=[_ELSEWHERE] if w.elsewhere else [])
+    return pytest.param(w, *rest, id="-".join((w.id, *rest)))
 
 
 @pytest.mark.parametrize(("walker", "node"), [_param(w, n) for w in WALKERS for n in w.nodes])

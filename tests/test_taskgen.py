@@ -25,8 +25,8 @@ from graphgen.domains import load_builtin
 from graphgen.graph import build_graph
 from graphgen.state import State
 from graphgen.stategen import generate_state
+from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.expand import GenOptions, principal_entity
-from graphgen.tasks.gate import check_candidate
 from graphgen.tasks.model import Task
 from graphgen.tasks.referring import describe, humanize, matching_keys
 from graphgen.tasks.render import stated
@@ -370,7 +370,7 @@ def test_instructions_read_like_sentences() -> None:
 def test_proven_task_sets_are_byte_identical_across_jobs(tmp_path: Path) -> None:
     """With the z3 gate on: certificates carry no wall-clock data by default and z3's
     limit counts work, not seconds, so 1 or 2 processes give the same bytes."""
-    from graphgen.verify.gate import proof_check
+    from graphgen.verify.certify import proof_check
 
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
     r1 = generate(load_builtin("mock"), 40, 6, extra_checks=[proof_check], jobs=1)

@@ -37,7 +37,7 @@ through assumption literals, so the solver keeps what it learned between them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,9 +45,10 @@ import z3
 
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
+from graphgen.footprint import ROWS, FieldRef, cells_read, cells_written
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort, parse_sort
 from graphgen.state import State
-from graphgen.tasks.model import Call, Change, Given
+from graphgen.tasks.model import Call, Change, Given, Inconclusive
 from graphgen.types import PRIMS, EnumT, ListT, RecordT, RefT, RowT, Ty
 from graphgen.verify.calls import creates_per_call
 from graphgen.verify.slicing import Flow, analyze_flow
@@ -157,72 +158,7 @@ def reveal_sites(domain: Domain, e: ir.Expr | None, t: Ty, v: SymVal, g: Term,
 
 # ------------------------------------------------------------------ relevance
 
-CellRef = tuple[str, str]  # (entity, field); field '*' = row existence, '#' = id counter
-
-
-def _expr_reads(domain: Domain, e: ir.Expr, out: set[CellRef]) -> None:
-    for n in ir.walk(e):
-        if isinstance(n, ir.FieldOf):
-            out.update({(n.entity, n.field), (n.entity, "*")})
-        elif isinstance(n, ir.RowOf):
-            out.add((n.entity, "*"))
-            out.update((n.entity, f) for f in domain.entities[n.entity].fields)
-        elif isinstance(n, ir.Exists | ir.Comp):
-            out.add((n.entity, "*"))
-
-
-def tool_reads(domain: Domain, tool: ToolDef) -> set[CellRef]:
-    """Every cell whose value can influence a call of ``tool`` (validity or output)."""
-    out: set[CellRef] = set()
-    for p in tool.params.values():
-        if isinstance(p.ty, RefT):
-            out.add((p.ty.entity, "*"))
-    for c in tool.requires:
-        _expr_reads(domain, c.expr, out)
-    touched: set[str] = set()
-    for st in tool.effects:
-        eff = st.effect
-        for x in ir.effect_exprs(eff):
-            _expr_reads(domain, x, out)
-        if isinstance(eff, ir.Assign):
-            out.add((eff.entity, "*"))
-            if eff.op != "=":
-                out.add((eff.entity, eff.field))
-            touched.add(eff.entity)
-        elif isinstance(eff, ir.ListEdit):
-            out.update({(eff.entity, "*"), (eff.entity, eff.field)})
-            touched.add(eff.entity)
-        elif isinstance(eff, ir.Create):
-            out.add((eff.entity, "#"))
-            touched.add(eff.entity)
-        elif isinstance(eff, ir.Delete):
-            out.add((eff.entity, "*"))
-    for ent in touched:  # the invariant check reads bounded and unique fields
-        out.add((ent, "*"))
-        for f, fd in domain.entities[ent].fields.items():
-            if fd.unique or fd.min is not None or fd.max is not None:
-                out.add((ent, f))
-    if tool.returns is not None:
-        _expr_reads(domain, tool.returns, out)
-    return out
-
-
-def tool_writes(domain: Domain, tool: ToolDef) -> set[CellRef]:
-    """Every cell a call of ``tool`` can change."""
-    out: set[CellRef] = set()
-    for st in tool.effects:
-        eff = st.effect
-        if isinstance(eff, ir.Assign | ir.ListEdit):
-            out.add((eff.entity, eff.field))
-        elif isinstance(eff, ir.Create):
-            out.update({(eff.entity, "*"), (eff.entity, "#")})
-            out.update((eff.entity, f) for f in domain.entities[eff.entity].fields)
-        elif isinstance(eff, ir.Delete):
-            out.add((eff.entity, "*"))
-    return out
-
-
-def relevant_tools(domain: Domain, reads: set[CellRef], outputs: bool) -> list[str]:
+def relevant_tools(domain: Domain, reads: set[FieldRef], outputs: bool) -> list[str]:
     """The tools that can matter for a goal reading ``reads`` (and, when ``outputs``,
     values shown by outputs): the backward closure over "writes a cell a relevant call
     or the goal reads" and "reveals a sort a relevant call's parameter needs".
@@ -239,7 +175,7 @@ def relevant_tools(domain: Domain, reads: set[CellRef], outputs: bool) -> list[s
 
     def take(t: ToolDef) -> None:
         chosen.add(t.name)
-        need_cells.update(tool_reads(domain, t))
+        need_cells.update(cells_read(domain, t))
         need_sorts.update(s for p in t.params.values() if not (s := param_sort(p)).always_known)
 
     if outputs:
@@ -252,7 +188,7 @@ def relevant_tools(domain: Domain, reads: set[CellRef], outputs: bool) -> list[s
         for t in domain.tools.values():
             if t.name in chosen:
                 continue
-            if tool_writes(domain, t) & need_cells or produced_sorts(domain, t) & need_sorts:
+            if cells_written(domain, t) & need_cells or produced_sorts(domain, t) & need_sorts:
                 take(t)
                 changed = True
     return [n for n in domain.tools if n in chosen]
@@ -344,7 +280,7 @@ def _enc_like(uni: Universe, ty: Ty, value: Any) -> Term | None:
     return uni.encode_value(ty, value)
 
 
-class Goal(Protocol):
+class GoalPredicate(Protocol):
     """A goal over the final symbolic state (and knowledge)."""
 
     def build(self, view: GoalView) -> Term: ...
@@ -353,7 +289,7 @@ class Goal(Protocol):
 
     def typed_values(self, domain: Domain) -> list[tuple[Ty, Any]]: ...
 
-    def relevance(self, domain: Domain) -> tuple[set[CellRef], bool] | None: ...
+    def relevance(self, domain: Domain) -> tuple[set[FieldRef], bool] | None: ...
 
 
 @dataclass
@@ -391,18 +327,18 @@ class ChangesGoal:
             out.update(strings_in(a))
         return out
 
-    def relevance(self, domain: Domain) -> tuple[set[CellRef], bool] | None:
+    def relevance(self, domain: Domain) -> tuple[set[FieldRef], bool] | None:
         """The cells the goal reads, and whether it reads outputs (answers)."""
-        reads: set[CellRef] = set()
+        reads: set[FieldRef] = set()
         for c in self.changes:
             edef = domain.entities.get(c.entity)
             if edef is None:
                 continue
-            reads.add((c.entity, "*"))
-            if c.field == "*":
-                reads.update((c.entity, f) for f in edef.fields)
+            reads.add(FieldRef(c.entity))
+            if c.field == ROWS:
+                reads.update(FieldRef(c.entity, f) for f in edef.fields)
             else:
-                reads.add((c.entity, c.field))
+                reads.add(FieldRef(c.entity, c.field))
         return reads, bool(self.answers)
 
     def typed_values(self, domain: Domain) -> list[tuple[Ty, Any]]:
@@ -436,19 +372,25 @@ class FnGoal:
     def typed_values(self, domain: Domain) -> list[tuple[Ty, Any]]:
         return []
 
-    def relevance(self, domain: Domain) -> tuple[set[CellRef], bool] | None:
+    def relevance(self, domain: Domain) -> tuple[set[FieldRef], bool] | None:
         return None  # unknown reads: every tool stays
 
 
-def strings_in(v: Any) -> Iterable[str]:
-    if isinstance(v, str):
-        yield v
-    elif isinstance(v, list):
+def scalars(v: Any) -> Iterator[Any]:
+    """The scalars of a JSON-like value (list items and dict values, recursively)."""
+    if isinstance(v, list):
         for x in v:
-            yield from strings_in(x)
+            yield from scalars(x)
     elif isinstance(v, dict):
         for x in v.values():
-            yield from strings_in(x)
+            yield from scalars(x)
+    else:
+        yield v
+
+
+def strings_in(v: Any) -> Iterable[str]:
+    """The strings among :func:`scalars` of ``v``."""
+    return (x for x in scalars(v) if isinstance(x, str))
 
 
 # ------------------------------------------------------------------ the unrolling
@@ -906,7 +848,7 @@ class Bmc:
 
     # ------------------------------------------------------------ queries
 
-    def goal_term(self, goal: Goal, horizon: int | None = None) -> Term:
+    def goal_term(self, goal: GoalPredicate, horizon: int | None = None) -> Term:
         """The goal over the state and knowledge after ``horizon`` steps (default k)."""
         return goal.build(GoalView(self, horizon))
 
@@ -931,10 +873,18 @@ class Bmc:
             return "unsat", None, ms
         return "unknown", None, ms
 
-    def reason_unknown(self) -> str:
-        """Why the last check was inconclusive ('timeout', ...)."""
+    def reason_unknown(self) -> tuple[Inconclusive, str]:
+        """Why the last check was inconclusive: the cause, and a detail to show.
+
+        Running out of the resource limit is z3's ``max. resource limit exceeded``; the
+        wall-clock guard gives ``timeout`` or ``canceled``. All three are a timeout here
+        (:meth:`check` sets the resource limit from the time limit)."""
         r = str(self.solver.reason_unknown())
-        return "timeout" if "timeout" in r or "canceled" in r else f"inconclusive: {r}"
+        if "timeout" in r or "canceled" in r:
+            return Inconclusive.TIMEOUT, "timeout"
+        if "resource limit" in r:
+            return Inconclusive.TIMEOUT, f"timeout ({r})"
+        return Inconclusive.UNKNOWN, f"inconclusive: {r}"
 
     def extract(self, m: z3.ModelRef) -> list[Call]:
         """The witness chain of a model."""
@@ -989,7 +939,7 @@ class Bmc:
         return State(tables, dict(st.counters))
 
 
-def search(domain: Domain, state: State, givens: Iterable[Given], goal: Goal, k: int, *,
+def search(domain: Domain, state: State, givens: Iterable[Given], goal: GoalPredicate, k: int, *,
            tools: Sequence[str] | None = None, timeout_ms: int = 5000,
            length: int | None = None) -> SearchResult:
     """Is there a chain of at most ``k`` (exactly ``length``, if given) successful calls
@@ -1013,10 +963,10 @@ def search(domain: Domain, state: State, givens: Iterable[Given], goal: Goal, k:
         assume += bmc.length_is(length)
     status, model, _ = bmc.check(assume, timeout_ms)
     chain = bmc.extract(model) if model is not None else None
-    reason = bmc.reason_unknown() if status == "unknown" else ""
+    reason = bmc.reason_unknown()[1] if status == "unknown" else ""
     return SearchResult(status, chain, (time.perf_counter() - t0) * 1000, reason)
 
 
-__all__ = ["Bmc", "ChangesGoal", "FnGoal", "Goal", "GoalView", "SearchResult",
+__all__ = ["Bmc", "ChangesGoal", "FnGoal", "GoalPredicate", "GoalView", "SearchResult",
            "reveal_sites", "search", "sort_type", "typed_givens"]
 

@@ -25,14 +25,14 @@ mention (not necessarily revealed), so for them only 1 (the state part), 4 and 6
 2, 3 and 5 are reported as not applicable.
 
 Every query has a timeout (``timeout_ms``); an inconclusive query fails its proof with
-detail ``'timeout'``, it never hangs.
+status :attr:`~graphgen.tasks.model.ProofStatus.INCONCLUSIVE` and its cause (a timeout, or
+z3's other reasons), it never hangs.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import z3
@@ -40,13 +40,22 @@ import z3
 from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, GraphgenError, ToolError
+from graphgen.footprint import cells_read
 from graphgen.grading import changes_hold
-from graphgen.interp import apply_unchecked, call_tool, evaluate
-from graphgen.knowledge import facts_of_result, param_sort, parse_sort
+from graphgen.interp import apply_unchecked, evaluate
 from graphgen.parse import Elaborator
 from graphgen.state import State, diff
-from graphgen.tasks.model import Call, Certificate, Change, Given, ProofResult, Target, Task
-from graphgen.tasks.plan import Knowledge
+from graphgen.tasks.dryrun import Replay, replay
+from graphgen.tasks.model import (
+    Call,
+    Certificate,
+    Change,
+    Given,
+    Inconclusive,
+    ProofResult,
+    Target,
+    Task,
+)
 from graphgen.types import RefT, RowT, Ty
 from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.bmc import (
@@ -54,8 +63,8 @@ from graphgen.verify.bmc import (
     ChangesGoal,
     relevant_tools,
     same_value,
+    scalars,
     strings_in,
-    tool_reads,
 )
 from graphgen.verify.evaluator import Evaluator
 from graphgen.verify.slicing import analyze_flow
@@ -70,53 +79,14 @@ NA = "n/a"
 # ------------------------------------------------------------------ concrete side
 
 
-@dataclass
-class DryRun:
-    """The interpreter's run of a chain: where it failed, what it showed, the end state."""
-
-    final: State
-    failed: str = ""  # why the chain is invalid for the agent ("" when valid)
-    shown: list[Any] | None = None
-
-
-def _py_leaves(v: Any, out: list[Any]) -> None:
-    if isinstance(v, list):
-        for x in v:
-            _py_leaves(x, out)
-    elif isinstance(v, dict):
-        for x in v.values():
-            _py_leaves(x, out)
-    else:
-        out.append(v)
-
-
-def dry_run(domain: Domain, initial: State, givens: list[Given], chain: list[Call]) -> DryRun:
-    """Run ``chain`` with the interpreter, checking each argument is known when used."""
-    st = initial.copy()
-    know = Knowledge()
-    for g in givens:
-        know.add(parse_sort(g.sort), g.value, -1)
+def shown_values(domain: Domain, run: Replay) -> list[Any]:
+    """Every scalar the successful calls' outputs displayed (tools without a return
+    value show nothing)."""
     shown: list[Any] = []
-    for i, c in enumerate(chain):
-        tool = domain.tools.get(c.tool)
-        if tool is None:
-            return DryRun(st, f"call {i}: unknown tool {c.tool!r}", shown)
-        for p, v in c.args.items():
-            pd = tool.params.get(p)
-            if pd is None:
-                return DryRun(st, f"call {i} ({c.tool}): no parameter {p!r}", shown)
-            s = param_sort(pd)
-            if not know.knows(s, v):
-                return DryRun(st, f"call {i} ({c.tool}): {p}={v!r} is not known at {s}", shown)
-        try:
-            res = call_tool(domain, st, c.tool, dict(c.args))
-        except ToolError as exc:
-            return DryRun(st, f"call {i} ({c.tool}) fails: {exc.message}", shown)
-        for s, v in facts_of_result(domain, tool, res):
-            know.add(s, v, i)
-        if tool.returns is not None:
-            _py_leaves(res, shown)
-    return DryRun(st, "", shown)
+    for s in run.steps:
+        if s.ran and not s.error and domain.tools[s.call.tool].returns is not None:
+            shown.extend(scalars(s.result))
+    return shown
 
 
 def goal_holds(goal: ChangesGoal, st: State, shown: list[Any], givens: list[Given]) -> bool:
@@ -159,12 +129,15 @@ class Prover:
         self.refusal = task.kind == "refusal"
         answers = [] if self.refusal else list(task.goal.answer)
         self.goal = ChangesGoal(list(task.goal.changes), answers)
-        self.run = dry_run(domain, self.initial, task.givens, task.chain)
+        self.run = replay(domain, self.initial, task.givens, task.chain)
+        # why the reference chain is invalid for an agent, "" when it is valid
+        self.run_failed = self.run.first_problem()
         self.requested: list[Change] | str = []
         if task.refused_call is not None:
             self.requested = requested_change(domain, self.initial, task.refused_call)
         self.bmc: Bmc | None = None
-        self.last_unknown = ""
+        # the last query's inconclusive cause and detail (None after a conclusive one)
+        self.last_unknown: tuple[Inconclusive, str] | None = None
         self.build_error = ""
         self.build_ms = 0.0
         self.solve_ms = 0.0
@@ -208,7 +181,7 @@ class Prover:
             # and every tool that can change what its checks read or reveal its arguments.
             names.add(refused.tool)
             names.update(relevant_tools(
-                self.domain, tool_reads(self.domain, self.domain.tools[refused.tool]), True))
+                self.domain, cells_read(self.domain, self.domain.tools[refused.tool]), True))
         return [n for n in self.domain.tools if n in names]
 
     def build(self, steps: int | None = None) -> Bmc | None:
@@ -244,7 +217,7 @@ class Prover:
     # ------------------------------------------------------------ helpers
 
     def _check(self, assume: list[Any], bmc: Bmc | None = None) -> tuple[str, Any]:
-        """(status, model); an inconclusive answer's reason is kept in ``last_unknown``.
+        """(status, model); an inconclusive answer's cause is kept in ``last_unknown``.
 
         A query z3 found unsat on this unrolling stays unsat (constraints are only ever
         added), so it is not asked again. A query is answered sat by a model z3 found
@@ -255,18 +228,18 @@ class Prover:
         assert bmc is not None
         key = (id(bmc), tuple(sorted(a.ast.value for a in assume)))
         if key in self._unsat:
-            self.last_unknown = ""
+            self.last_unknown = None
             return "unsat", None
         for gen, m in reversed(self._models.get(id(bmc), [])):
             if all(is_t(m.eval(a, model_completion=True))
                    for a in [*bmc.added[gen:], *assume]):
-                self.last_unknown = ""
+                self.last_unknown = None
                 return "sat", m
         t0 = time.perf_counter()
         before = bmc.generation
         status, model, _ = bmc.check(assume, self.timeout_ms)
         self.solve_ms += (time.perf_counter() - t0) * 1000
-        self.last_unknown = bmc.reason_unknown() if status == "unknown" else ""
+        self.last_unknown = bmc.reason_unknown() if status == "unknown" else None
         if status == "unsat":
             # the terms are kept so that their ids (the key) cannot be reused
             self._unsat[key] = list(assume)
@@ -274,6 +247,16 @@ class Prover:
             # a model of every constraint asserted so far (and of these assumptions)
             self._models.setdefault(id(bmc), []).append((before, model))
         return status, model
+
+    def _unknown_detail(self) -> str:
+        assert self.last_unknown is not None, "no inconclusive query to report"
+        return self.last_unknown[1]
+
+    def _undecided(self, name: str) -> ProofResult:
+        """Proof ``name`` failed because its last query was inconclusive."""
+        assert self.last_unknown is not None, "no inconclusive query to report"
+        cause, detail = self.last_unknown
+        return ProofResult.inconclusive(name, cause, detail)
 
     def _witness(self, model: Any, goal: ChangesGoal | None = None,
                  bmc: Bmc | None = None) -> str:
@@ -284,11 +267,12 @@ class Prover:
         chain = bmc.extract(model)
         text = " → ".join(f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
                           for c in chain) or "(no calls)"
-        replay = dry_run(self.domain, self.initial, self.task.givens, chain)
+        run = replay(self.domain, self.initial, self.task.givens, chain)
         goal = goal or self.goal
-        if replay.failed:
-            text += f" [encoding disagrees with the interpreter: {replay.failed}]"
-        elif not goal_holds(goal, replay.final, replay.shown or [], self.task.givens):
+        failed = run.first_problem()
+        if failed:
+            text += f" [encoding disagrees with the interpreter: {failed}]"
+        elif not goal_holds(goal, run.final, shown_values(self.domain, run), self.task.givens):
             text += " [encoding disagrees with the interpreter: the goal does not hold]"
         return text
 
@@ -304,9 +288,10 @@ class Prover:
     def reference_chain(self) -> ProofResult:
         """(1) the reference chain is valid and reaches the goal; z3 agrees."""
         run = self.run
-        if run.failed:
-            return _res("reference_chain", False, f"dry-run: {run.failed}")
-        if not goal_holds(self.goal, run.final, run.shown or [], self.task.givens):
+        if self.run_failed:
+            return _res("reference_chain", False, f"dry-run: {self.run_failed}")
+        if not goal_holds(self.goal, run.final, shown_values(self.domain, run),
+                          self.task.givens):
             return _res("reference_chain", False, "dry-run: the goal does not hold after it")
         bmc = self.build()
         if bmc is None:
@@ -319,7 +304,7 @@ class Prover:
         status, model = self._check([pin, self._goal_lit(max(n, self.horizon)),
                                      *bmc.length_is(n)])
         if status == "unknown":
-            return _res("reference_chain", False, self.last_unknown)
+            return self._undecided("reference_chain")
         if status == "unsat":
             return _res("reference_chain", False, "encoding disagrees with the dry-run: z3 "
                         "finds the pinned chain invalid or short of the goal")
@@ -343,8 +328,10 @@ class Prover:
             return _res("goal_not_initial", False, self.build_error)
         # after 0 steps: the goal over the initial state
         status, model = self._check([self._goal_lit(0)])
-        if status != "unsat":
-            return _res("goal_not_initial", False, self.last_unknown if status == "unknown" else
+        if status == "unknown":
+            return self._undecided("goal_not_initial")
+        if status == "sat":
+            return _res("goal_not_initial", False,
                         "z3 finds the goal true initially (encoding disagrees)")
         if not self.goal.changes:
             return _res("goal_not_initial", True,
@@ -357,7 +344,7 @@ class Prover:
         reads = self._reads
         status, model = self._check([self._goal_lit(self.k, reads)], reads)
         if status == "unknown":
-            return _res("goal_not_initial", False, self.last_unknown)
+            return self._undecided("goal_not_initial")
         if status == "sat":
             return _res("goal_not_initial", False,
                         f"read-only chain reaches the goal: {self._witness(model, bmc=reads)}")
@@ -375,13 +362,13 @@ class Prover:
         if m > 0:
             status, model = self._check([self._goal_lit(), *bmc.length_below(m)])
             if status == "unknown":
-                return _res("min_calls", False, self.last_unknown)
+                return self._undecided("min_calls")
             if status == "sat":
                 return _res("min_calls", False,
                             f"shortcut below {m} calls: {self._witness(model)}")
         status, model = self._check([self._goal_lit(), *bmc.length_is(m)])
         if status == "unknown":
-            return _res("min_calls", False, self.last_unknown)
+            return self._undecided("min_calls")
         if status == "unsat":
             return _res("min_calls", False, f"no chain of exactly {m} calls reaches the goal")
         return _res("min_calls", True, f"no chain below {m} calls; {m} calls suffice")
@@ -401,7 +388,7 @@ class Prover:
         """(5) every minimal solution ends in the reference chain's final state."""
         if self.refusal:
             return _res("unique_final_state", True, f"{NA}: refusal task")
-        if self.run.failed:
+        if self.run_failed:
             return _res("unique_final_state", False, "no reference final state (chain fails)")
         bmc = self.build()
         if bmc is None:
@@ -414,7 +401,7 @@ class Prover:
         m = self.task.min_calls
         status, model = self._check([self._goal_lit(), differs, *bmc.length_is(m)])
         if status == "unknown":
-            return _res("unique_final_state", False, self.last_unknown)
+            return self._undecided("unique_final_state")
         if status == "sat":
             d = diff(bmc.restrict(self.run.final), bmc.final_state(model, h))[:3]
             return _res("unique_final_state", False,
@@ -447,7 +434,7 @@ class Prover:
         lit = bmc.lit(f"requested@{self.k}", bmc.goal_term(goal, self.k))
         status, model = self._check([lit])
         if status == "unknown":
-            return _res("refusal_impossible", False, self.last_unknown)
+            return self._undecided("refusal_impossible")
         if status == "sat":
             return _res("refusal_impossible", False,
                         f"the requested change is reachable: {self._witness(model, goal)}")
@@ -476,7 +463,7 @@ class Prover:
             lit = bmc.lit(f"refused@{t}", and_(*parts))
             status, model = self._check([lit, *bmc.length_is(t + 1)])
             if status == "unknown":
-                return _res("refusal_impossible", False, self.last_unknown)
+                return self._undecided("refusal_impossible")
             if status == "sat":
                 chain = bmc.extract(model)
                 text = " → ".join(c.tool for c in chain)
@@ -512,7 +499,7 @@ class Prover:
         if best is None:
             status, model = self._check([goal, *bmc.length_below(hi + 1)])
             if status == "unknown":
-                return None, None, self.last_unknown
+                return None, None, self._unknown_detail()
             if status == "unsat":
                 return None, None, f"no chain of <= {hi} calls reaches the goal"
             best = bmc.extract(model)
@@ -523,18 +510,30 @@ class Prover:
             first = False
             status, model = self._check([goal, *bmc.length_below(mid + 1)])
             if status == "unknown":
-                return None, None, self.last_unknown
+                return None, None, self._unknown_detail()
             if status == "unsat":
                 lo = mid + 1
             else:
                 best = bmc.extract(model)
         return len(best), best, ""
 
+    def find_min_calls(self, upto: int | None = None) -> int | ProofResult:
+        """The proven shortest solution length (see :meth:`shortest`), or the failed
+        ``min_calls`` result saying why there is none: refuted when no chain within the
+        bound reaches the goal (or nothing can be encoded), inconclusive when z3 gave up."""
+        self.last_unknown = None
+        m, _, why = self.shortest(upto)
+        if m is not None:
+            return m
+        if self.last_unknown is not None:
+            return self._undecided("min_calls")
+        return ProofResult.refuted("min_calls", why)
+
     def _shrunk(self) -> list[Call]:
         """The reference chain minus calls it does not need: greedily drop any call
         after which the interpreter still runs the chain validly (every argument known)
         to the goal. Empty if the reference chain itself fails."""
-        if self.run.failed:
+        if self.run_failed:
             return []
         # on the slice when there is one: it runs every chain of known arguments as the
         # full state does, and z3 checks the result anyway
@@ -543,9 +542,9 @@ class Prover:
         i = len(chain) - 1
         while i >= 0:
             cand = chain[:i] + chain[i + 1:]
-            run = dry_run(self.domain, start, self.task.givens, cand)
-            if not run.failed and goal_holds(self.goal, run.final, run.shown or [],
-                                             self.task.givens):
+            run = replay(self.domain, start, self.task.givens, cand)
+            if not run.first_problem() and goal_holds(
+                    self.goal, run.final, shown_values(self.domain, run), self.task.givens):
                 chain = cand
             i -= 1
         return chain
@@ -568,7 +567,8 @@ class Prover:
 
 
 def _res(name: str, ok: bool, detail: str) -> ProofResult:
-    return ProofResult(name=name, ok=ok, detail=detail)
+    """A conclusive result: proved when ``ok``, else refuted."""
+    return ProofResult.proved(name, detail) if ok else ProofResult.refuted(name, detail)
 
 
 # ------------------------------------------------------------------ targets
@@ -626,7 +626,7 @@ def prove_task(domain: Domain, task: Task, k: int | None = None,
     try:
         p = Prover(domain, task, k, timeout_ms)
     except (ValueError, GraphgenError, KeyError) as exc:  # e.g. a malformed initial state
-        bad = ProofResult(name="input", ok=False, detail=f"cannot read the task: {exc}")
+        bad = ProofResult.refuted("input", f"cannot read the task: {exc}")
         return Certificate(k=k or 0, proofs=[bad], z3_version=z3.get_version_string(),
                            checker_version=CHECKER_VERSION)
     proofs = p.all()
@@ -643,6 +643,5 @@ def shortest_solution(domain: Domain, task: Task, k: int | None = None,
     return Prover(domain, task, k, timeout_ms).shortest()
 
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "DryRun", "Prover", "check_target", "dry_run", "goal_holds",
-           "prove_task", "requested_change", "shortest_solution",
-           "target_condition"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "Prover", "check_target", "goal_holds", "prove_task",
+           "requested_change", "shortest_solution", "shown_values", "target_condition"]

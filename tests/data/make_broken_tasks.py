@@ -15,9 +15,9 @@ It writes, next to this file:
 
 How a case is made: good tasks are generated with :func:`graphgen.tasks.taskset.generate` on the
 built-in domains (fixed seeds, no proofs), one is picked by a predicate, certified with
-:func:`graphgen.verify.gate.certify` (so its ``min_calls`` is the proven minimum), and one targeted
+:func:`graphgen.verify.certify.certify` (so its ``min_calls`` is the proven minimum), and one targeted
 corruption is applied. The script asserts, for every case, that the original passes
-:func:`graphgen.verify.gate.recheck` and that the corrupted task fails with exactly the expected
+:func:`graphgen.verify.certify.recheck` and that the corrupted task fails with exactly the expected
 reason, so only the intended check fails. A few cases are *natural*: candidates the
 generator itself produced that the z3 gate rejects (recorded with their proven minimum);
 they have no good twin.
@@ -29,13 +29,13 @@ file whose bookkeeping lies: difficulty, domain version).
 
 Entry points (``reason`` and ``gate`` in the expected file):
 
-* ``reason`` -- :func:`graphgen.verify.gate.recheck`, i.e. what ``graphgen verify`` counts: the
+* ``reason`` -- :func:`graphgen.verify.certify.recheck`, i.e. what ``graphgen verify`` counts: the
   dry-run gate (``dry_run_<reason>``), the metadata checks (``bad_metadata``,
   ``domain_changed``), then the z3 proofs against the task's own claims
   (``proof_<name>``). Every case has one.
 * ``gate`` -- the generator's acceptance gate, as :func:`graphgen.tasks.taskset.generate` applies
-  it to a candidate: :func:`graphgen.tasks.gate.check_candidate` (its reason, unprefixed, as the
-  manifest counts it), then :func:`graphgen.verify.gate.certify` (``proof_<name>``). ``null`` where
+  it to a candidate: :func:`graphgen.tasks.dryrun.check_candidate` (its reason, unprefixed, as the
+  manifest counts it), then :func:`graphgen.verify.certify.certify` (``proof_<name>``). ``null`` where
   the category is not the generator's to judge, because the generator *computes* that
   field instead of trusting it: certify recomputes ``min_calls`` (a claimed minimum
   above or below the true one is simply replaced), the generator sets ``difficulty``
@@ -58,10 +58,10 @@ from graphgen import __version__
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.state import State
-from graphgen.tasks.gate import check_candidate
+from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.model import Call, Certificate, Change, Given, Goal, Manifest, Target, Task
 from graphgen.tasks.taskset import generate, write_taskset
-from graphgen.verify.gate import certify, proof_check, recheck
+from graphgen.verify.certify import certify, proof_check, recheck
 from graphgen.verify.proofs import Prover
 
 HERE = Path(__file__).resolve().parent
@@ -96,7 +96,7 @@ class Case:
     domain: str
     category: str
     what: str  # the corruption, in words
-    reason: str  # verify.gate.recheck (graphgen verify)
+    reason: str  # verify.certify.recheck (graphgen verify)
     gate: str | None  # the generator's gate; None = not its to judge (it accepts)
     pick: Pred  # on the generated (uncertified) candidate
     corrupt: Corrupt

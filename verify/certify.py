@@ -1,36 +1,47 @@
-"""The acceptance gate: nothing leaves the pipeline without a dry-run and the z3 proofs.
+"""Certification: nothing leaves the pipeline without a dry-run and the z3 proofs.
 
 * :func:`certify` is what the generator runs on each candidate that passed the dry-run
-  gate: it *finds* the shortest solution length with z3 (the task's ``min_calls``),
-  then proves every obligation and attaches the certificate.
+  gate (:mod:`graphgen.tasks.dryrun`): it *finds* the shortest solution length with z3
+  (the task's ``min_calls``), then proves every obligation and attaches the certificate.
 * :func:`recheck` is what ``graphgen verify`` runs on a task read from a file: it trusts
   nothing the file says it proved — it re-runs the dry-run gate and every proof against
   the task's own claims (its goal, its ``min_calls``, its targets).
 
-Rejection reasons are short and countable: ``proof_<name>`` for a failed proof,
-``timeout`` when z3 could not decide in time, ``dry_run_<reason>`` for the executable
-checks, ``domain_changed`` when the file was made from another version of the domain.
+Rejection reasons are short and countable, read from each proof's
+:class:`~graphgen.tasks.model.ProofStatus`: ``proof_<name>`` for a refuted proof,
+``timeout`` when z3 ran out of time or of its resource limit, ``inconclusive`` when z3
+gave up for another reason, ``dry_run_<reason>`` for the executable checks,
+``domain_changed`` when the file was made from another version of the domain.
 """
 
 from __future__ import annotations
+
+from typing import assert_never
 
 import z3
 
 from graphgen.domain import Domain
 from graphgen.state import State
-from graphgen.tasks.gate import check_candidate
-from graphgen.tasks.model import Certificate, ProofResult, Task
+from graphgen.tasks.dryrun import check_candidate
+from graphgen.tasks.model import Certificate, Inconclusive, ProofResult, ProofStatus, Task
 from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS, Prover
 
 
-def _reason(results: list[ProofResult]) -> str:
+def rejection_reason(results: list[ProofResult]) -> str:
+    """The countable reason for the first failed proof ("" when all hold): ``proof_<name>``
+    when it was refuted, ``timeout`` when z3 ran out of time or resources on it,
+    ``inconclusive`` when z3 gave up on it for another reason."""
     for r in results:
-        if not r.ok:
-            low = r.detail.lower()
-            if "timeout" in low or "canceled" in low or "unknown" in low:
-                return "timeout"
-            return f"proof_{r.name}"
+        match r.status:
+            case ProofStatus.PROVED:
+                continue
+            case ProofStatus.REFUTED:
+                return f"proof_{r.name}"
+            case ProofStatus.INCONCLUSIVE:
+                return "timeout" if r.cause is Inconclusive.TIMEOUT else "inconclusive"
+            case _:
+                assert_never(r.status)
     return ""
 
 
@@ -39,14 +50,13 @@ def certify(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
     """The task with its proven ``min_calls`` and certificate, or why it is rejected."""
     prover = Prover(domain, task, None, timeout_ms)
     if task.kind != "refusal":
-        m, _, why = prover.shortest(len(task.chain))
-        if m is None:
-            low = why.lower()
-            return "timeout" if ("timeout" in low or "canceled" in low) else "proof_min_calls"
-        task = task.model_copy(update={"min_calls": m})
+        found = prover.find_min_calls(len(task.chain))
+        if isinstance(found, ProofResult):
+            return rejection_reason([found])
+        task = task.model_copy(update={"min_calls": found})
         prover.task = task
     results = prover.all()
-    why = _reason(results)
+    why = rejection_reason(results)
     if why:
         return why
     cert = Certificate(k=prover.k, proofs=results, z3_version=z3.get_version_string(),
@@ -78,4 +88,4 @@ def recheck(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
     results = prover.all()
     cert = Certificate(k=prover.k, proofs=results, z3_version=z3.get_version_string(),
                        checker_version=CHECKER_VERSION)
-    return _reason(results), cert
+    return rejection_reason(results), cert

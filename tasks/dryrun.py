@@ -1,0 +1,259 @@
+"""The dry-run: replay a chain with the interpreter, and the generator's executable gate.
+
+:func:`replay` is the one replay of a chain. It records every step's outcome (its shape,
+the arguments the agent could not know yet, the result or the failure) instead of
+stopping at a "first problem", because its two callers rank problems differently:
+
+* the generator's gate (:func:`check_candidate`) reports a misnamed tool or parameter
+  anywhere in the chain first, then a failing call, then an unknown argument — the
+  order in which a task author would fix them;
+* the proofs (:mod:`graphgen.verify.proofs`) ask whether an *agent* could make the
+  calls in order, so they report whichever problem comes first along the chain
+  (:meth:`Replay.first_problem`).
+
+Every gate check that fails names a reason; reasons are counted in the task-set
+manifest and never silently dropped. The z3 half lives in ``verify``; a task needs both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphgen.domain import Domain
+from graphgen.errors import ExprError, ToolError
+from graphgen.grading import changes_hold, grade, state_diff
+from graphgen.interp import call_tool, failed_check
+from graphgen.knowledge import Sort, facts_of_result, param_sort
+from graphgen.state import State
+from graphgen.tasks.model import Call, Given, Goal, Target, TaskKind
+from graphgen.tasks.plan import Executor, Knowledge
+from graphgen.tasks.referring import matching_keys
+from graphgen.tasks.render import stated
+
+REASONS = (
+    "bad_chain",
+    "call_failed",
+    "unknown_argument",
+    "given_not_stated",
+    "id_leak",
+    "goal_already_true",
+    "goal_not_reached",
+    "nondeterministic",
+    "ambiguous_target",
+    "answer_not_revealed",
+    "answer_in_instruction",
+    "state_changed",
+    "refusal_succeeds",
+)
+
+
+@dataclass
+class GateResult:
+    """The gate's verdict on a candidate: ok, or the first failing reason and its detail."""
+
+    ok: bool
+    reason: str = ""
+    detail: str = ""
+
+
+@dataclass
+class Unknown:
+    """An argument the agent could not know when the call was made."""
+
+    param: str
+    value: Any
+    sort: Sort
+
+
+@dataclass
+class Step:
+    """What happened to one call of a replayed chain.
+
+    ``bad_tool`` / ``extra_params`` describe its shape (checked for every call before
+    anything runs); ``ran`` is false for calls after the first malformed or failing one.
+    ``unknown`` lists the arguments (in argument order) not known when it was made —
+    the call is executed anyway, so a later failure is still seen.
+    """
+
+    index: int
+    call: Call
+    bad_tool: bool = False
+    extra_params: list[str] = field(default_factory=list)
+    ran: bool = False
+    unknown: list[Unknown] = field(default_factory=list)
+    error: str = ""  # the ToolError message if the call failed
+    result: Any = None
+
+    @property
+    def malformed(self) -> bool:
+        """The call names a tool or a parameter the domain does not have."""
+        return self.bad_tool or bool(self.extra_params)
+
+    def problem(self) -> str:
+        """This step's first problem in agent order (shape, knowledge, execution), or ""."""
+        i, c = self.index, self.call
+        if self.bad_tool:
+            return f"call {i}: unknown tool {c.tool!r}"
+        if self.extra_params:
+            return f"call {i} ({c.tool}): no parameter {self.extra_params[0]!r}"
+        if self.unknown:
+            u = self.unknown[0]
+            return f"call {i} ({c.tool}): {u.param}={u.value!r} is not known at {u.sort}"
+        if self.error:
+            return f"call {i} ({c.tool}) fails: {self.error}"
+        return ""
+
+
+@dataclass
+class Replay:
+    """A replayed chain: every step's outcome, the state after the calls that ran, and
+    what the agent knows after them."""
+
+    steps: list[Step]
+    final: State
+    knowledge: Knowledge
+
+    @property
+    def complete(self) -> bool:
+        """Every call was well formed and succeeded (arguments may still be unknown)."""
+        return all(s.ran and not s.error for s in self.steps)
+
+    @property
+    def results(self) -> list[Any]:
+        """The results of the calls that succeeded, in order."""
+        return [s.result for s in self.steps if s.ran and not s.error]
+
+    def first_problem(self) -> str:
+        """The first problem along the chain, as an agent meets it ("" if none)."""
+        for s in self.steps:
+            why = s.problem()
+            if why:
+                return why
+        return ""
+
+
+def replay(domain: Domain, initial: State, givens: list[Given], chain: list[Call],
+           execute: Executor = call_tool) -> Replay:
+    """Replay ``chain`` on a copy of ``initial``, recording each step's outcome.
+
+    Every call's shape is checked first; calls then run in order until the first
+    malformed or failing one. An argument not known at its call (from the givens and the
+    earlier calls' results, :func:`graphgen.knowledge.facts_of_result`) is recorded and
+    the call still runs, so a failure later in the chain is seen too.
+    """
+    steps = []
+    for i, c in enumerate(chain):
+        tool = domain.tools.get(c.tool)
+        steps.append(Step(i, c, bad_tool=tool is None,
+                          extra_params=[] if tool is None else
+                          [p for p in c.args if p not in tool.params]))
+    st = initial.copy()
+    know = Knowledge.from_givens(givens)
+    for step in steps:
+        if step.malformed:
+            break
+        c = step.call
+        tool = domain.tools[c.tool]
+        for p, v in c.args.items():
+            s = param_sort(tool.params[p])
+            if not know.knows(s, v):
+                step.unknown.append(Unknown(p, v, s))
+        step.ran = True
+        try:
+            step.result = execute(domain, st, c.tool, dict(c.args))
+        except ToolError as exc:
+            step.error = exc.message
+            break
+        for s, v in facts_of_result(domain, tool, step.result):
+            know.add(s, v, step.index)
+    return Replay(steps, st, know)
+
+
+def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[Call],
+                    givens: list[Given], targets: list[Target], instruction: str, goal: Goal,
+                    refused_call: Call | None = None, execute: Executor = call_tool
+                    ) -> GateResult:
+    """Dry-run a candidate task and return the first failing reason (or ok)."""
+    run = replay(domain, initial, givens, chain, execute)
+    # Shape first: a misnamed tool or parameter is a broken chain, not a failing call.
+    for step in run.steps:
+        i, c = step.index, step.call
+        if step.bad_tool:
+            return GateResult(False, "bad_chain", f"call {i}: unknown tool {c.tool!r}")
+        if step.extra_params:
+            return GateResult(False, "bad_chain",
+                              f"call {i}: {c.tool} has no param {sorted(step.extra_params)[0]!r}")
+    # 1. every call executes, and every argument was known when it was made
+    for step in run.steps:
+        if step.error:
+            return GateResult(False, "call_failed",
+                              f"call {step.index} ({step.call.tool}): {step.error}")
+    for step in run.steps:
+        if step.unknown:
+            u = step.unknown[0]
+            return GateResult(False, "unknown_argument", f"call {step.index} "
+                              f"({step.call.tool}): {u.param}={u.value!r} is not known at {u.sort}")
+    know = run.knowledge
+    # 2. the instruction states the givens and leaks no internal id
+    for g in givens:
+        if not stated(instruction, g.value):
+            return GateResult(False, "given_not_stated", f"{g.sort}={g.value!r}")
+    for c in [*chain, *([refused_call] if refused_call else [])]:
+        tool = domain.tools[c.tool]
+        for p, v in c.args.items():
+            ps = param_sort(tool.params[p]) if p in tool.params else None
+            if (ps is not None and ps.kind == "key" and isinstance(v, str)
+                    and not domain.entities[ps.name].key_givable
+                    and re.search(rf"(?<![\w#-]){re.escape(v)}(?![\w-])", instruction)):
+                return GateResult(False, "id_leak", f"{ps.name} id {v!r} appears in the text")
+    # 3. targets are unique on the initial state
+    for t in targets:
+        try:
+            keys = matching_keys(domain, initial, t.entity, t.description)
+        except (ExprError, ToolError) as exc:
+            return GateResult(False, "ambiguous_target", f"{t.description}: {exc}")
+        if keys != [t.key]:
+            return GateResult(False, "ambiguous_target",
+                              f"{t.phrase!r} matches {len(keys)} {t.entity} rows: {keys[:5]}")
+    # 4. determinism: the same chain gives the same state and outputs
+    again = replay(domain, initial, givens, chain, execute)
+    if not again.complete:
+        failed = next(s for s in again.steps if s.error)
+        return GateResult(False, "nondeterministic", f"re-run failed: call {failed.index} "
+                          f"({failed.call.tool}): {failed.error}")
+    if again.final != run.final or again.results != run.results:
+        return GateResult(False, "nondeterministic", "re-running the chain gave another result")
+    s0, s1 = initial.to_dict(), run.final.to_dict()
+    # 5. kind-specific goal checks
+    if kind == "action":
+        if not goal.changes or changes_hold(s0, goal.model_dump()["changes"]):
+            return GateResult(False, "goal_already_true", "the goal holds on the initial state")
+        graded = grade(s0, s1, goal.model_dump())
+        if not graded["success"]:
+            bad = [i for i in graded["items"] if not i["ok"]]
+            return GateResult(False, "goal_not_reached", f"{bad[0]['check']}: {bad[0]['detail']}")
+    else:
+        if state_diff(s0, s1):
+            return GateResult(False, "state_changed", f"a {kind} task must change nothing")
+        if kind == "refusal":  # first: is there anything to refuse at all?
+            if refused_call is None:
+                return GateResult(False, "bad_chain", "a refusal task names its refused call")
+            try:
+                chk = failed_check(domain, run.final, refused_call.tool, dict(refused_call.args))
+            except ToolError as exc:
+                return GateResult(False, "bad_chain", f"refused call is malformed: {exc.message}")
+            if chk is None:
+                return GateResult(False, "refusal_succeeds",
+                                  f"{refused_call.tool} would succeed: nothing to refuse")
+        revealed = {repr(v) for _, v in know.facts_items()} | {repr(r) for r in run.results}
+        for v in goal.answer:
+            if kind == "information" and stated(instruction, v):
+                return GateResult(False, "answer_in_instruction", f"{v!r} is in the text")
+            if repr(v) not in revealed:
+                # Refusals too: the agent must be able to see the reason it reports.
+                return GateResult(False, "answer_not_revealed", f"no call reveals {v!r}")
+        if not goal.answer:
+            return GateResult(False, "goal_already_true", "nothing to answer: a no-op passes")
+    return GateResult(True)
