@@ -6,7 +6,7 @@ from scratch, and solved by the oracle agent in the compiled environment:
 >>> import graphgen, pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "tasks.jsonl"
 >>> tasks = graphgen.generate("mock", 4, output=path)  # dry-run gate + z3 proofs
->>> graphgen.verify(path).ok  # every proof re-run, trusting nothing in the file
+>>> graphgen.verify_tasks(path).ok  # every proof re-run, trusting nothing in the file
 True
 >>> graphgen.evaluate(path, "oracle").success_rate
 1.0
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and editors
         load_domain_ref,
         make_env,
         run,
-        verify,
+        verify_tasks,
     )
 
 __version__ = "0.1.0"
@@ -58,7 +58,7 @@ __all__ = [
     "loads_domain",
     "make_env",
     "run",
-    "verify",
+    "verify_tasks",
 ]
 
 

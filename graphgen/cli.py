@@ -343,8 +343,8 @@ def show(
     out.print(Panel(body, title=tk.id), highlight=False)
 
 
-@app.command()
-def verify(
+@app.command("verify")
+def verify_cmd(
     file: Annotated[Path, typer.Argument(help="Task-set JSONL file to re-check.")],
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")
                       ] = None,
@@ -358,8 +358,8 @@ def verify(
     p = _Printer(tasks_name=file.name)
     try:
         with _errors_exit():
-            res = pl.verify(file, d, Options(jobs=jobs, timeout_ms=timeout_ms),
-                            progress=p.verifying)
+            res = pl.verify_tasks(file, d, Options(jobs=jobs, timeout_ms=timeout_ms),
+                                  progress=p.verifying)
     finally:
         p.bar.close()
     p.verified(res)

@@ -10,7 +10,7 @@ progress bar.
 * :func:`check` — the static analyses, with the z3 satisfiability check;
 * :func:`export_graph` — the dependency graph as JSON, DOT or PNG;
 * :func:`generate` — tasks that passed the dry-run gate *and* the z3 proofs (by default);
-* :func:`verify` — re-check a task-set file from scratch;
+* :func:`verify_tasks` — re-check a task-set file from scratch;
 * :func:`compile` — a domain as a standalone Python package;
 * :func:`make_env` — the compiled environment of a domain, ready to ``reset``;
 * :func:`evaluate` — an agent (a baseline or a model) on a task set in that environment;
@@ -86,7 +86,7 @@ __all__ = [
     "load_domain_ref",
     "make_env",
     "run",
-    "verify",
+    "verify_tasks",
 ]
 
 DomainRef = str | Path | Domain
@@ -94,7 +94,7 @@ DomainRef = str | Path | Domain
 
 Tick = Callable[[int, int], None]
 """A progress callback: ``(accepted, attempts)`` for :func:`generate`, ``(done, total)``
-for :func:`verify` and :func:`evaluate`."""
+for :func:`verify_tasks` and :func:`evaluate`."""
 
 BASELINES = ("oracle", "noop", "random")
 """Agents that need no model: the reference chain, doing nothing, random calls."""
@@ -128,7 +128,7 @@ class Options:
     prove: bool = True
     """Accept a task only with its z3 proofs (on by default; off = dry-run gate only)."""
     jobs: int = field(default_factory=_default_jobs)
-    """Processes for the proofs and for :func:`verify`."""
+    """Processes for the proofs and for :func:`verify_tasks`."""
     record_times: bool = False
     """Keep proof times in certificates (they vary, so the file's bytes do too)."""
     timeout_ms: int = DEFAULT_TIMEOUT_MS
@@ -252,7 +252,7 @@ def generate(domain: DomainRef, n: int, options: Options = DEFAULTS, *,
 
 @dataclass(frozen=True)
 class Verification:
-    """What :func:`verify` found: a count per outcome, and each failure."""
+    """What :func:`verify_tasks` found: a count per outcome, and each failure."""
 
     total: int
     outcomes: dict[str, int]
@@ -270,7 +270,7 @@ def _recheck_one(domain: Domain, task: Task, timeout_ms: int) -> str:
     return recheck(domain, task, timeout_ms)[0]
 
 
-def verify(tasks_file: str | Path, domain: DomainRef | None = None,
+def verify_tasks(tasks_file: str | Path, domain: DomainRef | None = None,
            options: Options = DEFAULTS, *, progress: Tick | None = None) -> Verification:
     """Re-check a task-set file from scratch: the dry-run and every z3 proof, trusting
     nothing the file claims to have proven, in ``options.jobs`` processes.
@@ -281,7 +281,7 @@ def verify(tasks_file: str | Path, domain: DomainRef | None = None,
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "t.jsonl"
     >>> _ = generate("mock", 2, Options(jobs=1), output=path)
-    >>> verify(path, options=Options(jobs=1)).ok
+    >>> verify_tasks(path, options=Options(jobs=1)).ok
     True
     """
     manifest, tasks = read_taskset(tasks_file)
@@ -451,7 +451,7 @@ class RunEvents:
         """The task set is written to ``path``."""
 
     def verifying(self, done: int, total: int) -> None:
-        """Progress of :func:`verify`."""
+        """Progress of :func:`verify_tasks`."""
 
     def verified(self, result: Verification) -> None:
         """The task set is re-checked."""
@@ -516,7 +516,7 @@ def run(domain: DomainRef, n: int, output: str | Path, options: Options = DEFAUL
     gen = generate(d, n, options, output=tasks_file, progress=ev.generating)
     ev.generated(gen, tasks_file)
     ev.stage(4, RUN_STAGES, "verify the file from scratch")
-    ver = verify(tasks_file, d, options, progress=ev.verifying)
+    ver = verify_tasks(tasks_file, d, options, progress=ev.verifying)
     ev.verified(ver)
     if not ver.ok:
         raise PipelineError(f"{len(ver.failures)} task(s) of {tasks_file} failed verification")
