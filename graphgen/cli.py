@@ -70,6 +70,11 @@ def _errors_exit() -> Iterator[None]:
         raise _fail(str(exc)) from None
 
 
+def _options(**values: Any) -> Options:
+    with _errors_exit():
+        return Options(**values)
+
+
 def _load(name: str) -> Domain:
     with _errors_exit():
         return pl.load_domain_ref(name)
@@ -285,8 +290,8 @@ def generate(
 ) -> None:
     """Generate a task set: expand the graph, gate every candidate, write JSONL."""
     d = _load(domain)
-    opts = Options(seed=seed, max_intents=max_intents, walk_ratio=walk_ratio, prove=prove,
-                   jobs=jobs, record_times=record_times)
+    opts = _options(seed=seed, max_intents=max_intents, walk_ratio=walk_ratio, prove=prove,
+                    jobs=jobs, record_times=record_times)
     p = _Printer(d.name, n)
     try:
         res = pl.generate(d, n, opts, output=output, progress=p.generating)
@@ -358,7 +363,7 @@ def verify_cmd(
     p = _Printer(tasks_name=file.name)
     try:
         with _errors_exit():
-            res = pl.verify_tasks(file, d, Options(jobs=jobs, timeout_ms=timeout_ms),
+            res = pl.verify_tasks(file, d, _options(jobs=jobs, timeout_ms=timeout_ms),
                                   progress=p.verifying)
     finally:
         p.bar.close()
@@ -403,7 +408,7 @@ def eval_cmd(
     try:
         with _errors_exit():
             res = pl.evaluate(
-                tasks_file, model, Options(seed=seed, max_steps=max_steps), domain=d,
+                tasks_file, model, _options(seed=seed, max_steps=max_steps), domain=d,
                 base_url=base_url, api_key_env=api_key_env, limit=limit,
                 trajectories=trajectories,
                 progress=lambda done, total: p.evaluating(model, done, total))
@@ -427,7 +432,7 @@ def run(
     p = _Printer(d.name, n)
     try:
         with _errors_exit():
-            pl.run(d, n, output, Options(seed=seed, jobs=jobs), events=p)
+            pl.run(d, n, output, _options(seed=seed, jobs=jobs), events=p)
     finally:
         p.bar.close()
     out.print(f"[green]done[/green]: everything is in {output}/")

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+from pydantic import ValidationError
 
 from graphgen.analysis import Report, report
 from graphgen.domain import Domain
@@ -111,6 +112,14 @@ def _default_jobs() -> int:
 _GEN = GenOptions()
 
 
+class PipelineError(GraphgenError):
+    """A stage could not do what was asked (bad argument, failed verification)."""
+
+
+class UnknownDomainError(PipelineError, LookupError):
+    """Neither a built-in domain name nor an existing file."""
+
+
 @dataclass(frozen=True)
 class Options:
     """Every knob of the pipeline, with its one default.
@@ -136,20 +145,23 @@ class Options:
     max_steps: int = 30
     """Most agent turns per task in :func:`evaluate`."""
 
+    def __post_init__(self) -> None:
+        for name in ("jobs", "timeout_ms", "max_steps"):
+            if getattr(self, name) < 1:
+                raise PipelineError(f"Options.{name} must be at least 1, not "
+                                    f"{getattr(self, name)}")
+        try:  # max_intents and walk_ratio: the generator's own model has the bounds
+            self.gen_options()
+        except ValidationError as exc:
+            bad = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+            raise PipelineError(f"bad Options: {bad}") from None
+
     def gen_options(self) -> GenOptions:
         """The generator's own options (recorded in the task-set manifest)."""
         return GenOptions(max_intents=self.max_intents, walk_ratio=self.walk_ratio)
 
 
 DEFAULTS = Options()
-
-
-class PipelineError(GraphgenError):
-    """A stage could not do what was asked (bad argument, failed verification)."""
-
-
-class UnknownDomainError(PipelineError, LookupError):
-    """Neither a built-in domain name nor an existing file."""
 
 
 # ------------------------------------------------------------------ domains

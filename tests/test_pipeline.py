@@ -108,6 +108,15 @@ def test_defaults_come_from_one_place() -> None:
         DEFAULTS.timeout_ms
 
 
+def test_bad_options_are_refused_with_the_reason() -> None:
+    with pytest.raises(pl.PipelineError, match="jobs must be at least 1"):
+        Options(jobs=0)
+    with pytest.raises(pl.PipelineError, match="max_intents"):
+        Options(max_intents=0)
+    res = runner.invoke(cli.app, ["generate", "mock", "--walk-ratio", "2", "--no-prove"])
+    assert res.exit_code == 1 and "walk_ratio" in res.output
+
+
 def test_cli_and_library_write_the_same_bytes(tmp_path: Path) -> None:
     """Same options, same file, byte for byte: the CLI is only a front end."""
     lib = tmp_path / "lib.jsonl"
