@@ -24,11 +24,12 @@ from graphgen.tasks.expand import GenOptions
 from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]  # run subprocesses here, so they import this tree
 
 
 def _python(code: str) -> str:
     return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                          text=True).stdout
+                          text=True, cwd=ROOT).stdout
 
 
 def _doctests(obj: object) -> doctest.TestResults:
@@ -220,8 +221,8 @@ def test_version_once() -> None:
 
 def test_python_dash_m_graphgen() -> None:
     out = subprocess.run([sys.executable, "-m", "graphgen", "--version"], check=True,
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, cwd=ROOT).stdout
     assert out.strip() == f"graphgen {graphgen.__version__}"
     helptext = subprocess.run([sys.executable, "-m", "graphgen", "--help"], check=True,
-                              capture_output=True, text=True).stdout
+                              capture_output=True, text=True, cwd=ROOT).stdout
     assert "generate" in helptext and "verify" in helptext
