@@ -1,7 +1,7 @@
 """Benchmark task generation on the built-in domains (a script, not a test).
 
 For each domain: generate N tasks with the dry-run gate only (``--no-prove`` semantics:
-``graphgen.tasks.taskset.generate`` without ``extra_checks``) and print throughput, attempts,
+``graphgen.tasks.taskset.generate`` without ``task_checks``) and print throughput, attempts,
 acceptance rate, rejection reasons, kinds, the chain-length histogram, and tool coverage
 (tools reachable from givable values that no reference chain uses).
 

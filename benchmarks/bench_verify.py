@@ -1,7 +1,7 @@
 """Benchmark the z3 acceptance gate on the built-in domains (a script, not a test).
 
 For each domain, candidate tasks are generated with the dry-run gate only
-(:func:`graphgen.tasks.taskset.generate` without ``extra_checks``), then every one goes
+(:func:`graphgen.tasks.taskset.generate` without ``task_checks``), then every one goes
 through :func:`graphgen.verify.certify.certify` (the z3-found minimum and every proof), and
 the script prints
 

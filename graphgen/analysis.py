@@ -5,13 +5,11 @@ All functions are plain and deterministic (sorted output). They read the graph b
 
 Satisfiability is the one analysis this package cannot do alone: deciding whether a
 write tool can ever succeed needs a solver, and the solver lives in ``verify`` (a later
-stage, which ``graphgen`` must not import). The hook is a module-level registry:
-``verify`` calls :func:`register_sat_checker` with a function
-``(domain) -> iterable of tool names`` that returns the write tools whose preconditions
-and effect invariants no valid state satisfies. :func:`unsatisfiable_writes` runs every
-registered checker and returns the sorted union — ``[]`` when none is registered, which
-means "not checked", not "all satisfiable". The command line, the composition root,
-imports ``verify`` before building a report so the check is on there.
+stage, which ``graphgen`` must not import). So :func:`report` takes it as a parameter,
+``sat_checker``: a function ``(domain) -> iterable of tool names`` returning the write
+tools whose preconditions and effect invariants no valid state satisfies. Without one
+the report says "not checked". The pipeline (:mod:`graphgen.pipeline`) passes
+:func:`graphgen.verify.satcheck.unsatisfiable_writes`.
 """
 
 from __future__ import annotations
@@ -26,45 +24,18 @@ from graphgen.graph import build_graph
 
 SatChecker = Callable[[Domain], Iterable[str]]
 
-_SAT_CHECKERS: list[SatChecker] = []
 
-
-def register_sat_checker(fn: SatChecker) -> SatChecker:
-    """Register a satisfiability checker (idempotent); returns ``fn`` so it can decorate."""
-    if fn not in _SAT_CHECKERS:
-        _SAT_CHECKERS.append(fn)
-    return fn
-
-
-def unregister_sat_checker(fn: SatChecker) -> None:
-    """Remove a checker registered with :func:`register_sat_checker` (no-op if absent)."""
-    if fn in _SAT_CHECKERS:
-        _SAT_CHECKERS.remove(fn)
-
-
-def sat_checkers() -> tuple[SatChecker, ...]:
-    """The registered checkers, in registration order."""
-    return tuple(_SAT_CHECKERS)
-
-
-def unsatisfiable_writes(domain: Domain) -> list[str]:
-    """Write tools that can never succeed, per every registered checker (sorted).
-
-    Returns ``[]`` when no checker is registered. Names that are not write tools of
-    ``domain`` are an error in the checker and raise ``ValueError``.
-    """
-    found: set[str] = set()
-    writers = {t.name for t in domain.write_tools}
-    for fn in _SAT_CHECKERS:
-        names = set(fn(domain))
-        bad = sorted(names - writers)
-        if bad:
-            raise ValueError(
-                f"{domain.source}: sat checker {getattr(fn, '__name__', fn)!r} reported "
-                f"{', '.join(bad)}, which are not write tools of domain {domain.name!r}"
-            )
-        found |= names
-    return sorted(found)
+def _unsatisfiable(domain: Domain, sat_checker: SatChecker) -> list[str]:
+    """The write tools ``sat_checker`` reports, sorted; a name that is not a write tool of
+    ``domain`` is a bug in the checker and raises ``ValueError``."""
+    names = set(sat_checker(domain))
+    bad = sorted(names - {t.name for t in domain.write_tools})
+    if bad:
+        raise ValueError(
+            f"{domain.source}: sat checker {getattr(sat_checker, '__name__', sat_checker)!r} "
+            f"reported {', '.join(bad)}, which are not write tools of domain {domain.name!r}"
+        )
+    return sorted(names)
 
 
 # ------------------------------------------------------------------ graph helpers
@@ -202,7 +173,7 @@ class Report(BaseModel):
     )
     unreachable_tools: list[str]
     unsatisfiable_writes: list[str]
-    sat_checked: bool = Field(description="whether a satisfiability checker was registered")
+    sat_checked: bool = Field(description="whether a satisfiability checker was given")
     unread_fields: list[str]
     unwritten_fields: list[str]
     cycles: list[list[str]] = Field(description="SCCs of the tool graph (data + enables)")
@@ -227,8 +198,18 @@ class Report(BaseModel):
         }
 
 
-def report(domain: Domain, g: nx.MultiDiGraph | None = None) -> Report:
-    """Build the graph (unless given) and run every analysis on ``domain``."""
+def report(domain: Domain, g: nx.MultiDiGraph | None = None, *,
+           sat_checker: SatChecker | None = None) -> Report:
+    """Build the graph (unless given) and run every analysis on ``domain``.
+
+    ``sat_checker`` finds the write tools that can never succeed (see the module
+    docstring); without it ``unsatisfiable_writes`` is empty and ``sat_checked`` false.
+
+    >>> from graphgen.domains import load_builtin
+    >>> r = report(load_builtin("mock"))
+    >>> r.unreachable_tools, r.sat_checked
+    ([], False)
+    """
     if g is None:
         g = build_graph(domain)
     counts = {
@@ -246,8 +227,8 @@ def report(domain: Domain, g: nx.MultiDiGraph | None = None) -> Report:
         content_hash=domain.content_hash,
         counts=counts,
         unreachable_tools=unreachable_tools(domain, g),
-        unsatisfiable_writes=unsatisfiable_writes(domain),
-        sat_checked=bool(_SAT_CHECKERS),
+        unsatisfiable_writes=_unsatisfiable(domain, sat_checker) if sat_checker else [],
+        sat_checked=sat_checker is not None,
         unread_fields=unread_fields(domain, g),
         unwritten_fields=unwritten_fields(domain, g),
         cycles=strongly_connected(g),

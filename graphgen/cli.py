@@ -1,23 +1,33 @@
-"""The ``graphgen`` command line: the one place where all stages are composed.
+"""The ``graphgen`` command line: parse arguments, call :mod:`graphgen.pipeline`, print.
 
-typer gives typed options and help text from annotations; rich gives tables and a
-progress bar for long runs.
+Every default comes from :data:`graphgen.pipeline.DEFAULTS`; the work is done by the
+library. typer gives typed options and help text from annotations; rich gives tables and
+progress bars.
 """
 
 from __future__ import annotations
 
-import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from graphgen.domains import builtin_names, load_builtin, resolve
-from graphgen.errors import DomainError
+from graphgen import __version__
+from graphgen import pipeline as pl
+from graphgen.analysis import Report
+from graphgen.domain import Domain
+from graphgen.domains import builtin_names, load_builtin
+from graphgen.errors import DomainError, GraphgenError
+from graphgen.pipeline import DEFAULTS, Evaluation, Options, Verification
+from graphgen.tasks.taskset import GenResult, TaskSetError, read_taskset
 
 app = typer.Typer(
     add_completion=False,
@@ -27,23 +37,168 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-def _default_jobs() -> int:
-    return max(1, min(os.cpu_count() or 1, 8))
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"graphgen {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Synthesize provably solvable tool-use tasks and environments from typed domains."""
 
 
 DomainArg = Annotated[str, typer.Argument(help="A built-in domain name or a domain YAML file.")]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Processes for the proofs.")]
 
 
-def _load(name: str):  # type: ignore[no-untyped-def]
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    return typer.Exit(code)
+
+
+@contextmanager
+def _errors_exit() -> Iterator[None]:
+    """Errors a user can fix (bad file, unknown domain) end the command with exit 1."""
     try:
-        return resolve(name)
-    except DomainError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
-    except FileNotFoundError:
-        err.print(f"[red]error:[/red] no built-in domain or file {name!r} "
-                  f"(built-ins: {', '.join(builtin_names())})")
-        raise typer.Exit(1) from None
+        yield
+    except (OSError, TaskSetError, GraphgenError) as exc:
+        raise _fail(str(exc)) from None
+
+
+def _options(**values: Any) -> Options:
+    with _errors_exit():
+        return Options(**values)
+
+
+def _load(name: str) -> Domain:
+    with _errors_exit():
+        return pl.load_domain_ref(name)
+
+
+# ------------------------------------------------------------------ printing
+
+
+class _Bar:
+    """One rich progress bar on stderr at a time, started by the first tick."""
+
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
+        self.job: TaskID | None = None
+
+    def tick(self, description: str, done: int, total: int, detail: str = "") -> None:
+        if self.progress is None:
+            self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                     MofNCompleteColumn(), TextColumn("{task.fields[detail]}"),
+                                     console=err)
+            self.progress.start()
+            self.job = self.progress.add_task(description, total=total, detail=detail)
+        assert self.job is not None
+        self.progress.update(self.job, description=description, completed=done, total=total,
+                             detail=detail)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        self.progress = self.job = None
+
+
+class _Printer(pl.RunEvents):
+    """Prints what each stage did; ``graphgen run`` and the single commands share it."""
+
+    def __init__(self, domain: str = "", n: int = 0, tasks_name: str = "tasks.jsonl") -> None:
+        self.bar = _Bar()
+        self.domain = domain
+        self.n = n
+        self.tasks_name = tasks_name
+
+    def stage(self, step: int, total: int, title: str) -> None:
+        self.bar.close()
+        out.rule(escape(f"{step}/{total} {title}"))
+
+    def note(self, message: str) -> None:
+        err.print(f"[yellow]note:[/yellow] {escape(message)}", highlight=False)
+
+    def checked(self, domain: Domain, result: Report) -> None:
+        s = domain.summary()
+        out.print(f"[green]ok[/green] {escape(domain.source)}: domain {domain.name!r}, "
+                  f"{s['entities']} entities, {s['tools']} tools ({s['write_tools']} write, "
+                  f"{s['read_tools']} read)")
+        t = Table(title="analyses", show_lines=False)
+        t.add_column("check")
+        t.add_column("result")
+        for name, items in result.findings().items():
+            t.add_row(name, ", ".join(items) if items else "none")
+        out.print(t)
+
+    def graph_written(self, path: Path, graph: Any) -> None:
+        out.print(f"wrote {path} ({graph.number_of_nodes()} nodes, "
+                  f"{graph.number_of_edges()} edges)")
+
+    def generating(self, accepted: int, attempts: int) -> None:
+        self.bar.tick(f"generating {self.domain}", accepted, self.n, f"{attempts} attempts")
+
+    def generated(self, result: GenResult, path: Path) -> None:
+        self.bar.close()
+        _summary(result.manifest.model_dump())
+        out.print(f"wrote {len(result.tasks)} tasks to {path}")
+        if len(result.tasks) < self.n:
+            err.print(f"[yellow]warning:[/yellow] only {len(result.tasks)} of {self.n} tasks "
+                      "accepted")
+
+    def verifying(self, done: int, total: int) -> None:
+        self.bar.tick(f"verifying {self.tasks_name}", done, total)
+
+    def verified(self, result: Verification) -> None:
+        self.bar.close()
+        table = Table(title=f"verify {self.tasks_name}: {result.total} tasks")
+        table.add_column("result")
+        table.add_column("tasks", justify="right")
+        for k, v in sorted(result.outcomes.items(), key=lambda kv: (kv[0] != "ok", kv[0])):
+            table.add_row(k, str(v))
+        out.print(table)
+        for tid, why in result.failures[:20]:
+            out.print(f"  {tid}: {escape(why)}")
+
+    def compiled(self, files: list[Path], package: Path) -> None:
+        out.print(f"wrote {len(files)} files to {package} (import it, then Environment())")
+
+    def evaluating(self, agent: str, done: int, total: int) -> None:
+        self.bar.tick(f"{agent} on {self.tasks_name}", done, total)
+
+    def evaluated(self, result: Evaluation) -> None:
+        self.bar.close()
+        for note in result.notes:
+            err.print(f"[yellow]warning:[/yellow] {escape(note)}", highlight=False)
+        table = Table(title=f"{result.agent}: {len(result.episodes)} tasks")
+        for col in ("domain", "kind", "tasks", "success", "mean calls", "invalid calls",
+                    "errors"):
+            table.add_column(col, justify="right" if col not in ("domain", "kind") else "left")
+        for r in result.summary():
+            table.add_row(r["domain"], r["kind"], str(r["tasks"]), f"{r['success']:.1%}",
+                          f"{r['mean_calls']:.2f}", f"{r['invalid_rate']:.1%}", str(r["errors"]))
+        out.print(table)
+
+
+def _summary(m: dict[str, Any]) -> None:
+    t = Table(title=f"task set: {m['domain']} (seed {m['seed']})")
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    t.add_row("accepted", str(m["accepted"]))
+    for k, v in m["by_kind"].items():
+        t.add_row(f"kind {k}", str(v))
+    for k, v in m["by_length"].items():
+        t.add_row(f"chain length {k}", str(v))
+    for k, v in m["rejected"].items():
+        t.add_row(f"rejected: {k}", str(v))
+    out.print(t)
+
+
+# ------------------------------------------------------------------ commands
 
 
 @app.command()
@@ -66,33 +221,14 @@ def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check."
 
     Exits 1 with every located error when the file is bad.
     """
-    from graphgen.analysis import register_sat_checker, report, unregister_sat_checker
-    from graphgen.load import load_domain
-    from graphgen.verify.satcheck import unsatisfiable_writes
-
     try:
-        d = load_domain(file)
+        d = pl.load_domain_ref(file)
     except DomainError as exc:
         for p in exc.problems:
             err.print(f"[red]error:[/red] {escape(str(p))}", highlight=False)
         err.print(f"{len(exc.problems)} error(s) in {file}")
         raise typer.Exit(1) from None
-    # The z3 half of the analyses, for this report only: the registry is process-wide,
-    # and a library caller that did not ask for z3 must not get it from a CLI run.
-    register_sat_checker(unsatisfiable_writes)
-    try:
-        r = report(d)
-    finally:
-        unregister_sat_checker(unsatisfiable_writes)
-    s = d.summary()
-    out.print(f"[green]ok[/green] {file}: domain {d.name!r}, {s['entities']} entities, "
-              f"{s['tools']} tools ({s['write_tools']} write, {s['read_tools']} read)")
-    t = Table(title="analyses", show_lines=False)
-    t.add_column("check")
-    t.add_column("result")
-    for name, items in r.findings().items():
-        t.add_row(name, ", ".join(items) if items else "none")
-    out.print(t)
+    _Printer().checked(d, pl.check(d))
 
 
 @app.command()
@@ -102,28 +238,18 @@ def graph(
     fmt: Annotated[str, typer.Option("--format", "-f", help="json | dot | png")] = "json",
 ) -> None:
     """Export the typed dependency graph of a domain as JSON, DOT or PNG."""
-    from graphgen.export import to_dot, to_json, to_png
-    from graphgen.graph import build_graph
-
     d = _load(domain)
-    g = build_graph(d)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "json":
-        output.write_text(to_json(g), encoding="utf-8")
-    elif fmt == "dot":
-        output.write_text(to_dot(g), encoding="utf-8")
-    elif fmt == "png":
-        to_png(g, output)
-    else:
-        err.print(f"[red]error:[/red] unknown format {fmt!r}; use json, dot or png")
-        raise typer.Exit(2)
-    out.print(f"wrote {output} ({g.number_of_nodes()} nodes, {g.number_of_edges()} edges)")
+    if fmt not in pl.GRAPH_FORMATS:
+        raise _fail(f"unknown format {fmt!r}; use json, dot or png", 2)
+    with _errors_exit():
+        g = pl.export_graph(d, output, fmt)
+    _Printer().graph_written(output, g)
 
 
 @app.command()
 def state(
     domain: DomainArg,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     size: Annotated[
         list[str] | None, typer.Option("--size", help="Rows per table, e.g. --size Order=50.")
     ] = None,
@@ -136,9 +262,8 @@ def state(
     for item in size or []:
         ent, _, n = item.partition("=")
         if ent not in d.entities or not n.isdigit():
-            err.print(f"[red]error:[/red] bad --size {item!r}: use Entity=N with one of "
-                      f"{', '.join(d.entities)}")
-            raise typer.Exit(2)
+            raise _fail(f"bad --size {item!r}: use Entity=N with one of "
+                        f"{', '.join(d.entities)}", 2)
         sizes[ent] = int(n)
     st = generate_state(d, seed, sizes)
     sys.stdout.write(st.to_json() + "\n")
@@ -148,60 +273,31 @@ def state(
 def generate(
     domain: DomainArg,
     n: Annotated[int, typer.Option("-n", help="How many accepted tasks to produce.")] = 100,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     output: Annotated[Path, typer.Option("-o", "--output", help="Task-set JSONL file.")] = Path(
         "tasks.jsonl"),
-    max_intents: Annotated[int, typer.Option(help="Most writes in one action task.")] = 3,
+    max_intents: Annotated[int, typer.Option(help="Most writes in one action task.")
+                           ] = DEFAULTS.max_intents,
     walk_ratio: Annotated[float, typer.Option(help="Share of action tasks by forward walk.")
-                          ] = 0.3,
+                          ] = DEFAULTS.walk_ratio,
     prove: Annotated[bool, typer.Option("--prove/--no-prove",
                                         help="Also require the z3 proofs (verify gate).")
-                     ] = True,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes for the proofs.")
-                    ] = _default_jobs(),
+                     ] = DEFAULTS.prove,
+    jobs: Jobs = DEFAULTS.jobs,
     record_times: Annotated[bool, typer.Option(
-        help="Keep proof times in certificates (they vary, so the bytes do too).")] = False,
+        help="Keep proof times in certificates (they vary, so the bytes do too).")
+    ] = DEFAULTS.record_times,
 ) -> None:
     """Generate a task set: expand the graph, gate every candidate, write JSONL."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from graphgen.tasks.expand import GenOptions
-    from graphgen.tasks.taskset import generate as gen
-    from graphgen.tasks.taskset import write_taskset
-    from graphgen.verify.certify import proof_check
-
     d = _load(domain)
-    opts = GenOptions(max_intents=max_intents, walk_ratio=walk_ratio)
-    checks = [proof_check] if prove else []
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[attempts]} attempts"), console=err,
-                  transient=False) as bar:
-        job = bar.add_task(f"generating {d.name}", total=n, attempts=0)
-
-        def tick(accepted: int, attempts: int) -> None:
-            bar.update(job, completed=accepted, attempts=attempts)
-
-        res = gen(d, n, seed, opts, progress=tick, extra_checks=checks, jobs=jobs,
-                  record_times=record_times)
-    write_taskset(output, res.manifest, res.tasks)
-    _summary(res.manifest.model_dump())
-    out.print(f"wrote {len(res.tasks)} tasks to {output}")
-    if len(res.tasks) < n:
-        err.print(f"[yellow]warning:[/yellow] only {len(res.tasks)} of {n} tasks accepted")
-
-
-def _summary(m: dict) -> None:  # type: ignore[type-arg]
-    t = Table(title=f"task set: {m['domain']} (seed {m['seed']})")
-    t.add_column("measure")
-    t.add_column("value", justify="right")
-    t.add_row("accepted", str(m["accepted"]))
-    for k, v in m["by_kind"].items():
-        t.add_row(f"kind {k}", str(v))
-    for k, v in m["by_length"].items():
-        t.add_row(f"chain length {k}", str(v))
-    for k, v in m["rejected"].items():
-        t.add_row(f"rejected: {k}", str(v))
-    out.print(t)
+    opts = _options(seed=seed, max_intents=max_intents, walk_ratio=walk_ratio, prove=prove,
+                    jobs=jobs, record_times=record_times)
+    p = _Printer(d.name, n)
+    try:
+        res = pl.generate(d, n, opts, output=output, progress=p.generating)
+    finally:
+        p.bar.close()
+    p.generated(res, output)
 
 
 @app.command()
@@ -212,10 +308,6 @@ def show(
     limit: Annotated[int, typer.Option(help="Tasks to list without --task.")] = 20,
 ) -> None:
     """Pretty-print a task set's manifest and tasks, or one task in full."""
-    from rich.panel import Panel
-
-    from graphgen.tasks.taskset import TaskSetError, read_taskset
-
     try:
         manifest, tasks = read_taskset(file)
     except (OSError, TaskSetError) as exc:
@@ -256,52 +348,27 @@ def show(
     out.print(Panel(body, title=tk.id), highlight=False)
 
 
-@app.command()
-def verify(
+@app.command("verify")
+def verify_cmd(
     file: Annotated[Path, typer.Argument(help="Task-set JSONL file to re-check.")],
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")
                       ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes.")] = _default_jobs(),
-    timeout_ms: Annotated[int, typer.Option(help="z3 time limit per query.")] = 4000,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes.")] = DEFAULTS.jobs,
+    timeout_ms: Annotated[int, typer.Option(help="z3 time limit per query.")
+                          ] = DEFAULTS.timeout_ms,
 ) -> None:
     """Re-check a task set from scratch (dry-run and every z3 proof), trusting nothing
     the file claims to have proven. Exits 1 if any task fails."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    from rich.progress import Progress
-
-    from graphgen.tasks.taskset import TaskSetError, read_taskset
-    from graphgen.verify.certify import recheck
-
+    d = _load(domain) if domain is not None else None
+    p = _Printer(tasks_name=file.name)
     try:
-        manifest, tasks = read_taskset(file)
-    except (OSError, TaskSetError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(1) from None
-    d = _load(domain or manifest.domain)
-    reasons: dict[str, int] = {}
-    failed: list[tuple[str, str]] = []
-    with Progress(console=err) as bar, ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        job = bar.add_task(f"verifying {file.name}", total=len(tasks))
-        outs = pool.map(recheck, [d] * len(tasks), tasks, [timeout_ms] * len(tasks))
-        for t, (why, _cert) in zip(tasks, outs, strict=True):
-            key = why or "ok"
-            reasons[key] = reasons.get(key, 0) + 1
-            if why:
-                failed.append((t.id, why))
-            bar.advance(job)
-    if manifest.accepted != len(tasks):
-        reasons["manifest_count_mismatch"] = 1
-        failed.append(("manifest", f"says {manifest.accepted} tasks, file has {len(tasks)}"))
-    table = Table(title=f"verify {file.name}: {len(tasks)} tasks")
-    table.add_column("result")
-    table.add_column("tasks", justify="right")
-    for k, v in sorted(reasons.items(), key=lambda kv: (kv[0] != "ok", kv[0])):
-        table.add_row(k, str(v))
-    out.print(table)
-    for tid, why in failed[:20]:
-        out.print(f"  {tid}: {escape(why)}")
-    if failed:
+        with _errors_exit():
+            res = pl.verify_tasks(file, d, _options(jobs=jobs, timeout_ms=timeout_ms),
+                                  progress=p.verifying)
+    finally:
+        p.bar.close()
+    p.verified(res)
+    if not res.ok:
         raise typer.Exit(1)
 
 
@@ -311,11 +378,8 @@ def compile_cmd(
     output: Annotated[Path, typer.Option("-o", "--output", help="Package directory.")],
 ) -> None:
     """Compile a domain into a standalone Python environment package."""
-    from graphgen.envs.codegen import write_package
-
     d = _load(domain)
-    paths = write_package(d, output)
-    out.print(f"wrote {len(paths)} files to {output} (import it, then Environment())")
+    _Printer().compiled(pl.compile(d, output), output)
 
 
 @app.command("eval")
@@ -326,113 +390,51 @@ def eval_cmd(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL.")
                         ] = None,
     api_key_env: Annotated[str, typer.Option(help="Environment variable with the API key.")
-                           ] = "OPENAI_API_KEY",
-    max_steps: Annotated[int, typer.Option(help="Most model turns per task.")] = 30,
+                           ] = pl.API_KEY_ENV,
+    max_steps: Annotated[int, typer.Option(help="Most model turns per task.")
+                         ] = DEFAULTS.max_steps,
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")
                       ] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
     trajectories: Annotated[Path | None, typer.Option(help="Write trajectories JSONL here.")
                             ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = DEFAULTS.seed,
 ) -> None:
     """Run a model (or a baseline) on a task set in the compiled environment; report."""
-    import dataclasses
-    import json
-    import os
-
-    from rich.progress import Progress
-
-    from graphgen.envs.agent import (
-        Agent,
-        NoopAgent,
-        OpenAIAgent,
-        OracleAgent,
-        RandomAgent,
-        run_episode,
-        summarize,
-    )
-    from graphgen.envs.load import load_env_module
-    from graphgen.tasks.taskset import TaskSetError, read_taskset
-
+    if model not in pl.BASELINES and not base_url:
+        raise _fail("--base-url is required for a model", 2)
+    d = _load(domain) if domain is not None else None
+    p = _Printer(tasks_name=tasks_file.name)
     try:
-        manifest, tasks = read_taskset(tasks_file)
-    except (OSError, TaskSetError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(1) from None
-    d = _load(domain or manifest.domain)
-    if d.content_hash != manifest.domain_hash:
-        err.print(f"[yellow]warning:[/yellow] domain {d.name!r} changed since the task set "
-                  f"was made ({d.content_hash} != {manifest.domain_hash})")
-    agent: Agent
-    if model == "oracle":
-        agent = OracleAgent()
-    elif model == "noop":
-        agent = NoopAgent()
-    elif model == "random":
-        agent = RandomAgent(seed)
-    else:
-        if not base_url:
-            err.print("[red]error:[/red] --base-url is required for a model")
-            raise typer.Exit(2)
-        agent = OpenAIAgent(model, base_url, os.environ.get(api_key_env, "EMPTY"))
-    env = load_env_module(d).Environment(max_steps=max_steps * 4)
-    episodes = []
-    chosen = tasks[:limit] if limit is not None else tasks
-    with Progress(console=err) as bar:
-        job = bar.add_task(f"{agent.name} on {tasks_file.name}", total=len(chosen))
-        for t in chosen:
-            episodes.append(run_episode(env, t, agent, max_steps))
-            bar.advance(job)
-    if trajectories is not None:
-        trajectories.parent.mkdir(parents=True, exist_ok=True)
-        with trajectories.open("w", encoding="utf-8") as fh:
-            for e in episodes:
-                fh.write(json.dumps(dataclasses.asdict(e), sort_keys=True,
-                                    ensure_ascii=False) + "\n")
-    table = Table(title=f"{agent.name}: {len(episodes)} tasks")
-    for col in ("domain", "kind", "tasks", "success", "mean calls", "invalid calls", "errors"):
-        table.add_column(col, justify="right" if col not in ("domain", "kind") else "left")
-    for r in summarize(episodes):
-        table.add_row(r["domain"], r["kind"], str(r["tasks"]), f"{r['success']:.1%}",
-                      f"{r['mean_calls']:.2f}", f"{r['invalid_rate']:.1%}", str(r["errors"]))
-    out.print(table)
+        with _errors_exit():
+            res = pl.evaluate(
+                tasks_file, model, _options(seed=seed, max_steps=max_steps), domain=d,
+                base_url=base_url, api_key_env=api_key_env, limit=limit,
+                trajectories=trajectories,
+                progress=lambda done, total: p.evaluating(model, done, total))
+    finally:
+        p.bar.close()
+    p.evaluated(res)
 
 
 @app.command()
 def run(
     domain: DomainArg,
     n: Annotated[int, typer.Option("-n", help="How many tasks.")] = 50,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     output: Annotated[Path, typer.Option("-o", "--output", help="Output directory.")] = Path(
         "out"),
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes for the proofs.")
-                    ] = _default_jobs(),
+    jobs: Jobs = DEFAULTS.jobs,
 ) -> None:
     """The whole pipeline on one domain: check, graph, generate with proofs, verify the
     file from scratch, compile the environment, run the baselines in it."""
-    from graphgen.domains import builtin_names, builtin_path
-
-    output.mkdir(parents=True, exist_ok=True)
     d = _load(domain)
-    src = builtin_path(domain) if domain in builtin_names() else Path(domain)
-    out.rule(f"1/6 check {src}")
-    check(src)
-    out.rule("2/6 dependency graph")
-    graph(domain, output=output / "graph.json", fmt="json")
-    graph(domain, output=output / "graph.png", fmt="png")
-    out.rule(f"3/6 generate {n} tasks (dry-run + z3 proofs)")
-    tasks_file = output / "tasks.jsonl"
-    generate(domain, n=n, seed=seed, output=tasks_file, max_intents=3, walk_ratio=0.3,
-             prove=True, jobs=jobs, record_times=False)
-    out.rule("4/6 verify the file from scratch")
-    verify(tasks_file, domain=None, jobs=jobs, timeout_ms=4000)
-    out.rule("5/6 compile the environment")
-    compile_cmd(domain, output=output / f"{d.name}_env")
-    out.rule("6/6 baselines in the compiled environment")
-    for agent in ("oracle", "noop", "random"):
-        eval_cmd(tasks_file, model=agent, base_url=None, api_key_env="OPENAI_API_KEY",
-                 max_steps=30, domain=None, limit=None,
-                 trajectories=output / f"trajectories_{agent}.jsonl", seed=seed)
+    p = _Printer(d.name, n)
+    try:
+        with _errors_exit():
+            pl.run(d, n, output, _options(seed=seed, jobs=jobs), events=p)
+    finally:
+        p.bar.close()
     out.print(f"[green]done[/green]: everything is in {output}/")
 
 

@@ -1,6 +1,6 @@
 """The compiled, type-checked domain that every stage works from.
 
-Built from a :class:`graphgen.spec.DomainSpec` by :func:`graphgen.load.compile_domain`.
+Built from a :class:`graphgen.spec.DomainSpec` by :func:`graphgen.load.elaborate_domain`.
 Holds parsed IR, never raw strings to be parsed again.
 """
 

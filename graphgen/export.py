@@ -12,6 +12,8 @@ from typing import Any
 
 import networkx as nx
 
+from graphgen.extras import require
+
 __all__ = ["EDGE_STYLE", "NODE_STYLE", "to_dot", "to_json", "to_png"]
 
 # One palette for DOT and PNG, so the two pictures read the same way.
@@ -154,7 +156,13 @@ def _layout(g: nx.MultiDiGraph) -> dict[str, tuple[float, float]]:
 
 def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
     """Draw the graph to a PNG file with matplotlib's Agg canvas (no display, no pyplot
-    global state); returns the path. Same graph, same bytes (no timestamp metadata)."""
+    global state); returns the path. Same graph, same bytes (no timestamp metadata).
+
+    matplotlib is optional (the ``viz`` extra); without it this raises
+    :class:`~graphgen.extras.MissingExtraError` naming the install command.
+    """
+    require("matplotlib", "viz", "drawing the graph as PNG")
+    # Imported here so that the rest of graphgen works without matplotlib.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D

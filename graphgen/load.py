@@ -117,7 +117,7 @@ def loads_domain(text: str, source: str = "<domain>") -> Domain:
                 where += f", {rest}" if rest else ""
             problems.append(Located(e["msg"], file=source, where=where))
         raise DomainError(problems) from None
-    return compile_domain(spec, source=source, lines=lines)
+    return elaborate_domain(spec, source=source, lines=lines)
 
 
 class _Compiler:
@@ -381,9 +381,13 @@ def _fit(e: ir.Expr, want: Ty) -> ir.Expr | None:
     return None
 
 
-def compile_domain(spec: DomainSpec, source: str = "<domain>",
-                   lines: dict[tuple[str, str], int] | None = None) -> Domain:
-    """Type-check a :class:`DomainSpec` (from YAML or built in Python) into a Domain."""
+def elaborate_domain(spec: DomainSpec, source: str = "<domain>",
+                     lines: dict[tuple[str, str], int] | None = None) -> Domain:
+    """Type-check a :class:`DomainSpec` (from YAML or built in Python) into a Domain:
+    parse every expression, resolve every type, collect every located problem.
+
+    Named "elaborate", not "compile": ``graphgen compile`` turns a Domain into a package.
+    """
     return _Compiler(spec, source, lines or {}).run()
 
 
@@ -394,4 +398,4 @@ def domain_from_dict(data: dict[str, Any], source: str = "<dict>") -> Domain:
     except ValidationError as exc:
         raise DomainError([Located(f"{'.'.join(map(str, e['loc']))}: {e['msg']}", source)
                            for e in exc.errors()]) from None
-    return compile_domain(spec, source)
+    return elaborate_domain(spec, source)

@@ -2,7 +2,7 @@
 
 A domain is ``entities`` (typed tables), ``tools`` (typed parameters, preconditions,
 effects, a return value and intent templates) and a ``policy`` text. These models only
-validate the *shape* of the file; :func:`graphgen.load.compile_domain` parses the
+validate the *shape* of the file; :func:`graphgen.load.elaborate_domain` parses the
 expressions and type-checks them against the schema.
 
 Shorthands accepted for a field or parameter type: ``int``, ``str``, ``bool``,

@@ -27,9 +27,10 @@ from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.plan import Executor
 
 Progress = Callable[[int, int], None]  # (accepted, attempts)
-# Extra acceptance checks (the z3 gate plugs in here): return the (possibly enriched,
-# e.g. certified) task to accept it, or a rejection reason.
-Check = Callable[[Domain, Task], Task | str]
+# An acceptance check run after the dry-run gate (the z3 proofs plug in here): it returns
+# the (possibly enriched, e.g. certified) task to accept it, or a rejection reason.
+# Named apart from ``graphgen.ir.Check``, which is a precondition in the IR.
+TaskCheck = Callable[[Domain, Task], Task | str]
 
 
 @dataclass
@@ -61,7 +62,7 @@ def candidate_to_task(domain: Domain, c: Candidate, task_id: str, seed: int) -> 
 BATCH = 16  # candidates proven together; fixed, so results do not depend on ``jobs``
 
 
-def _run_checks(domain: Domain, task: Task, checks: list[Check]) -> Task | str:
+def _run_checks(domain: Domain, task: Task, checks: list[TaskCheck]) -> Task | str:
     for chk in checks:
         got = chk(domain, task)
         if isinstance(got, str):
@@ -70,21 +71,25 @@ def _run_checks(domain: Domain, task: Task, checks: list[Check]) -> Task | str:
     return task
 
 
-def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = None,
+def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = None, *,
              progress: Progress | None = None, execute: Executor = call_tool,
-             extra_checks: Sequence[Check] | None = None, max_attempts: int | None = None,
+             task_checks: Sequence[TaskCheck] = (), max_attempts: int | None = None,
              jobs: int = 1, record_times: bool = False) -> GenResult:
     """Generate up to ``n`` accepted tasks; every rejection is counted by reason.
 
+    This is the generator alone: it runs the dry-run gate and only the ``task_checks``
+    it is given, so without them no proof is run. :func:`graphgen.pipeline.generate` is
+    the entry point that proves by default.
+
     Deterministic in (domain, n, seed, options), whatever ``jobs`` is. Candidates that pass
-    the dry-run gate are collected in batches; ``extra_checks`` (the z3 proofs plug in
+    the dry-run gate are collected in batches; ``task_checks`` (the z3 proofs plug in
     here) run on a batch, in ``jobs`` processes, and accepted tasks are kept in order.
     Proof times in certificates are wall-clock, so they are zeroed unless
     ``record_times``: by default the same inputs give the same bytes.
     """
     opts = options or GenOptions()
     exp = Expander(domain, opts, execute)
-    checks = list(extra_checks or [])
+    checks = list(task_checks)
     states: dict[int, State] = {}
     tasks: list[Task] = []
     rejected: Counter[str] = Counter()

@@ -18,7 +18,7 @@ from graphgen.domain import Domain
 from graphgen.domains import builtin_path, load_builtin
 from graphgen.errors import DomainError, StateGenError
 from graphgen.interp import call_tool, evaluate
-from graphgen.load import compile_domain, domain_from_dict, loads_domain
+from graphgen.load import domain_from_dict, elaborate_domain, loads_domain
 from graphgen.spec import DomainSpec
 from graphgen.state import State
 from graphgen.stategen import StateGenerator, check_state, generate_state
@@ -33,7 +33,7 @@ def _without_rules(name: str) -> Domain:
     raw = yaml.safe_load(builtin_path(name).read_text(encoding="utf-8"))
     for ent in raw["entities"].values():
         ent.pop("generate", None)
-    return compile_domain(DomainSpec.model_validate(raw), source=f"<{name} without rules>")
+    return elaborate_domain(DomainSpec.model_validate(raw), source=f"<{name} without rules>")
 
 
 def assert_rules_hold(d: Domain, s: State) -> int:

@@ -13,13 +13,10 @@ import pytest
 
 from graphgen import ir
 from graphgen.analysis import (
-    register_sat_checker,
     report,
     strongly_connected,
     unreachable_tools,
     unread_fields,
-    unregister_sat_checker,
-    unsatisfiable_writes,
     unwritten_fields,
 )
 from graphgen.domain import Domain, ToolDef
@@ -424,8 +421,9 @@ def test_email_not_givable_makes_every_tool_unreachable() -> None:
     assert unreachable_tools(d2, build_graph(d2)) == []
 
 
-def test_sat_checker_hook(mock: Domain) -> None:
-    assert unsatisfiable_writes(mock) == []
+def test_sat_checker_parameter(mock: Domain) -> None:
+    r = report(mock)
+    assert not r.sat_checked and r.unsatisfiable_writes == []
 
     def pay_never(d: Domain) -> list[str]:
         return ["pay"] if d.name == "mock" else []
@@ -433,19 +431,11 @@ def test_sat_checker_hook(mock: Domain) -> None:
     def bad(d: Domain) -> list[str]:
         return ["get_account"]
 
-    register_sat_checker(pay_never)
-    register_sat_checker(pay_never)  # idempotent
-    try:
-        assert unsatisfiable_writes(mock) == ["pay"]
-        r = report(mock)
-        assert r.sat_checked and r.unsatisfiable_writes == ["pay"] and not r.ok
-        register_sat_checker(bad)
-        with pytest.raises(ValueError, match="get_account"):
-            unsatisfiable_writes(mock)
-    finally:
-        unregister_sat_checker(pay_never)
-        unregister_sat_checker(bad)
-    assert unsatisfiable_writes(mock) == []
+    r = report(mock, sat_checker=pay_never)
+    assert r.sat_checked and r.unsatisfiable_writes == ["pay"] and not r.ok
+    with pytest.raises(ValueError, match="get_account"):
+        report(mock, sat_checker=bad)
+    assert not report(mock).sat_checked  # nothing stays registered
 
 
 # ------------------------------------------------------------------ built-in domains

@@ -179,8 +179,8 @@ def _no_lock(domain: Domain, task: Task) -> Task | str:
     return task.model_copy(update={"min_calls": 0})
 
 
-def test_extra_checks_can_reject_with_their_reason() -> None:
-    res = generate(load_builtin("mock"), 40, 1, extra_checks=[_no_lock])
+def test_task_checks_can_reject_with_their_reason() -> None:
+    res = generate(load_builtin("mock"), 40, 1, task_checks=[_no_lock])
     assert len(res.tasks) == 40
     assert all("lock_account" not in t.tools_used for t in res.tasks)
     assert all(t.min_calls == 0 for t in res.tasks)  # the check's version was kept
@@ -191,9 +191,9 @@ def test_extra_checks_can_reject_with_their_reason() -> None:
 def test_parallel_checks_give_the_same_task_set(tmp_path: Path) -> None:
     """jobs only changes speed: the same bytes come out with 1 or 2 processes."""
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
-    r1 = generate(load_builtin("mock"), 30, 4, extra_checks=[_no_lock], jobs=1)
+    r1 = generate(load_builtin("mock"), 30, 4, task_checks=[_no_lock], jobs=1)
     write_taskset(one, r1.manifest, r1.tasks)
-    r2 = generate(load_builtin("mock"), 30, 4, extra_checks=[_no_lock], jobs=2)
+    r2 = generate(load_builtin("mock"), 30, 4, task_checks=[_no_lock], jobs=2)
     write_taskset(two, r2.manifest, r2.tasks)
     assert one.read_bytes() == two.read_bytes()
 
@@ -373,14 +373,14 @@ def test_proven_task_sets_are_byte_identical_across_jobs(tmp_path: Path) -> None
     from graphgen.verify.certify import proof_check
 
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
-    r1 = generate(load_builtin("mock"), 40, 6, extra_checks=[proof_check], jobs=1)
+    r1 = generate(load_builtin("mock"), 40, 6, task_checks=[proof_check], jobs=1)
     write_taskset(one, r1.manifest, r1.tasks)
-    r2 = generate(load_builtin("mock"), 40, 6, extra_checks=[proof_check], jobs=2)
+    r2 = generate(load_builtin("mock"), 40, 6, task_checks=[proof_check], jobs=2)
     write_taskset(two, r2.manifest, r2.tasks)
     assert one.read_bytes() == two.read_bytes()
     assert all(t.certificate is not None and all(p.ok and p.ms == 0.0
                                                  for p in t.certificate.proofs)
                for t in r1.tasks)
-    timed = generate(load_builtin("mock"), 5, 6, extra_checks=[proof_check],
+    timed = generate(load_builtin("mock"), 5, 6, task_checks=[proof_check],
                      record_times=True)
     assert any(p.ms > 0 for t in timed.tasks for p in t.certificate.proofs)  # type: ignore[union-attr]

@@ -596,7 +596,7 @@ def domain_of(name: str) -> Domain:
 def pool(name: str) -> tuple[Task, ...]:
     out: list[Task] = []
     for seed, n, prove in POOLS[name]:
-        out += generate(domain_of(name), n, seed, extra_checks=[proof_check] if prove else None
+        out += generate(domain_of(name), n, seed, task_checks=[proof_check] if prove else ()
                         ).tasks
     return tuple(out)
 
