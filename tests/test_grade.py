@@ -235,6 +235,7 @@ def _check_task(domain_name: str, task: Task) -> None:
         assert exc.value.kind == "precondition", task.id
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(domain_name=st.sampled_from(sorted(SIZES)), seed=st.integers(0, 100_000))
