@@ -43,7 +43,7 @@ def test_state_size_override_and_bad_size() -> None:
     assert bad.exit_code == 2 and "Account" in bad.output
 
 
-@pytest.mark.parametrize("fmt", ["json", "dot", "png"])
+@pytest.mark.parametrize("fmt", ["json", "dot", pytest.param("png", marks=pytest.mark.slow)])
 def test_graph_exports(fmt: str, tmp_path: Path) -> None:
     out = tmp_path / f"g.{fmt}"
     res = runner.invoke(app, ["graph", "retail", "--format", fmt, "-o", str(out)])

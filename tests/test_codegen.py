@@ -456,6 +456,7 @@ def run_differential(c: Compiled, seeds: range, calls: int, tally: Tally) -> Non
 SEQUENCES = 1000  # the envs issue asks for at least 1,000 random sequences per domain
 
 
+@pytest.mark.slow
 def test_differential_interpreter_vs_compiled(compiled: Compiled) -> None:
     """Same results, same error messages and kinds, same states, call after call."""
     tally = Tally()
@@ -588,6 +589,7 @@ def test_ruff_clean(gen_root: Path) -> None:
         assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.slow
 def test_mypy_strict_clean(gen_root: Path) -> None:
     dirs = [str(c.path) for c in _all_compiled(gen_root)]
     res = subprocess.run(

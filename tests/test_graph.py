@@ -531,6 +531,7 @@ def test_dot_export_is_deterministic_and_complete(name: str) -> None:
     assert 'style="dashed"' in text and 'shape="note"' in text
 
 
+@pytest.mark.slow
 def test_png_export(tmp_path: Path, mg: nx.MultiDiGraph,
                     retail: tuple[Domain, nx.MultiDiGraph]) -> None:
     a, b = tmp_path / "a.png", tmp_path / "b.png"

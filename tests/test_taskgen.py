@@ -225,6 +225,7 @@ write_taskset(sys.argv[3], r.manifest, r.tasks)
 """
 
 
+@pytest.mark.slow
 def test_bytes_do_not_depend_on_string_hashing(tmp_path: Path) -> None:
     """Sets of strings iterate in a per-process order; none of it may reach the output."""
     outs = []

@@ -317,6 +317,7 @@ def test_template_encoding_agrees_with_interpreter(name: str, data: Any) -> None
     _check_agreement(name, data, via_template=True, max_len=6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BIG)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -331,6 +332,7 @@ def test_big_domains_templates_agree(name: str, data: Any) -> None:
     _check_agreement(name, data, via_template=True, max_len=3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BIG)
 def test_generated_task_chains_agree(name: str) -> None:
     """Reference chains of generated tasks reach the correlated writes (item swaps,
