@@ -33,9 +33,14 @@ def reachable_tools(domain: Domain) -> set[str]:
         from graphgen.tasks.plan import sort_distances
 
         known = set(sort_distances(domain))
-        return {t.name for t in domain.tools.values()
-                if all(param_sort(p).kind in ("enum", "free") or param_sort(p) in known
-                       for p in t.params.values())}
+        return {
+            t.name
+            for t in domain.tools.values()
+            if all(
+                param_sort(p).kind in ("enum", "free") or param_sort(p) in known
+                for p in t.params.values()
+            )
+        }
     return set(domain.tools) - set(unreachable_tools(domain, build_graph(domain)))
 
 
@@ -74,20 +79,32 @@ def bench(name: str, n: int, seed: int) -> dict[str, Any]:
 
 def _print(r: dict[str, Any]) -> None:
     print(f"== {r['domain']}  (n={r['n']}, seed={r['seed']})")
-    print(f"  accepted             {r['accepted']} in {r['seconds']} s "
-          f"= {r['tasks_per_second']} tasks/s (generated + dry-run checked)")
+    print(
+        f"  accepted             {r['accepted']} in {r['seconds']} s "
+        f"= {r['tasks_per_second']} tasks/s (generated + dry-run checked)"
+    )
     print(f"  attempts             {r['attempts']}  (acceptance rate {r['acceptance_rate']})")
     rej = ", ".join(f"{k} {v}" for k, v in r["rejected"].items()) or "none"
     print(f"  rejected             {rej}")
     print("  kinds                " + ", ".join(f"{k} {v}" for k, v in r["kinds"].items()))
-    print("  chain lengths        " + ", ".join(f"{k}:{v}" for k, v in r["lengths"].items())
-          + f"  (max {r['max_length']})")
-    print(f"  tools                {r['tools']} ({r['reachable']} reachable from givable values;"
-          f" unreachable: {', '.join(r['unreachable']) or 'none'})")
-    print("  reachable, never in a chain: "
-          + (", ".join(r["reachable_never_in_chain"]) or "none")
-          + (f"  (only refused: {', '.join(r['only_as_refused_call'])})"
-             if r["only_as_refused_call"] else ""))
+    print(
+        "  chain lengths        "
+        + ", ".join(f"{k}:{v}" for k, v in r["lengths"].items())
+        + f"  (max {r['max_length']})"
+    )
+    print(
+        f"  tools                {r['tools']} ({r['reachable']} reachable from givable values;"
+        f" unreachable: {', '.join(r['unreachable']) or 'none'})"
+    )
+    print(
+        "  reachable, never in a chain: "
+        + (", ".join(r["reachable_never_in_chain"]) or "none")
+        + (
+            f"  (only refused: {', '.join(r['only_as_refused_call'])})"
+            if r["only_as_refused_call"]
+            else ""
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -95,8 +112,12 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--n", type=int, default=500, help="tasks per domain (default 500)")
     ap.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
-    ap.add_argument("--domain", action="append", choices=builtin_names(),
-                    help="a built-in domain (repeatable; default: all)")
+    ap.add_argument(
+        "--domain",
+        action="append",
+        choices=builtin_names(),
+        help="a built-in domain (repeatable; default: all)",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per domain")
     args = ap.parse_args(argv)
     for name in args.domain or builtin_names():

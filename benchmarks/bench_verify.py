@@ -73,8 +73,7 @@ def candidates(domain: Domain, n: int, seed: int, scale: int = 1) -> list[Task]:
 
 def verify_all(name: str, tasks: list[Task], jobs: int) -> tuple[float, list[float], Counter[str]]:
     """Certify ``tasks`` in ``jobs`` processes: (wall seconds, ms per task, outcomes)."""
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
-                             initargs=(name,)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(name,)) as pool:
         list(pool.map(_warm, range(jobs * 2)))  # start and import in every worker
         t0 = time.perf_counter()
         results = list(pool.map(_certify, tasks, chunksize=1))
@@ -83,18 +82,23 @@ def verify_all(name: str, tasks: list[Task], jobs: int) -> tuple[float, list[flo
     return wall, [ms for ms, _ in results], outcomes
 
 
-def bench(name: str, n: int, seed: int, jobs: int, scales: list[int],
-          scale_n: int) -> dict[str, Any]:
+def bench(
+    name: str, n: int, seed: int, jobs: int, scales: list[int], scale_n: int
+) -> dict[str, Any]:
     """All the measures for built-in domain ``name``."""
     domain = load_builtin(name)
     tasks = candidates(domain, n, seed)
     wall, ms, outcomes = verify_all(name, tasks, jobs)
     out: dict[str, Any] = {
-        "domain": name, "n": len(tasks), "seed": seed, "jobs": jobs,
+        "domain": name,
+        "n": len(tasks),
+        "seed": seed,
+        "jobs": jobs,
         "wall_s": round(wall, 3),
         "tasks_per_s": round(len(tasks) / wall, 1) if wall else None,
         "accepted_per_s": round(outcomes["accepted"] / wall, 1) if wall else None,
-        "p50_ms": round(_pct(ms, 0.5), 1), "p95_ms": round(_pct(ms, 0.95), 1),
+        "p50_ms": round(_pct(ms, 0.5), 1),
+        "p95_ms": round(_pct(ms, 0.95), 1),
         "mean_ms": round(statistics.mean(ms), 1) if ms else 0.0,
         "outcomes": dict(sorted(outcomes.items())),
         "scaling": {"1": round(_pct(ms, 0.5), 1)},
@@ -108,10 +112,13 @@ def bench(name: str, n: int, seed: int, jobs: int, scales: list[int],
 
 def _print(r: dict[str, Any]) -> None:
     print(f"== {r['domain']}  (n={r['n']}, seed={r['seed']}, jobs={r['jobs']})")
-    print(f"  verified             {r['n']} tasks in {r['wall_s']} s = {r['tasks_per_s']} tasks/s"
-          f" ({r['accepted_per_s']} accepted/s)")
-    print(f"  certify per task     p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, "
-          f"mean {r['mean_ms']} ms")
+    print(
+        f"  verified             {r['n']} tasks in {r['wall_s']} s = {r['tasks_per_s']} tasks/s"
+        f" ({r['accepted_per_s']} accepted/s)"
+    )
+    print(
+        f"  certify per task     p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, mean {r['mean_ms']} ms"
+    )
     print("  outcomes             " + ", ".join(f"{k} {v}" for k, v in r["outcomes"].items()))
     print("  p50 as tables grow   " + ", ".join(f"x{k}: {v} ms" for k, v in r["scaling"].items()))
 
@@ -122,12 +129,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=40, help="tasks per domain (default 40)")
     ap.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    ap.add_argument("--domain", action="append", choices=builtin_names(),
-                    help="a built-in domain (repeatable; default: mock, retail, airline)")
-    ap.add_argument("--scales", default="10,100",
-                    help="table size factors for the scaling runs ('' for none)")
-    ap.add_argument("--scale-n", type=int, default=None,
-                    help="tasks per scaling run (default: max(4, n // 4))")
+    ap.add_argument(
+        "--domain",
+        action="append",
+        choices=builtin_names(),
+        help="a built-in domain (repeatable; default: mock, retail, airline)",
+    )
+    ap.add_argument(
+        "--scales", default="10,100", help="table size factors for the scaling runs ('' for none)"
+    )
+    ap.add_argument(
+        "--scale-n", type=int, default=None, help="tasks per scaling run (default: max(4, n // 4))"
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per domain")
     args = ap.parse_args(argv)
     scales = [int(x) for x in args.scales.split(",") if x.strip()]

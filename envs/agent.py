@@ -59,8 +59,9 @@ class EnvLike(Protocol):
     @property
     def policy(self) -> str: ...
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[str, dict[str, Any]]: ...
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]: ...
 
     def step(self, action: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
 
@@ -85,27 +86,37 @@ def env_task(task: Task) -> dict[str, Any]:
 class OpenAIAgent:
     """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
 
-    def __init__(self, model: str, base_url: str, api_key: str, temperature: float = 0.0,
-                 timeout: float = 120.0, max_retries: int = 2) -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str,
+        temperature: float = 0.0,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+    ) -> None:
         try:
             from openai import OpenAI
         except ImportError as exc:  # the model client is an optional extra
-            raise ImportError("OpenAIAgent needs the openai package: install graphgen-envs "
-                              "with the `eval` extra (pip install 'graphgen-envs[eval]')"
-                              ) from exc
+            raise ImportError(
+                "OpenAIAgent needs the openai package: install graphgen-envs "
+                "with the `eval` extra (pip install 'graphgen-envs[eval]')"
+            ) from exc
 
         self.name = model
         self.model = model
         self.temperature = temperature
-        self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout,
-                             max_retries=max_retries)
+        self.client = OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
 
     def start(self, task: Task) -> None:
         return None
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         resp = self.client.chat.completions.create(
-            model=self.model, messages=messages,  # type: ignore[arg-type]
+            model=self.model,
+            messages=messages,  # type: ignore[arg-type]
             tools=tools,  # type: ignore[arg-type]
             temperature=self.temperature,
         )
@@ -137,8 +148,9 @@ class OracleAgent:
         self.final = ""
 
     def start(self, task: Task) -> None:
-        self.plan = [ToolCall(f"oracle_{i}", c.tool, json.dumps(c.args))
-                     for i, c in enumerate(task.chain)]
+        self.plan = [
+            ToolCall(f"oracle_{i}", c.tool, json.dumps(c.args)) for i, c in enumerate(task.chain)
+        ]
         self.final = _answer_text(task)
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
@@ -243,15 +255,28 @@ def run_episode(env: EnvLike, task: Task, agent: Agent, max_steps: int = 30) -> 
             # A plain text reply is the final answer to the user.
             messages.append({"role": "assistant", "content": reply.text or ""})
             _, reward, terminated, truncated, info = env.step(
-                {"name": FINISH_NAME, "arguments": {"answer": reply.text or ""}})
+                {"name": FINISH_NAME, "arguments": {"answer": reply.text or ""}}
+            )
             done = terminated or truncated
             break
-        messages.append({"role": "assistant", "content": reply.text, "tool_calls": [
-            {"id": c.id, "type": "function",
-             "function": {"name": c.name, "arguments": c.arguments}} for c in reply.tool_calls]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": reply.text,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in reply.tool_calls
+                ],
+            }
+        )
         for c in reply.tool_calls:
             obs, reward, terminated, truncated, info = env.step(
-                {"name": c.name, "arguments": c.arguments})
+                {"name": c.name, "arguments": c.arguments}
+            )
             done = terminated or truncated
             if c.name != FINISH_NAME:
                 calls += 1
@@ -264,8 +289,20 @@ def run_episode(env: EnvLike, task: Task, agent: Agent, max_steps: int = 30) -> 
         # Out of turns (or the model failed): close the episode so it is graded.
         _, reward, _, _, info = env.step({"name": FINISH_NAME, "arguments": {"answer": ""}})
     grade = info.get("grade", {})
-    return Episode(task.id, task.domain, task.kind, agent.name, reward >= 1.0, reward, calls,
-                   invalid, turns, grade, messages, error)
+    return Episode(
+        task.id,
+        task.domain,
+        task.kind,
+        agent.name,
+        reward >= 1.0,
+        reward,
+        calls,
+        invalid,
+        turns,
+        grade,
+        messages,
+        error,
+    )
 
 
 def summarize(episodes: Iterable[Episode]) -> list[dict[str, Any]]:
@@ -275,16 +312,22 @@ def summarize(episodes: Iterable[Episode]) -> list[dict[str, Any]]:
         groups.setdefault((e.domain, e.kind), []).append(e)
         groups.setdefault((e.domain, "all"), []).append(e)
     rows = []
-    for (dom, kind), eps in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] == "all",
-                                                                   kv[0][1])):
+    for (dom, kind), eps in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], kv[0][1] == "all", kv[0][1])
+    ):
         n = len(eps)
         total_calls = sum(e.calls for e in eps)
-        rows.append({
-            "domain": dom, "kind": kind, "tasks": n,
-            "success": sum(e.success for e in eps) / n,
-            "mean_calls": total_calls / n,
-            "invalid_rate": (sum(e.invalid_calls for e in eps) / total_calls) if total_calls
-            else 0.0,
-            "errors": sum(1 for e in eps if e.error),
-        })
+        rows.append(
+            {
+                "domain": dom,
+                "kind": kind,
+                "tasks": n,
+                "success": sum(e.success for e in eps) / n,
+                "mean_calls": total_calls / n,
+                "invalid_rate": (sum(e.invalid_calls for e in eps) / total_calls)
+                if total_calls
+                else 0.0,
+                "errors": sum(1 for e in eps if e.error),
+            }
+        )
     return rows

@@ -63,13 +63,20 @@ def check_interface(env: Any, task: Task) -> None:
             raise EnvCheckError("check_interface", f"the environment has no {name}() method")
     tools = getattr(env, "tools", None)
     if not isinstance(tools, list) or not all(
-            isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)
-            and isinstance(t["function"].get("name"), str) for t in tools):
-        raise EnvCheckError("check_interface", "tools must be a list of OpenAI tool schemas "
-                            '({"type": "function", "function": {"name": ...}})')
+        isinstance(t, Mapping)
+        and isinstance(t.get("function"), Mapping)
+        and isinstance(t["function"].get("name"), str)
+        for t in tools
+    ):
+        raise EnvCheckError(
+            "check_interface",
+            "tools must be a list of OpenAI tool schemas "
+            '({"type": "function", "function": {"name": ...}})',
+        )
     if FINISH_NAME not in [t["function"]["name"] for t in tools]:
-        raise EnvCheckError("check_interface",
-                            f"tools must offer the finishing action {FINISH_NAME!r}")
+        raise EnvCheckError(
+            "check_interface", f"tools must offer the finishing action {FINISH_NAME!r}"
+        )
     if not isinstance(getattr(env, "policy", None), str):
         raise EnvCheckError("check_interface", "policy must be text")
     steps = getattr(env, "max_steps", None)
@@ -83,15 +90,20 @@ def check_reset_signature(env: Any, task: Task) -> None:
     for name in ("seed", "options"):
         p = params.get(name)
         if p is None or p.kind is not inspect.Parameter.KEYWORD_ONLY or p.default is not None:
-            raise EnvCheckError("check_reset_signature",
-                                f"reset() must take a keyword-only {name}=None "
-                                "(reset(*, seed=None, options=None))")
-    required = [p.name for p in params.values() if p.default is inspect.Parameter.empty
-                and p.kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                   inspect.Parameter.VAR_KEYWORD)]
+            raise EnvCheckError(
+                "check_reset_signature",
+                f"reset() must take a keyword-only {name}=None (reset(*, seed=None, options=None))",
+            )
+    required = [
+        p.name
+        for p in params.values()
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
     if required:
-        raise EnvCheckError("check_reset_signature",
-                            f"reset() must need no argument, but requires {required}")
+        raise EnvCheckError(
+            "check_reset_signature", f"reset() must need no argument, but requires {required}"
+        )
 
 
 def check_reset_return(env: Any, task: Task) -> None:
@@ -99,8 +111,9 @@ def check_reset_return(env: Any, task: Task) -> None:
     out = _reset(env, task)
     if len(out) != 2 or not isinstance(out[0], str) or not isinstance(out[1], dict):
         got = ", ".join(type(x).__name__ for x in out)
-        raise EnvCheckError("check_reset_return",
-                            f"reset() must return (observation: str, info: dict); got ({got})")
+        raise EnvCheckError(
+            "check_reset_return", f"reset() must return (observation: str, info: dict); got ({got})"
+        )
 
 
 def check_step_return(env: Any, task: Task) -> None:
@@ -110,13 +123,15 @@ def check_step_return(env: Any, task: Task) -> None:
     for action in ({"name": _a_tool(env), "arguments": {}}, _finish()):
         out = _step(env, action)
         kinds = (str, float, bool, bool, dict)
-        if len(out) != 5 or not all(type(x) is k or (k is float and type(x) is int)
-                                    for x, k in zip(out, kinds, strict=True)):
+        if len(out) != 5 or not all(
+            type(x) is k or (k is float and type(x) is int) for x, k in zip(out, kinds, strict=True)
+        ):
             got = ", ".join(type(x).__name__ for x in out)
             raise EnvCheckError(
                 "check_step_return",
                 "step() must return (observation: str, reward: float, terminated: bool, "
-                f"truncated: bool, info: dict); got a {len(out)}-tuple ({got})")
+                f"truncated: bool, info: dict); got a {len(out)}-tuple ({got})",
+            )
 
 
 def check_reset_determinism(env: Any, task: Task) -> None:
@@ -129,12 +144,14 @@ def check_reset_determinism(env: Any, task: Task) -> None:
         first = env.reset(seed=0, options=options)
         runs.append([first, *(env.step(a) for a in actions)])
     if not runs[0] == runs[1] == runs[2]:
-        raise EnvCheckError("check_reset_determinism",
-                            "resetting to the same task did not repeat the same episode")
+        raise EnvCheckError(
+            "check_reset_determinism", "resetting to the same task did not repeat the same episode"
+        )
     again = env.reset()
     if again != runs[0][0]:
-        raise EnvCheckError("check_reset_determinism",
-                            "reset() without options must restart the last task")
+        raise EnvCheckError(
+            "check_reset_determinism", "reset() without options must restart the last task"
+        )
 
 
 def check_errors_are_observations(env: Any, task: Task) -> None:
@@ -155,16 +172,20 @@ def check_errors_are_observations(env: Any, task: Task) -> None:
         try:
             obs, _, terminated, truncated, info = env.step(action)
         except Exception as exc:
-            raise EnvCheckError("check_errors_are_observations",
-                                f"step({action!r}) raised {type(exc).__name__}: {exc}; a "
-                                "bad action must be an error observation") from exc
+            raise EnvCheckError(
+                "check_errors_are_observations",
+                f"step({action!r}) raised {type(exc).__name__}: {exc}; a "
+                "bad action must be an error observation",
+            ) from exc
         if not (isinstance(obs, str) and obs.startswith("Error") and info.get("error")):
-            raise EnvCheckError("check_errors_are_observations",
-                                f"step({action!r}) must observe 'Error: ...' and set "
-                                f"info['error']; got {obs!r}")
+            raise EnvCheckError(
+                "check_errors_are_observations",
+                f"step({action!r}) must observe 'Error: ...' and set info['error']; got {obs!r}",
+            )
         if terminated:
-            raise EnvCheckError("check_errors_are_observations",
-                                f"step({action!r}) ended the episode")
+            raise EnvCheckError(
+                "check_errors_are_observations", f"step({action!r}) ended the episode"
+            )
         if truncated:
             break  # a tiny step budget; what was seen so far held
 
@@ -175,16 +196,20 @@ def check_finish_terminates(env: Any, task: Task) -> None:
     _reset(env, task)
     _, _, terminated, truncated, info = env.step(_finish("done"))
     if terminated is not True or truncated is not False:
-        raise EnvCheckError("check_finish_terminates",
-                            f"{FINISH_NAME!r} must give terminated=True, truncated=False; got "
-                            f"terminated={terminated!r}, truncated={truncated!r}")
+        raise EnvCheckError(
+            "check_finish_terminates",
+            f"{FINISH_NAME!r} must give terminated=True, truncated=False; got "
+            f"terminated={terminated!r}, truncated={truncated!r}",
+        )
     if not isinstance(info.get("grade"), Mapping):
-        raise EnvCheckError("check_finish_terminates",
-                            "the last step's info must hold the episode's grade")
+        raise EnvCheckError(
+            "check_finish_terminates", "the last step's info must hold the episode's grade"
+        )
     after = env.step({"name": _a_tool(env), "arguments": {}})
     if after[2] is not True:
-        raise EnvCheckError("check_finish_terminates",
-                            "a step after the end must report the episode as still ended")
+        raise EnvCheckError(
+            "check_finish_terminates", "a step after the end must report the episode as still ended"
+        )
 
 
 def check_truncation(env: Any, task: Task) -> None:
@@ -194,9 +219,11 @@ def check_truncation(env: Any, task: Task) -> None:
         _, _, terminated, truncated, _ = env.step({"name": "no such tool", "arguments": {}})
         last = i == env.max_steps - 1
         if terminated or truncated is not last:
-            raise EnvCheckError("check_truncation",
-                                f"step {i + 1} of max_steps={env.max_steps} gave "
-                                f"terminated={terminated!r}, truncated={truncated!r}")
+            raise EnvCheckError(
+                "check_truncation",
+                f"step {i + 1} of max_steps={env.max_steps} gave "
+                f"terminated={terminated!r}, truncated={truncated!r}",
+            )
 
 
 def check_reward_range(env: Any, task: Task) -> None:
@@ -205,21 +232,27 @@ def check_reward_range(env: Any, task: Task) -> None:
     _, during, *_ = env.step({"name": "no such tool", "arguments": {}})
     _, final, *_ = env.step(_finish())
     if during != 0.0 or not 0.0 <= final <= 1.0:
-        raise EnvCheckError("check_reward_range",
-                            f"rewards must be 0.0 during an episode and in [0, 1] at its end; "
-                            f"got {during!r} then {final!r}")
+        raise EnvCheckError(
+            "check_reward_range",
+            f"rewards must be 0.0 during an episode and in [0, 1] at its end; "
+            f"got {during!r} then {final!r}",
+        )
 
 
 def check_info_is_json(env: Any, task: Task) -> None:
     """``info`` from reset and step is plain JSON data (trajectories are written as JSON)."""
-    infos = [env.reset(options=_options(task))[1],
-             env.step({"name": _a_tool(env), "arguments": {}})[4], env.step(_finish())[4]]
+    infos = [
+        env.reset(options=_options(task))[1],
+        env.step({"name": _a_tool(env), "arguments": {}})[4],
+        env.step(_finish())[4],
+    ]
     for info in infos:
         try:
             json.dumps(info, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise EnvCheckError("check_info_is_json",
-                                f"info is not JSON data ({exc}): {info!r}") from exc
+            raise EnvCheckError(
+                "check_info_is_json", f"info is not JSON data ({exc}): {info!r}"
+            ) from exc
 
 
 #: Every property, in the order :func:`check_env` checks them (shapes first).
@@ -249,16 +282,19 @@ def check_env(env: Any, task: Task = None) -> None:
         try:
             env.reset()
         except Exception as exc:
-            raise EnvCheckError("check_env", "no task to check on: pass one, or reset the "
-                                f"environment on one first ({type(exc).__name__}: {exc})"
-                                ) from exc
+            raise EnvCheckError(
+                "check_env",
+                "no task to check on: pass one, or reset the "
+                f"environment on one first ({type(exc).__name__}: {exc})",
+            ) from exc
     for check in CHECKS:
         try:
             check(env, task)
         except EnvCheckError:
             raise
         except Exception as exc:
-            raise EnvCheckError(check.__name__,
-                                f"the check crashed the environment with "
-                                f"{type(exc).__name__}: {exc}") from exc
+            raise EnvCheckError(
+                check.__name__,
+                f"the check crashed the environment with {type(exc).__name__}: {exc}",
+            ) from exc
     env.reset(options=_options(task))

@@ -42,29 +42,47 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     """``models.py``: one pydantic model per entity, and ``Db`` (tables, counters, row
     getters, invariant checks)."""
     out = Lines()
-    out.docstring(0, [f"State models of the {domain.name} environment. {header}",
-                      "One pydantic model per entity (a row; its id is the table key), and Db: "
-                      "every table plus the counters that new ids are made from."])
+    out.docstring(
+        0,
+        [
+            f"State models of the {domain.name} environment. {header}",
+            "One pydantic model per entity (a row; its id is the table key), and Db: "
+            "every table plus the counters that new ids are made from.",
+        ],
+    )
     out(0)
-    uses_literal = any(isinstance(f.ty, EnumT) or (isinstance(f.ty, ListT)
-                       and isinstance(f.ty.elem, EnumT))
-                       for e in domain.entities.values() for f in e.fields.values())
-    invariants = {e: [f for f in d.fields.values() if f.min is not None or f.max is not None
-                      or f.unique] for e, d in domain.entities.items()}
+    uses_literal = any(
+        isinstance(f.ty, EnumT) or (isinstance(f.ty, ListT) and isinstance(f.ty.elem, EnumT))
+        for e in domain.entities.values()
+        for f in e.fields.values()
+    )
+    invariants = {
+        e: [f for f in d.fields.values() if f.min is not None or f.max is not None or f.unique]
+        for e, d in domain.entities.items()
+    }
     runtime_names = {"ToolError"}
     if any(f.min is not None or f.max is not None for fs in invariants.values() for f in fs):
         runtime_names.add("check_bounds")
     if any(f.unique for fs in invariants.values() for f in fs):
         runtime_names.add("check_unique")
-    out.lines += import_lines({"collections.abc": ["Iterable", "Mapping"],
-                           "typing": ["Any", "Literal"] if uses_literal else ["Any"]},
-                          {"pydantic": ["BaseModel", "ConfigDict", "Field"]},
-                          {".runtime": sorted(runtime_names)})
+    out.lines += import_lines(
+        {
+            "collections.abc": ["Iterable", "Mapping"],
+            "typing": ["Any", "Literal"] if uses_literal else ["Any"],
+        },
+        {"pydantic": ["BaseModel", "ConfigDict", "Field"]},
+        {".runtime": sorted(runtime_names)},
+    )
     for ent, edef in domain.entities.items():
         out(0)
         out(0, f"class {names.row_cls[ent]}(BaseModel):")
-        out.docstring(4, [f"A row of {ent}; its id ({edef.key}) is the key of Db.{ent}.",
-                          *([edef.description.strip()] if edef.description.strip() else [])])
+        out.docstring(
+            4,
+            [
+                f"A row of {ent}; its id ({edef.key}) is the key of Db.{ent}.",
+                *([edef.description.strip()] if edef.description.strip() else []),
+            ],
+        )
         out(0)
         out(4, 'model_config = ConfigDict(extra="forbid", strict=True)')
         out(0)
@@ -75,9 +93,14 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
         out(0)
     out(0)
     out(0, "class Db(BaseModel):")
-    out.docstring(4, ["The whole state: one table per entity (id -> row) and the id counters.",
-                      "Tables keep insertion order (rows loaded in key order, new rows last), "
-                      "exactly like the reference interpreter's state."])
+    out.docstring(
+        4,
+        [
+            "The whole state: one table per entity (id -> row) and the id counters.",
+            "Tables keep insertion order (rows loaded in key order, new rows last), "
+            "exactly like the reference interpreter's state.",
+        ],
+    )
     out(0)
     out(4, 'model_config = ConfigDict(extra="forbid", strict=True)')
     out(0)
@@ -88,15 +111,27 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     out(0)
     out(4, "@classmethod")
     out(4, "def from_state(cls, data: Mapping[str, Any]) -> Db:")
-    out.docstring(8, ["A Db from the JSON form of a state (graphgen's State.to_dict).",
-                      '    {"tables": {entity: {id: row}}, "counters": {entity: next id number}}'])
-    out(8, "tables = {entity: dict(sorted(rows.items())) for entity, rows in data"
-           '["tables"].items()}')
+    out.docstring(
+        8,
+        [
+            "A Db from the JSON form of a state (graphgen's State.to_dict).",
+            '    {"tables": {entity: {id: row}}, "counters": {entity: next id number}}',
+        ],
+    )
+    out(
+        8,
+        'tables = {entity: dict(sorted(rows.items())) for entity, rows in data["tables"].items()}',
+    )
     out(8, 'return cls.model_validate({**tables, "counters": dict(data["counters"])})')
     out(0)
     out(4, "def to_state(self) -> dict[str, Any]:")
-    out.docstring(8, ["This state as plain JSON data in graphgen's State.to_dict shape, "
-                      "tables and rows in sorted order."])
+    out.docstring(
+        8,
+        [
+            "This state as plain JSON data in graphgen's State.to_dict shape, "
+            "tables and rows in sorted order."
+        ],
+    )
     out(8, "return {")
     out(12, '"tables": {')
     for ent in sorted(domain.entities):
@@ -115,14 +150,20 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
         out(8, f"return {row}")
         out(0)
         out(4, f"def {names.record[ent]}(self, key: str) -> dict[str, Any]:")
-        out.docstring(8, [f"{ent} ``key`` as tools return it: the id as {edef.key}, then the "
-                          "fields."])
+        out.docstring(
+            8, [f"{ent} ``key`` as tools return it: the id as {edef.key}, then the fields."]
+        )
         out(8, f"return {{{py_str(edef.key)}: key, **self.{names.getter[ent]}(key).model_dump()}}")
     out(0)
     out(4, "def check_invariants(self, touched: Iterable[tuple[str, str]]) -> None:")
-    out.docstring(8, ["Bounds and uniqueness of the rows a call changed or created.",
-                      "Rows are checked in sorted (entity, id) order and fields in declaration "
-                      "order, so the first violation reported is the interpreter's."])
+    out.docstring(
+        8,
+        [
+            "Bounds and uniqueness of the rows a call changed or created.",
+            "Rows are checked in sorted (entity, id) order and fields in declaration "
+            "order, so the first violation reported is the interpreter's.",
+        ],
+    )
     checked = [e for e in domain.entities if invariants[e]]
     if checked:
         out(8, "for entity, key in sorted(touched):")
@@ -134,11 +175,17 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
             out(20, "continue")
             for f in invariants[ent]:
                 if f.min is not None or f.max is not None:
-                    out(16, f"check_bounds({py_str(ent)}, key, {py_str(f.name)}, {row}.{f.name}, "
-                            f"{f.min!r}, {f.max!r})")
+                    out(
+                        16,
+                        f"check_bounds({py_str(ent)}, key, {py_str(f.name)}, {row}.{f.name}, "
+                        f"{f.min!r}, {f.max!r})",
+                    )
                 if f.unique:
-                    out(16, f"check_unique({py_str(ent)}, key, {py_str(f.name)}, {row}.{f.name}, "
-                            f"((k, r.{f.name}) for k, r in self.{ent}.items()))")
+                    out(
+                        16,
+                        f"check_unique({py_str(ent)}, key, {py_str(f.name)}, {row}.{f.name}, "
+                        f"((k, r.{f.name}) for k, r in self.{ent}.items()))",
+                    )
     return out.text()
 
 
@@ -186,8 +233,9 @@ class ToolEmitter:
 
     def emit(self, out: Lines) -> None:
         t = self.tool
-        params = "".join(f", {self.var_name(p.name)}: {self.annotate(p.ty)}"
-                         for p in t.params.values())
+        params = "".join(
+            f", {self.var_name(p.name)}: {self.annotate(p.ty)}" for p in t.params.values()
+        )
         ret = self.annotate(t.returns.ty) if t.returns is not None else "str"
         out(0, f"def {t.name}(db: Db{params}) -> {ret}:")
         out.docstring(4, self.docstring())
@@ -209,27 +257,35 @@ class ToolEmitter:
                 bounds = f", {'' if p.min is None else p.min}..{'' if p.max is None else p.max}"
             head = f"    {self.var_name(p.name)} ({type_words(p.ty)}{bounds}): "
             desc = p.description.strip() or "(no description)"
-            lines = textwrap.wrap(head + desc, WIDTH - 4, subsequent_indent=" " * 8,
-                                  break_on_hyphens=False)
+            lines = textwrap.wrap(
+                head + desc, WIDTH - 4, subsequent_indent=" " * 8, break_on_hyphens=False
+            )
             args.extend(lines)
         paras.append("\n".join(args))
-        created = {s.effect.bind: s.effect.entity for s in t.effects
-                   if isinstance(s.effect, ir.Create) and s.effect.bind}
+        created = {
+            s.effect.bind: s.effect.entity
+            for s in t.effects
+            if isinstance(s.effect, ir.Create) and s.effect.bind
+        }
         if isinstance(t.returns, ir.Var) and t.returns.name in created:
-            paras.append(f"Returns:\n    The id of the new {created[t.returns.name]} "
-                         f"({t.returns.name}).")
+            paras.append(
+                f"Returns:\n    The id of the new {created[t.returns.name]} ({t.returns.name})."
+            )
         elif t.returns_source is not None:
             src = " ".join(t.returns_source.split())
             ret = textwrap.wrap(src, WIDTH - 12, break_on_hyphens=False)
             paras.append("\n".join(["Returns:", *("    " + r for r in ret)]))
         else:
             paras.append('Returns:\n    "ok".')
-        why = ("An argument is invalid, a precondition is false or a row is missing"
-               + (", or an effect would break an invariant" if t.effects else "")
-               + ". The message is the observation for the agent"
-               + ("; the state is left unchanged." if t.effects else "."))
-        raises = textwrap.wrap("ToolError: " + why, WIDTH - 8, subsequent_indent="    ",
-                               break_on_hyphens=False)
+        why = (
+            "An argument is invalid, a precondition is false or a row is missing"
+            + (", or an effect would break an invariant" if t.effects else "")
+            + ". The message is the observation for the agent"
+            + ("; the state is left unchanged." if t.effects else ".")
+        )
+        raises = textwrap.wrap(
+            "ToolError: " + why, WIDTH - 8, subsequent_indent="    ", break_on_hyphens=False
+        )
         paras.append("\n".join(["Raises:", *("    " + r for r in raises)]))
         return paras
 
@@ -239,8 +295,10 @@ class ToolEmitter:
             name, py = py_str(t.name), self.var_name(p.name)
             lead = f"{name}, {py_str(p.name)}, {py}"
             if (p.min is not None or p.max is not None) and p.ty != INT:
-                raise CodegenError(f"{self.domain.source}: tool {t.name!r}: bounds on the "
-                                   f"non-int parameter {p.name!r} are not supported")
+                raise CodegenError(
+                    f"{self.domain.source}: tool {t.name!r}: bounds on the "
+                    f"non-int parameter {p.name!r} are not supported"
+                )
             if p.ty == INT:
                 fn = "check_int"
                 extra = f", {p.min!r}, {p.max!r}" if p.min is not None or p.max is not None else ""
@@ -260,8 +318,10 @@ class ToolEmitter:
             elif p.ty == STR:
                 fn, line = "check_str", f"check_str({lead})"
             else:
-                raise CodegenError(f"{self.domain.source}: tool {t.name!r}: parameter "
-                                   f"{p.name!r} has type {p.ty.show()}")
+                raise CodegenError(
+                    f"{self.domain.source}: tool {t.name!r}: parameter "
+                    f"{p.name!r} has type {p.ty.show()}"
+                )
             self.runtime_names.add(fn)
             out(4, line)
 
@@ -360,8 +420,15 @@ class ToolEmitter:
         out.stmt(8, f"{key} = ", self.source(k))
         return key
 
-    def emit_effect(self, out: Lines, eff: ir.Effect, journal: str, key: str, rows: dict[str, str],
-               after: set[str]) -> None:
+    def emit_effect(
+        self,
+        out: Lines,
+        eff: ir.Effect,
+        journal: str,
+        key: str,
+        rows: dict[str, str],
+        after: set[str],
+    ) -> None:
         match eff:
             case ir.Assign(entity=ent, key=k, field=f, op=op, value=val):
                 kk = self._key(out, k, key)
@@ -377,8 +444,7 @@ class ToolEmitter:
                 out(8, f"{journal}.{op}({py_str(ent)}, {kk}, {row}, {py_str(f)}, {value})")
             case ir.Create(entity=ent, bind=b, values=vs):
                 edef = self.domain.entities[ent]
-                fmt = edef.prefix.replace("{", "{{").replace("}", "}}") + \
-                    f"{{:0{edef.width}d}}"
+                fmt = edef.prefix.replace("{", "{{").replace("}", "}}") + f"{{:0{edef.width}d}}"
                 cls = self.names.row_cls[ent]
                 self.model_names.add(cls)
                 fields = ", ".join(f"{f}={self.source(x)}" for f, x in vs)
@@ -405,16 +471,24 @@ def tools_source(domain: Domain, names: EntityNames, header: str) -> str:
             body(0)
         ToolEmitter(domain, names, t, runtime_names, model_names, typing_names).emit(body)
     out = Lines()
-    out.docstring(0, [f"The tools of the {domain.name} environment. {header}",
-                      "Each tool is a plain function of the state (``db``) and its typed "
-                      "arguments. It checks the arguments in declaration order, then each "
-                      "precondition (its domain source is the comment above it), then applies the "
-                      "effects (their source is the comment above each) under a journal that "
-                      "undoes them all if any step or invariant fails. ``call_tool`` runs a tool "
-                      "from a name and a JSON object of arguments."])
+    out.docstring(
+        0,
+        [
+            f"The tools of the {domain.name} environment. {header}",
+            "Each tool is a plain function of the state (``db``) and its typed "
+            "arguments. It checks the arguments in declaration order, then each "
+            "precondition (its domain source is the comment above it), then applies the "
+            "effects (their source is the comment above each) under a journal that "
+            "undoes them all if any step or invariant fails. ``call_tool`` runs a tool "
+            "from a name and a JSON object of arguments.",
+        ],
+    )
     out(0)
-    out.lines += import_lines({"collections.abc": ["Callable"], "typing": sorted(typing_names)}, {},
-                          {".models": sorted(model_names), ".runtime": sorted(runtime_names)})
+    out.lines += import_lines(
+        {"collections.abc": ["Callable"], "typing": sorted(typing_names)},
+        {},
+        {".models": sorted(model_names), ".runtime": sorted(runtime_names)},
+    )
     out(0)
     out.lines += body.lines
     out(0)
@@ -432,16 +506,23 @@ def tools_source(domain: Domain, names: EntityNames, header: str) -> str:
     out(0)
     out(0)
     out(0, "def call_tool(db: Db, name: str, arguments: object) -> Any:")
-    out.docstring(4, ["Run tool ``name`` with ``arguments`` (a JSON object) on ``db``.",
-                      "Returns the tool's result as plain JSON data. Raises ToolError, whose "
-                      "message is the observation for the agent; ``db`` is then unchanged."])
+    out.docstring(
+        4,
+        [
+            "Run tool ``name`` with ``arguments`` (a JSON object) on ``db``.",
+            "Returns the tool's result as plain JSON data. Raises ToolError, whose "
+            "message is the observation for the agent; ``db`` is then unchanged.",
+        ],
+    )
     out(4, "tool = TOOLS.get(name)")
     out(4, "if tool is None:")
     out(8, 'available = ", ".join(TOOLS)')
-    out.lines += ['        raise ToolError(',
-                  '            f"unknown tool {name!r}; available: {available}", tool=name, '
-                  'kind="unknown_tool"',
-                  "        )"]
+    out.lines += [
+        "        raise ToolError(",
+        '            f"unknown tool {name!r}; available: {available}", tool=name, '
+        'kind="unknown_tool"',
+        "        )",
+    ]
     out(4, "params = PARAMS[name]")
     out(4, "args = check_call(name, params, arguments)")
     out(4, "return tool(db, *(args[p] for p in params))")
@@ -454,18 +535,24 @@ def tools_source(domain: Domain, names: EntityNames, header: str) -> str:
 def schemas_source(domain: Domain, header: str) -> str:
     """``schemas.py``: the strict tool schemas, the finishing action and the policy."""
     out = Lines()
-    out.docstring(0, [f"Agent-facing description of the {domain.name} environment. {header}",
-                      "TOOLS are the OpenAI Chat Completions tool schemas (strict mode) of every "
-                      f"tool; FINISH_TOOL is the ``{FINISH_NAME}`` action that ends an episode "
-                      "with the agent's answer; POLICY is the domain policy for the system "
-                      "prompt."])
+    out.docstring(
+        0,
+        [
+            f"Agent-facing description of the {domain.name} environment. {header}",
+            "TOOLS are the OpenAI Chat Completions tool schemas (strict mode) of every "
+            f"tool; FINISH_TOOL is the ``{FINISH_NAME}`` action that ends an episode "
+            "with the agent's answer; POLICY is the domain policy for the system "
+            "prompt.",
+        ],
+    )
     out(0)
     out.lines += import_lines({"typing": ["Any"]}, {}, {})
     out.lines.append(f"DOMAIN = {py_str(domain.name)}")
     out.lines.append(f"DOMAIN_HASH = {py_str(domain.content_hash)}")
     out.lines += literal_lines(domain.description.strip(), 0, "DESCRIPTION = ")
-    out.lines += literal_lines(domain.policy.strip() + "\n" if domain.policy.strip() else "", 0,
-                            "POLICY = ")
+    out.lines += literal_lines(
+        domain.policy.strip() + "\n" if domain.policy.strip() else "", 0, "POLICY = "
+    )
     out(0)
     out.lines += literal_lines(openai_tools(domain), 0, "TOOLS: list[dict[str, Any]] = ")
     out(0)
@@ -478,16 +565,28 @@ def env_source(domain: Domain, header: str) -> str:
     out = Lines()
     out.docstring(0, [f"The Gymnasium-shaped environment of the {domain.name} tools. {header}"])
     out(0)
-    out.lines += import_lines({"collections.abc": ["Mapping"], "typing": ["Any"]}, {},
-                              {".environment": ["ToolEnvironment"], ".grading": ["grade"],
-                               ".models": ["Db"], ".schemas": ["FINISH_TOOL", "POLICY", "TOOLS"],
-                               ".tools": ["call_tool"]})
+    out.lines += import_lines(
+        {"collections.abc": ["Mapping"], "typing": ["Any"]},
+        {},
+        {
+            ".environment": ["ToolEnvironment"],
+            ".grading": ["grade"],
+            ".models": ["Db"],
+            ".schemas": ["FINISH_TOOL", "POLICY", "TOOLS"],
+            ".tools": ["call_tool"],
+        },
+    )
     out(0)
     out(0, "class Environment(ToolEnvironment[Db]):")
-    out.docstring(4, [f"The {domain.name} environment: ``reset(options={{\"task\": task}})``, "
-                        "then ``step(action)`` until terminated or truncated.",
-                        "The episode logic is ``environment.py``'s; this class binds it to the "
-                        "state model, the tools, their schemas and the grading function."])
+    out.docstring(
+        4,
+        [
+            f'The {domain.name} environment: ``reset(options={{"task": task}})``, '
+            "then ``step(action)`` until terminated or truncated.",
+            "The episode logic is ``environment.py``'s; this class binds it to the "
+            "state model, the tools, their schemas and the grading function.",
+        ],
+    )
     out(0)
     out(4, "tool_schemas = TOOLS")
     out(4, "finish_tool = FINISH_TOOL")
@@ -499,8 +598,11 @@ def env_source(domain: Domain, header: str) -> str:
     out(4, "def run_tool(self, db: Db, name: str, arguments: object) -> Any:")
     out(8, "return call_tool(db, name, arguments)")
     out(0)
-    out(4, "def grade_state(self, initial: dict[str, Any], final: dict[str, Any], "
-           "goal: dict[str, Any], answer: str | None) -> dict[str, Any]:")
+    out(
+        4,
+        "def grade_state(self, initial: dict[str, Any], final: dict[str, Any], "
+        "goal: dict[str, Any], answer: str | None) -> dict[str, Any]:",
+    )
     out(8, "return grade(initial, final, goal, answer)")
     return out.text()
 
@@ -511,19 +613,23 @@ def init_source(domain: Domain, names: EntityNames, header: str) -> str:
     paras = [f"The {domain.name} environment. {header}"]
     if domain.description.strip():
         paras.append(" ".join(domain.description.split()))
-    paras.append("Usage::\n\n    env = Environment()\n"
-                 '    observation, info = env.reset(options={"task": task})\n'
-                 "    observation, reward, terminated, truncated, info = env.step(\n"
-                 '        {"name": ..., "arguments": {...}})')
+    paras.append(
+        "Usage::\n\n    env = Environment()\n"
+        '    observation, info = env.reset(options={"task": task})\n'
+        "    observation, reward, terminated, truncated, info = env.step(\n"
+        '        {"name": ..., "arguments": {...}})'
+    )
     out.docstring(0, paras)
     out(0)
     rows = list(names.row_cls.values())
-    exported = {".env": ["Environment"], ".models": ["Db", *rows], ".runtime": ["ToolError"],
-                ".schemas": ["DESCRIPTION", "DOMAIN", "DOMAIN_HASH", "FINISH_TOOL", "POLICY",
-                             "TOOLS"],
-                ".tools": ["call_tool"]}
+    exported = {
+        ".env": ["Environment"],
+        ".models": ["Db", *rows],
+        ".runtime": ["ToolError"],
+        ".schemas": ["DESCRIPTION", "DOMAIN", "DOMAIN_HASH", "FINISH_TOOL", "POLICY", "TOOLS"],
+        ".tools": ["call_tool"],
+    }
     out.lines += import_lines({}, {}, exported)
     names_all = [n for ns in exported.values() for n in ns]
     out.lines += literal_lines(sort_names(names_all), 0, "__all__ = ")
     return out.text()
-

@@ -20,8 +20,10 @@ try:
     import gymnasium
     from gymnasium import spaces
 except ImportError as exc:  # an optional extra: say which one
-    raise ImportError("graphgen.envs.gym needs gymnasium: install graphgen-envs with the "
-                      "`gym` extra (pip install 'graphgen-envs[gym]')") from exc
+    raise ImportError(
+        "graphgen.envs.gym needs gymnasium: install graphgen-envs with the "
+        "`gym` extra (pip install 'graphgen-envs[gym]')"
+    ) from exc
 
 #: The characters of observations and actions.
 CHARSET = frozenset(string.printable) - frozenset("\r\x0b\x0c")
@@ -33,8 +35,9 @@ _CUT = "\n[observation cut]"
 class TextEnvironment(Protocol):
     """The Gymnasium-shaped text interface of a compiled environment."""
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[str, dict[str, Any]]: ...
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]: ...
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
 
@@ -43,9 +46,8 @@ class TextEnvironment(Protocol):
 
 def _in_space(text: str) -> str:
     """``text`` with every character outside CHARSET escaped, cut to MAX_LENGTH."""
-    out = "".join(c if c in CHARSET else c.encode("unicode_escape").decode("ascii")
-                  for c in text)
-    return out if len(out) <= MAX_LENGTH else out[:MAX_LENGTH - len(_CUT)] + _CUT
+    out = "".join(c if c in CHARSET else c.encode("unicode_escape").decode("ascii") for c in text)
+    return out if len(out) <= MAX_LENGTH else out[: MAX_LENGTH - len(_CUT)] + _CUT
 
 
 class GymEnvironment(gymnasium.Env[str, str]):
@@ -65,8 +67,9 @@ class GymEnvironment(gymnasium.Env[str, str]):
         self.observation_space = spaces.Text(MAX_LENGTH, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(MAX_LENGTH, min_length=0, charset=CHARSET)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """Start an episode: ``options["task"]`` if given, else a task drawn with the seed."""
         super().reset(seed=seed)
         task = (options or {}).get("task")

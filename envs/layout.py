@@ -34,11 +34,41 @@ def py_str(s: str) -> str:
 # ============================================================================ line breaking
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
-_NOT_OPERAND = frozenset({"and", "or", "not", "if", "else", "for", "in", "is", "lambda",
-                          "return", "raise", "await", "del", "yield"})
+_NOT_OPERAND = frozenset(
+    {
+        "and",
+        "or",
+        "not",
+        "if",
+        "else",
+        "for",
+        "in",
+        "is",
+        "lambda",
+        "return",
+        "raise",
+        "await",
+        "del",
+        "yield",
+    }
+)
 _COMMA = 10
-_PRIORITY = {"for": 9, "if": 9, "else": 9, "or": 8, "and": 7,
-             "==": 6, "!=": 6, "<": 6, "<=": 6, ">": 6, ">=": 6, "+": 5, "-": 5, "*": 4}
+_PRIORITY = {
+    "for": 9,
+    "if": 9,
+    "else": 9,
+    "or": 8,
+    "and": 7,
+    "==": 6,
+    "!=": 6,
+    "<": 6,
+    "<=": 6,
+    ">": 6,
+    ">=": 6,
+    "+": 5,
+    "-": 5,
+    "*": 4,
+}
 
 
 @dataclass
@@ -154,9 +184,12 @@ def _string_chunks(value: str, room: int) -> list[str]:
 def _lone_string(nodes: list[_Node]) -> bool:
     """A plain string literal, maybe followed by a comma: it can be cut into pieces."""
     first = nodes[0]
-    return (isinstance(first, _Token) and first.kind == tokenize.STRING
-            and first.text[:1] in "'\"" and all(isinstance(n, _Token) and n.text == ","
-                                                  for n in nodes[1:]))
+    return (
+        isinstance(first, _Token)
+        and first.kind == tokenize.STRING
+        and first.text[:1] in "'\""
+        and all(isinstance(n, _Token) and n.text == "," for n in nodes[1:])
+    )
 
 
 def _layout(nodes: list[_Node], indent: int, stmt: bool, first: bool = False) -> list[str]:
@@ -184,12 +217,14 @@ def _layout(nodes: list[_Node], indent: int, stmt: bool, first: bool = False) ->
         g = nodes[gi]
         assert isinstance(g, _Group)
         head = [*nodes[:gi], g.open]
-        tail = [g.close, *nodes[gi + 1:]]
+        tail = [g.close, *nodes[gi + 1 :]]
         inner = g.body
         last = inner[-1]
-        if (indent + 4 + len(_flat(inner)) > WIDTH and not (isinstance(last, _Token)
-                and last.text == ",") and any(_priority(inner, i) == _COMMA
-                                               for i in range(len(inner)))):
+        if (
+            indent + 4 + len(_flat(inner)) > WIDTH
+            and not (isinstance(last, _Token) and last.text == ",")
+            and any(_priority(inner, i) == _COMMA for i in range(len(inner)))
+        ):
             # One item per line gets a trailing comma, as formatters write it.
             inner = [*inner, _Token(",", False, tokenize.OP)]
         body = _layout(inner, indent + 4, False)
@@ -245,8 +280,9 @@ class Lines:
     def comment(self, indent: int, text: str) -> None:
         room = WIDTH - indent - 2
         for para in _ascii_text(text).strip().splitlines() or [""]:
-            wrapped = textwrap.wrap(para, room, subsequent_indent="    ",
-                                    break_on_hyphens=False) or [""]
+            wrapped = textwrap.wrap(
+                para, room, subsequent_indent="    ", break_on_hyphens=False
+            ) or [""]
             self.lines.extend((" " * indent + "# " + w).rstrip() for w in wrapped)
 
     def docstring(self, indent: int, paragraphs: list[str]) -> None:
@@ -259,8 +295,7 @@ class Lines:
             if para.startswith(" ") or "\n" in para:
                 body.extend(para.splitlines())
             else:
-                body.extend(textwrap.wrap(para, WIDTH - indent - 3,
-                                          break_on_hyphens=False) or [""])
+                body.extend(textwrap.wrap(para, WIDTH - indent - 3, break_on_hyphens=False) or [""])
         text = [_doc_escape(b) for b in body]
         if len(text) == 1 and len(pad) + len(text[0]) + 6 <= WIDTH:
             self.lines.append(f'{pad}"""{text[0]}"""')
@@ -290,18 +325,23 @@ def sort_names(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=key)
 
 
-def import_lines(std: Mapping[str, Iterable[str]], third: Mapping[str, Iterable[str]],
-             local: Mapping[str, Iterable[str]], plain: Iterable[str] = ()) -> list[str]:
+def import_lines(
+    std: Mapping[str, Iterable[str]],
+    third: Mapping[str, Iterable[str]],
+    local: Mapping[str, Iterable[str]],
+    plain: Iterable[str] = (),
+) -> list[str]:
     """Import lines in isort order: future, standard library, third party, local."""
     out = ["from __future__ import annotations", ""]
     std_lines = [f"import {m}" for m in sorted(plain)]
-    std_lines += [f"from {m} import {', '.join(sort_names(ns))}"
-                  for m, ns in sorted(std.items()) if ns]
-    for block in (std_lines,
-                  [f"from {m} import {', '.join(sort_names(ns))}"
-                   for m, ns in sorted(third.items()) if ns],
-                  [f"from {m} import {', '.join(sort_names(ns))}"
-                   for m, ns in sorted(local.items()) if ns]):
+    std_lines += [
+        f"from {m} import {', '.join(sort_names(ns))}" for m, ns in sorted(std.items()) if ns
+    ]
+    for block in (
+        std_lines,
+        [f"from {m} import {', '.join(sort_names(ns))}" for m, ns in sorted(third.items()) if ns],
+        [f"from {m} import {', '.join(sort_names(ns))}" for m, ns in sorted(local.items()) if ns],
+    ):
         if block:
             out.extend(_fit_import(x) for x in block)
             out.append("")
@@ -352,4 +392,3 @@ def literal_lines(v: Any, indent: int, prefix: str = "", suffix: str = "") -> li
         chunks = _string_chunks(v, WIDTH - indent - 4)
         return [pad + prefix + "(", *(pad + "    " + c for c in chunks), pad + ")" + suffix]
     return [pad + flat + "  # noqa: E501"]
-

@@ -32,8 +32,9 @@ def builtin_is_fresh(domain: Domain) -> bool:
 
 
 def _import_path(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path / "__init__.py",
-                                                  submodule_search_locations=[str(path)])
+    spec = importlib.util.spec_from_file_location(
+        name, path / "__init__.py", submodule_search_locations=[str(path)]
+    )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import compiled environment from {path}")
     mod = importlib.util.module_from_spec(spec)

@@ -16,20 +16,61 @@ from graphgen.envs.schemas import FINISH_NAME
 
 # Names the generated modules define or import at module level, and the builtins the
 # generated tool bodies call: a domain variable with one of these names is renamed.
-RUNTIME_NAMES = frozenset({
-    "Journal", "ToolError", "all_of", "any_of", "check_bool", "check_bounds", "check_call",
-    "check_date", "check_enum", "check_int", "check_ref", "check_str", "check_unique", "fact",
-    "max_of", "min_of", "precondition_failed",
-})
-MODULE_NAMES = frozenset({
-    "Any", "Callable", "Db", "Literal", "Mapping", "PARAMS", "TOOLS", "call_tool", "db",
-})
+RUNTIME_NAMES = frozenset(
+    {
+        "Journal",
+        "ToolError",
+        "all_of",
+        "any_of",
+        "check_bool",
+        "check_bounds",
+        "check_call",
+        "check_date",
+        "check_enum",
+        "check_int",
+        "check_ref",
+        "check_str",
+        "check_unique",
+        "fact",
+        "max_of",
+        "min_of",
+        "precondition_failed",
+    }
+)
+MODULE_NAMES = frozenset(
+    {
+        "Any",
+        "Callable",
+        "Db",
+        "Literal",
+        "Mapping",
+        "PARAMS",
+        "TOOLS",
+        "call_tool",
+        "db",
+    }
+)
 USED_BUILTINS = frozenset({"all", "any", "len", "sorted", "sum", "min", "max", "callable"})
 _AMBIGUOUS = frozenset({"l", "O", "I"})  # pycodestyle E741
 _BASEMODEL_NAMES = frozenset(n for n in dir(BaseModel) if not n.startswith("__"))
 # Names the class bodies of models.py read: an entity or field called so would shadow them.
-_MODELS_NAMES = frozenset({"Any", "BaseModel", "ConfigDict", "Field", "Iterable", "Literal",
-                           "Mapping", "bool", "dict", "int", "list", "str", "tuple"})
+_MODELS_NAMES = frozenset(
+    {
+        "Any",
+        "BaseModel",
+        "ConfigDict",
+        "Field",
+        "Iterable",
+        "Literal",
+        "Mapping",
+        "bool",
+        "dict",
+        "int",
+        "list",
+        "str",
+        "tuple",
+    }
+)
 
 
 class CodegenError(ValueError):
@@ -67,20 +108,26 @@ class EntityNames:
             n.local[ent] = s
             for member in (ent, n.getter[ent], n.record[ent]):
                 if member in db_members or member in _BASEMODEL_NAMES | _MODELS_NAMES:
-                    raise CodegenError(f"{where}: entity {ent!r} would generate the Db member "
-                                       f"{member!r}, which clashes with "
-                                       f"{db_members.get(member, 'a name models.py uses')}")
+                    raise CodegenError(
+                        f"{where}: entity {ent!r} would generate the Db member "
+                        f"{member!r}, which clashes with "
+                        f"{db_members.get(member, 'a name models.py uses')}"
+                    )
                 db_members[member] = f"entity {ent!r}"
             if n.row_cls[ent] in module:
-                raise CodegenError(f"{where}: entity {ent!r} would generate class "
-                                   f"{n.row_cls[ent]!r}, which clashes with "
-                                   f"{module[n.row_cls[ent]]}")
+                raise CodegenError(
+                    f"{where}: entity {ent!r} would generate class "
+                    f"{n.row_cls[ent]!r}, which clashes with "
+                    f"{module[n.row_cls[ent]]}"
+                )
             module[n.row_cls[ent]] = f"entity {ent!r}"
             for f in edef.fields:
                 if f in _BASEMODEL_NAMES | _MODELS_NAMES or f.startswith("model_"):
-                    raise CodegenError(f"{where}: field {ent}.{f} shadows a pydantic BaseModel "
-                                       "attribute or a type name; rename it to compile this "
-                                       "domain")
+                    raise CodegenError(
+                        f"{where}: field {ent}.{f} shadows a pydantic BaseModel "
+                        "attribute or a type name; rename it to compile this "
+                        "domain"
+                    )
         return n
 
 
@@ -130,9 +177,12 @@ def check_tool_names(domain: Domain) -> None:
     """Every tool name must be usable as a Python function name and distinct from the
     action that ends an episode; otherwise a CodegenError."""
     if FINISH_NAME in domain.tools:
-        raise CodegenError(f"{domain.source}: tool {FINISH_NAME!r} clashes with the action "
-                           "that ends an episode")
+        raise CodegenError(
+            f"{domain.source}: tool {FINISH_NAME!r} clashes with the action that ends an episode"
+        )
     for name in domain.tools:
         if keyword.iskeyword(name) or name in RUNTIME_NAMES | MODULE_NAMES | USED_BUILTINS:
-            raise CodegenError(f"{domain.source}: tool name {name!r} cannot be a Python "
-                               "function name in the generated code")
+            raise CodegenError(
+                f"{domain.source}: tool name {name!r} cannot be a Python "
+                "function name in the generated code"
+            )

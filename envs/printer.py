@@ -48,11 +48,29 @@ class PyPrinter(Printer):
             case ir.BoolOp(op=op, values=values):
                 # and/or inside and/or is always parenthesised (clearer; ruff RUF021).
                 return f" {op} ".join(
-                    f"({self.expr(v, rows)})" if isinstance(self.rewrite(v), ir.BoolOp)
-                    else self.wrap(v, PRECEDENCE[op] + 1, rows) for v in values)
-            case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
-                  | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
-                  | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+                    f"({self.expr(v, rows)})"
+                    if isinstance(self.rewrite(v), ir.BoolOp)
+                    else self.wrap(v, PRECEDENCE[op] + 1, rows)
+                    for v in values
+                )
+            case (
+                ir.Lit()
+                | ir.Var()
+                | ir.FieldOf()
+                | ir.RowOf()
+                | ir.Exists()
+                | ir.Compare()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Comp()
+                | ir.Agg()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 # The shared printer renders these; the leaves come back to the hooks below.
                 return super().expr(e, rows)
             case _:
@@ -113,8 +131,12 @@ class PyPrinter(Printer):
     def agg(self, a: ir.Agg, rows: frozenset[str]) -> str:
         c = a.comp
         proj = None
-        if (a.fn == "count" and isinstance(c.proj, ir.RowOf) and isinstance(c.proj.key, ir.Var)
-                and c.proj.key.name == c.var):
+        if (
+            a.fn == "count"
+            and isinstance(c.proj, ir.RowOf)
+            and isinstance(c.proj.key, ir.Var)
+            and c.proj.key.name == c.var
+        ):
             proj = self.var(c.proj.key, rows)  # counting rows needs no record
         body = self.comp_body(c, rows, proj)
         if a.fn in ("min", "max"):
@@ -145,8 +167,9 @@ def min_max_call(e: ir.Expr) -> tuple[str, ir.Expr, ir.Expr] | None:
     Same value (when x == y either is the answer) and same errors (pure operands).
     """
     match e:
-        case ir.IfExp(cond=ir.Compare(op="<" | "<=" | ">" | ">=" as op, left=x, right=y),
-                      then=t, orelse=f) if {t, f} == {x, y} and t != f:
+        case ir.IfExp(
+            cond=ir.Compare(op="<" | "<=" | ">" | ">=" as op, left=x, right=y), then=t, orelse=f
+        ) if {t, f} == {x, y} and t != f:
             bigger = (op in (">", ">=")) == (t == x)
             return ("max" if bigger else "min"), x, y
     return None
@@ -169,9 +192,22 @@ def _node_may_raise(n: ir.Expr, ok: set[str]) -> bool:
             return not (isinstance(key, ir.Var) and key.name in ok)
         case ir.Agg(fn=fn):
             return fn in ("min", "max")
-        case (ir.Lit() | ir.Var() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
-              | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Comp()
-              | ir.IfExp() | ir.DictLit()):
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.Comp()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
             return False
         case _:
             assert_never(n)

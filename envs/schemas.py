@@ -60,8 +60,9 @@ def param_schema(tool: str, p: ParamDef) -> dict[str, Any]:
     elif p.ty == STR or isinstance(p.ty, RefT):
         out = {"type": "string"}
     else:
-        raise ValueError(f"tool {tool!r}: parameter {p.name!r} has type {p.ty.show()}, "
-                         "which has no tool schema")
+        raise ValueError(
+            f"tool {tool!r}: parameter {p.name!r} has type {p.ty.show()}, which has no tool schema"
+        )
     if desc:
         out["description"] = desc
     return out

@@ -64,9 +64,7 @@ def unreachable_tools(domain: Domain, g: nx.MultiDiGraph) -> list[str]:
     """
     known = {n for n in _nodes(g, "sort") if g.nodes[n].get("givable")}
     tools = _nodes(g, "tool")
-    needs = {
-        t: {u for u, _, k in g.in_edges(t, data="kind") if k == "data"} for t in tools
-    }
+    needs = {t: {u for u, _, k in g.in_edges(t, data="kind") if k == "data"} for t in tools}
     callable_: set[str] = set()
     changed = True
     while changed:
@@ -198,8 +196,9 @@ class Report(BaseModel):
         }
 
 
-def report(domain: Domain, g: nx.MultiDiGraph | None = None, *,
-           sat_checker: SatChecker | None = None) -> Report:
+def report(
+    domain: Domain, g: nx.MultiDiGraph | None = None, *, sat_checker: SatChecker | None = None
+) -> Report:
     """Build the graph (unless given) and run every analysis on ``domain``.
 
     ``sat_checker`` finds the write tools that can never succeed (see the module

@@ -46,8 +46,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Synthesize provably solvable tool-use tasks and environments from typed domains."""
 
@@ -92,14 +96,19 @@ class _Bar:
 
     def tick(self, description: str, done: int, total: int, detail: str = "") -> None:
         if self.progress is None:
-            self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                     MofNCompleteColumn(), TextColumn("{task.fields[detail]}"),
-                                     console=err)
+            self.progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[detail]}"),
+                console=err,
+            )
             self.progress.start()
             self.job = self.progress.add_task(description, total=total, detail=detail)
         assert self.job is not None
-        self.progress.update(self.job, description=description, completed=done, total=total,
-                             detail=detail)
+        self.progress.update(
+            self.job, description=description, completed=done, total=total, detail=detail
+        )
 
     def close(self) -> None:
         if self.progress is not None:
@@ -125,9 +134,11 @@ class _Printer(pl.RunEvents):
 
     def checked(self, domain: Domain, result: Report) -> None:
         s = domain.summary()
-        out.print(f"[green]ok[/green] {escape(domain.source)}: domain {domain.name!r}, "
-                  f"{s['entities']} entities, {s['tools']} tools ({s['write_tools']} write, "
-                  f"{s['read_tools']} read)")
+        out.print(
+            f"[green]ok[/green] {escape(domain.source)}: domain {domain.name!r}, "
+            f"{s['entities']} entities, {s['tools']} tools ({s['write_tools']} write, "
+            f"{s['read_tools']} read)"
+        )
         t = Table(title="analyses", show_lines=False)
         t.add_column("check")
         t.add_column("result")
@@ -136,8 +147,9 @@ class _Printer(pl.RunEvents):
         out.print(t)
 
     def graph_written(self, path: Path, graph: Any) -> None:
-        out.print(f"wrote {path} ({graph.number_of_nodes()} nodes, "
-                  f"{graph.number_of_edges()} edges)")
+        out.print(
+            f"wrote {path} ({graph.number_of_nodes()} nodes, {graph.number_of_edges()} edges)"
+        )
 
     def generating(self, accepted: int, attempts: int) -> None:
         self.bar.tick(f"generating {self.domain}", accepted, self.n, f"{attempts} attempts")
@@ -147,8 +159,9 @@ class _Printer(pl.RunEvents):
         _summary(result.manifest.model_dump())
         out.print(f"wrote {len(result.tasks)} tasks to {path}")
         if len(result.tasks) < self.n:
-            err.print(f"[yellow]warning:[/yellow] only {len(result.tasks)} of {self.n} tasks "
-                      "accepted")
+            err.print(
+                f"[yellow]warning:[/yellow] only {len(result.tasks)} of {self.n} tasks accepted"
+            )
 
     def verifying(self, done: int, total: int) -> None:
         self.bar.tick(f"verifying {self.tasks_name}", done, total)
@@ -175,12 +188,18 @@ class _Printer(pl.RunEvents):
         for note in result.notes:
             err.print(f"[yellow]warning:[/yellow] {escape(note)}", highlight=False)
         table = Table(title=f"{result.agent}: {len(result.episodes)} tasks")
-        for col in ("domain", "kind", "tasks", "success", "mean calls", "invalid calls",
-                    "errors"):
+        for col in ("domain", "kind", "tasks", "success", "mean calls", "invalid calls", "errors"):
             table.add_column(col, justify="right" if col not in ("domain", "kind") else "left")
         for r in result.summary():
-            table.add_row(r["domain"], r["kind"], str(r["tasks"]), f"{r['success']:.1%}",
-                          f"{r['mean_calls']:.2f}", f"{r['invalid_rate']:.1%}", str(r["errors"]))
+            table.add_row(
+                r["domain"],
+                r["kind"],
+                str(r["tasks"]),
+                f"{r['success']:.1%}",
+                f"{r['mean_calls']:.2f}",
+                f"{r['invalid_rate']:.1%}",
+                str(r["errors"]),
+            )
         out.print(table)
 
 
@@ -210,8 +229,14 @@ def domains() -> None:
     for name in builtin_names():
         d = load_builtin(name)
         s = d.summary()
-        t.add_row(name, str(s["entities"]), str(s["tools"]), str(s["write_tools"]),
-                  str(s["read_tools"]), d.description)
+        t.add_row(
+            name,
+            str(s["entities"]),
+            str(s["tools"]),
+            str(s["write_tools"]),
+            str(s["read_tools"]),
+            d.description,
+        )
     out.print(t)
 
 
@@ -262,8 +287,7 @@ def state(
     for item in size or []:
         ent, _, n = item.partition("=")
         if ent not in d.entities or not n.isdigit():
-            raise _fail(f"bad --size {item!r}: use Entity=N with one of "
-                        f"{', '.join(d.entities)}", 2)
+            raise _fail(f"bad --size {item!r}: use Entity=N with one of {', '.join(d.entities)}", 2)
         sizes[ent] = int(n)
     st = generate_state(d, seed, sizes)
     sys.stdout.write(st.to_json() + "\n")
@@ -275,23 +299,33 @@ def generate(
     n: Annotated[int, typer.Option("-n", help="How many accepted tasks to produce.")] = 100,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     output: Annotated[Path, typer.Option("-o", "--output", help="Task-set JSONL file.")] = Path(
-        "tasks.jsonl"),
-    max_intents: Annotated[int, typer.Option(help="Most writes in one action task.")
-                           ] = DEFAULTS.max_intents,
-    walk_ratio: Annotated[float, typer.Option(help="Share of action tasks by forward walk.")
-                          ] = DEFAULTS.walk_ratio,
-    prove: Annotated[bool, typer.Option("--prove/--no-prove",
-                                        help="Also require the z3 proofs (verify gate).")
-                     ] = DEFAULTS.prove,
+        "tasks.jsonl"
+    ),
+    max_intents: Annotated[
+        int, typer.Option(help="Most writes in one action task.")
+    ] = DEFAULTS.max_intents,
+    walk_ratio: Annotated[
+        float, typer.Option(help="Share of action tasks by forward walk.")
+    ] = DEFAULTS.walk_ratio,
+    prove: Annotated[
+        bool, typer.Option("--prove/--no-prove", help="Also require the z3 proofs (verify gate).")
+    ] = DEFAULTS.prove,
     jobs: Jobs = DEFAULTS.jobs,
-    record_times: Annotated[bool, typer.Option(
-        help="Keep proof times in certificates (they vary, so the bytes do too).")
+    record_times: Annotated[
+        bool,
+        typer.Option(help="Keep proof times in certificates (they vary, so the bytes do too)."),
     ] = DEFAULTS.record_times,
 ) -> None:
     """Generate a task set: expand the graph, gate every candidate, write JSONL."""
     d = _load(domain)
-    opts = _options(seed=seed, max_intents=max_intents, walk_ratio=walk_ratio, prove=prove,
-                    jobs=jobs, record_times=record_times)
+    opts = _options(
+        seed=seed,
+        max_intents=max_intents,
+        walk_ratio=walk_ratio,
+        prove=prove,
+        jobs=jobs,
+        record_times=record_times,
+    )
     p = _Printer(d.name, n)
     try:
         res = pl.generate(d, n, opts, output=output, progress=p.generating)
@@ -303,8 +337,7 @@ def generate(
 @app.command()
 def show(
     file: Annotated[Path, typer.Argument(help="Task-set JSONL file.")],
-    task: Annotated[str | None, typer.Option("--task", "-t", help="Show one task by id.")
-                    ] = None,
+    task: Annotated[str | None, typer.Option("--task", "-t", help="Show one task by id.")] = None,
     limit: Annotated[int, typer.Option(help="Tasks to list without --task.")] = 20,
 ) -> None:
     """Pretty-print a task set's manifest and tasks, or one task in full."""
@@ -327,22 +360,31 @@ def show(
         err.print(f"[red]error:[/red] no task {escape(repr(task))} in {escape(str(file))}")
         raise typer.Exit(1)
     tk = found[0]
-    lines = ["", f"kind {tk.kind}; {tk.difficulty} calls; proven minimum {tk.min_calls}", "",
-             "reference chain:"]
-    lines += [f"  {i + 1}. {c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
-              for i, c in enumerate(tk.chain)]
+    lines = [
+        "",
+        f"kind {tk.kind}; {tk.difficulty} calls; proven minimum {tk.min_calls}",
+        "",
+        "reference chain:",
+    ]
+    lines += [
+        f"  {i + 1}. {c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
+        for i, c in enumerate(tk.chain)
+    ]
     if tk.refused_call:
         lines.append(f"refused: {tk.refused_call.tool}({tk.refused_call.args})")
     lines.append("goal:")
-    lines += [f"  {c.entity} {c.key} {c.field}: {c.before!r} -> {c.after!r}"
-              for c in tk.goal.changes]
+    lines += [
+        f"  {c.entity} {c.key} {c.field}: {c.before!r} -> {c.after!r}" for c in tk.goal.changes
+    ]
     if tk.goal.answer:
         lines.append(f"  answer must mention: {tk.goal.answer}")
     for tg in tk.targets:
         lines.append(f"target {tg.entity} {tg.key}: {tg.phrase!r}  [{tg.description}]")
     if tk.certificate:
-        lines.append("certificate: " + ", ".join(
-            f"{p.name}={'ok' if p.ok else 'FAIL'}" for p in tk.certificate.proofs))
+        lines.append(
+            "certificate: "
+            + ", ".join(f"{p.name}={'ok' if p.ok else 'FAIL'}" for p in tk.certificate.proofs)
+        )
     # Task text is data, not markup: unescaped, "[x.user_id == ...]" would vanish.
     body = f"[bold]{escape(tk.instruction)}[/bold]\n" + escape("\n".join(lines))
     out.print(Panel(body, title=tk.id), highlight=False)
@@ -351,11 +393,9 @@ def show(
 @app.command("verify")
 def verify_cmd(
     file: Annotated[Path, typer.Argument(help="Task-set JSONL file to re-check.")],
-    domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")
-                      ] = None,
+    domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes.")] = DEFAULTS.jobs,
-    timeout_ms: Annotated[int, typer.Option(help="z3 time limit per query.")
-                          ] = DEFAULTS.timeout_ms,
+    timeout_ms: Annotated[int, typer.Option(help="z3 time limit per query.")] = DEFAULTS.timeout_ms,
 ) -> None:
     """Re-check a task set from scratch (dry-run and every z3 proof), trusting nothing
     the file claims to have proven. Exits 1 if any task fails."""
@@ -363,8 +403,9 @@ def verify_cmd(
     p = _Printer(tasks_name=file.name)
     try:
         with _errors_exit():
-            res = pl.verify_tasks(file, d, _options(jobs=jobs, timeout_ms=timeout_ms),
-                                  progress=p.verifying)
+            res = pl.verify_tasks(
+                file, d, _options(jobs=jobs, timeout_ms=timeout_ms), progress=p.verifying
+            )
     finally:
         p.bar.close()
     p.verified(res)
@@ -385,19 +426,19 @@ def compile_cmd(
 @app.command("eval")
 def eval_cmd(
     tasks_file: Annotated[Path, typer.Argument(help="Task-set JSONL file.")],
-    model: Annotated[str, typer.Option(help="Model name, or a baseline: oracle, noop, random."
-                                       )] = "oracle",
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL.")
-                        ] = None,
-    api_key_env: Annotated[str, typer.Option(help="Environment variable with the API key.")
-                           ] = pl.API_KEY_ENV,
-    max_steps: Annotated[int, typer.Option(help="Most model turns per task.")
-                         ] = DEFAULTS.max_steps,
-    domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")
-                      ] = None,
+    model: Annotated[
+        str, typer.Option(help="Model name, or a baseline: oracle, noop, random.")
+    ] = "oracle",
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL.")] = None,
+    api_key_env: Annotated[
+        str, typer.Option(help="Environment variable with the API key.")
+    ] = pl.API_KEY_ENV,
+    max_steps: Annotated[int, typer.Option(help="Most model turns per task.")] = DEFAULTS.max_steps,
+    domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
-    trajectories: Annotated[Path | None, typer.Option(help="Write trajectories JSONL here.")
-                            ] = None,
+    trajectories: Annotated[
+        Path | None, typer.Option(help="Write trajectories JSONL here.")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = DEFAULTS.seed,
 ) -> None:
     """Run a model (or a baseline) on a task set in the compiled environment; report."""
@@ -408,10 +449,16 @@ def eval_cmd(
     try:
         with _errors_exit():
             res = pl.evaluate(
-                tasks_file, model, _options(seed=seed, max_steps=max_steps), domain=d,
-                base_url=base_url, api_key_env=api_key_env, limit=limit,
+                tasks_file,
+                model,
+                _options(seed=seed, max_steps=max_steps),
+                domain=d,
+                base_url=base_url,
+                api_key_env=api_key_env,
+                limit=limit,
                 trajectories=trajectories,
-                progress=lambda done, total: p.evaluating(model, done, total))
+                progress=lambda done, total: p.evaluating(model, done, total),
+            )
     finally:
         p.bar.close()
     p.evaluated(res)
@@ -422,8 +469,7 @@ def run(
     domain: DomainArg,
     n: Annotated[int, typer.Option("-n", help="How many tasks.")] = 50,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Output directory.")] = Path(
-        "out"),
+    output: Annotated[Path, typer.Option("-o", "--output", help="Output directory.")] = Path("out"),
     jobs: Jobs = DEFAULTS.jobs,
 ) -> None:
     """The whole pipeline on one domain: check, graph, generate with proofs, verify the

@@ -22,9 +22,23 @@ def explained_fields(expr: ir.Expr) -> list[ir.FieldOf]:
                 break
             case ir.FieldOf():
                 out.append(node)
-            case (ir.Lit() | ir.Var() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp()
-                  | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
-                  | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.Var()
+                | ir.RowOf()
+                | ir.Exists()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Agg()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 pass  # states no field value itself
             case _:
                 assert_never(node)

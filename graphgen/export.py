@@ -19,13 +19,21 @@ __all__ = ["EDGE_STYLE", "NODE_STYLE", "to_dot", "to_json", "to_png"]
 # One palette for DOT and PNG, so the two pictures read the same way.
 NODE_STYLE: dict[str, dict[str, str]] = {
     "tool": {"shape": "box", "fill": "#dbe8fb", "write_fill": "#fde0d0", "label": "tool"},
-    "sort": {"shape": "ellipse", "fill": "#eeeeee", "givable_fill": "#d8f2d8",
-             "label": "value sort"},
+    "sort": {
+        "shape": "ellipse",
+        "fill": "#eeeeee",
+        "givable_fill": "#d8f2d8",
+        "label": "value sort",
+    },
     "state": {"shape": "note", "fill": "#fff6cc", "label": "state field"},
 }
 EDGE_STYLE: dict[str, dict[str, str]] = {
-    "data": {"color": "#333333", "dot": "solid", "mpl": "-",
-             "label": "data (sort feeds param / tool reveals sort)"},
+    "data": {
+        "color": "#333333",
+        "dot": "solid",
+        "mpl": "-",
+        "label": "data (sort feeds param / tool reveals sort)",
+    },
     "reads": {"color": "#1f5fbf", "dot": "dashed", "mpl": "--", "label": "reads (before commit)"},
     "queries": {"color": "#7aa6e0", "dot": "dotted", "mpl": ":", "label": "queries (return value)"},
     "writes": {"color": "#c62828", "dot": "bold", "mpl": "-", "label": "writes"},
@@ -34,8 +42,10 @@ EDGE_STYLE: dict[str, dict[str, str]] = {
 
 
 def _edges(g: nx.MultiDiGraph) -> list[tuple[str, str, str, dict[str, Any]]]:
-    return sorted(((u, v, str(k), d) for u, v, k, d in g.edges(keys=True, data=True)),
-                  key=lambda e: (e[0], e[1], e[2]))
+    return sorted(
+        ((u, v, str(k), d) for u, v, k, d in g.edges(keys=True, data=True)),
+        key=lambda e: (e[0], e[1], e[2]),
+    )
 
 
 # ------------------------------------------------------------------ JSON
@@ -132,8 +142,10 @@ def _layout(g: nx.MultiDiGraph) -> dict[str, tuple[float, float]]:
     """Three columns — value sorts, tools, state fields — with tools sorted (reads
     first, then writes) and the other columns ordered by the mean row of the tools they
     touch, which shortens edges. Fully deterministic, so no seed is needed."""
-    tools = sorted((n for n, k in g.nodes(data="kind") if k == "tool"),
-                   key=lambda n: (bool(g.nodes[n].get("write")), n))
+    tools = sorted(
+        (n for n, k in g.nodes(data="kind") if k == "tool"),
+        key=lambda n: (bool(g.nodes[n].get("write")), n),
+    )
     row = {t: i for i, t in enumerate(tools)}
 
     def order(kind: str) -> list[str]:
@@ -169,9 +181,14 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
     from matplotlib.patches import Patch
 
     pos = _layout(g)
-    per_col: float = max(
-        sum(1 for _, k in g.nodes(data="kind") if k == kind) for kind in ("sort", "tool", "state")
-    ) if g.number_of_nodes() else 1
+    per_col: float = (
+        max(
+            sum(1 for _, k in g.nodes(data="kind") if k == kind)
+            for kind in ("sort", "tool", "state")
+        )
+        if g.number_of_nodes()
+        else 1
+    )
     height = max(6.0, 0.34 * per_col + 2.0)
     top = 1.3 / height  # inches kept for the title and the legend
     fig = Figure(figsize=(16, height), dpi=100)
@@ -188,9 +205,16 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
         kind, _, fill = _style(g, n)
         box = {"tool": "round,pad=0.3", "sort": "round4,pad=0.3"}.get(kind, "square,pad=0.3")
         x, y = pos[n]
-        texts[n] = ax.text(x, y, _node_label(g, n), ha="center", va="center", fontsize=8,
-                           zorder=4, bbox={"boxstyle": box, "fc": fill, "ec": "#555555",
-                                           "lw": 0.6})
+        texts[n] = ax.text(
+            x,
+            y,
+            _node_label(g, n),
+            ha="center",
+            va="center",
+            fontsize=8,
+            zorder=4,
+            bbox={"boxstyle": box, "fc": fill, "ec": "#555555", "lw": 0.6},
+        )
     # One draw sizes the label boxes, so the arrows below (drawn under the labels) can
     # end at the box borders.
     fig.canvas.draw()
@@ -202,30 +226,56 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
         if kind == "data" and pos[u][0] > pos[v][0]:
             rad = -0.12  # tool → sort runs back leftwards; bend it off the sort → tool edges
         ax.annotate(
-            "", xy=pos[v], xytext=pos[u], zorder=2,
+            "",
+            xy=pos[v],
+            xytext=pos[u],
+            zorder=2,
             arrowprops={
-                "arrowstyle": "-|>", "color": es["color"], "linestyle": es["mpl"],
-                "lw": 1.4 if kind in ("writes", "enables") else 0.7, "alpha": 0.7,
-                "mutation_scale": 8, "connectionstyle": f"arc3,rad={rad}",
-                "patchA": texts[u].get_bbox_patch(), "patchB": texts[v].get_bbox_patch(),
-                "shrinkA": 1, "shrinkB": 1,
+                "arrowstyle": "-|>",
+                "color": es["color"],
+                "linestyle": es["mpl"],
+                "lw": 1.4 if kind in ("writes", "enables") else 0.7,
+                "alpha": 0.7,
+                "mutation_scale": 8,
+                "connectionstyle": f"arc3,rad={rad}",
+                "patchA": texts[u].get_bbox_patch(),
+                "patchB": texts[v].get_bbox_patch(),
+                "shrinkA": 1,
+                "shrinkB": 1,
             },
         )
     handles: list[Any] = [
         Patch(fc=NODE_STYLE["tool"]["fill"], ec="#555555", label="read tool"),
         Patch(fc=NODE_STYLE["tool"]["write_fill"], ec="#555555", label="write tool"),
-        Patch(fc=NODE_STYLE["sort"]["givable_fill"], ec="#555555",
-              label="value sort, known without a tool"),
+        Patch(
+            fc=NODE_STYLE["sort"]["givable_fill"],
+            ec="#555555",
+            label="value sort, known without a tool",
+        ),
         Patch(fc=NODE_STYLE["sort"]["fill"], ec="#555555", label="value sort, from tools only"),
         Patch(fc=NODE_STYLE["state"]["fill"], ec="#555555", label="state field (E.* = rows)"),
     ]
-    handles += [Line2D([0], [0], color=es["color"], linestyle=es["mpl"],  # type: ignore[arg-type]
-                       lw=1.4, label=es["label"]) for es in EDGE_STYLE.values()]
+    handles += [
+        Line2D(
+            [0],
+            [0],
+            color=es["color"],
+            linestyle=es["mpl"],  # type: ignore[arg-type]
+            lw=1.4,
+            label=es["label"],
+        )
+        for es in EDGE_STYLE.values()
+    ]
     title = str(g.graph.get("domain", "graph"))
-    fig.suptitle(f"{title}: typed dependency graph", y=1 - 0.08 / height, fontsize=13,
-                 va="top")
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.38 / height),
-               ncol=5, fontsize=8, frameon=False)
+    fig.suptitle(f"{title}: typed dependency graph", y=1 - 0.08 / height, fontsize=13, va="top")
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 1 - 0.38 / height),
+        ncol=5,
+        fontsize=8,
+        frameon=False,
+    )
     out = Path(path)
     fig.savefig(out, format="png", metadata={"Software": None})
     return out

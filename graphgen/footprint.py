@@ -96,9 +96,21 @@ def reads(expr: ir.Expr, domain: Domain | None = None) -> set[FieldRef]:
                     out.add(FieldRef(ent))
             case ir.Exists(entity=ent) | ir.Comp(entity=ent):
                 out.add(FieldRef(ent))
-            case (ir.Lit() | ir.Var() | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith()
-                  | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Agg() | ir.IfExp()
-                  | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.Var()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Agg()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 pass  # reads nothing itself; ir.walk visits its operands
             case _:
                 assert_never(n)
@@ -121,9 +133,22 @@ def fail_reads(expr: ir.Expr, domain: Domain | None = None) -> set[FieldRef]:
             case ir.Agg(fn=fn, comp=c):
                 if fn in ("min", "max"):
                     out |= reads(c, domain)
-            case (ir.Lit() | ir.Var() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
-                  | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Comp()
-                  | ir.IfExp() | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.Var()
+                | ir.Exists()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Comp()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 pass  # cannot raise by itself; ir.walk visits its operands
             case _:
                 assert_never(n)
@@ -226,8 +251,7 @@ def tool_reads(domain: Domain, tool: ToolDef) -> dict[FieldRef, set[str]]:
 
     for chk in tool.requires:
         add(reads(chk.expr, domain), "requires")
-    add((FieldRef(p.ty.entity) for p in tool.params.values() if isinstance(p.ty, RefT)),
-        "param")
+    add((FieldRef(p.ty.entity) for p in tool.params.values() if isinstance(p.ty, RefT)), "param")
     for stmt in tool.effects:
         add(effect_reads(domain, stmt.effect), "effect")
     return out
@@ -266,8 +290,11 @@ def cells_read(domain: Domain, tool: ToolDef) -> set[FieldRef]:
                 assert_never(stmt.effect)
     for ent in touched:
         out.add(FieldRef(ent))
-        out.update(FieldRef(ent, f) for f, fd in domain.entities[ent].fields.items()
-                   if fd.unique or fd.min is not None or fd.max is not None)
+        out.update(
+            FieldRef(ent, f)
+            for f, fd in domain.entities[ent].fields.items()
+            if fd.unique or fd.min is not None or fd.max is not None
+        )
     return out
 
 

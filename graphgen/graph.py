@@ -124,9 +124,23 @@ def _nnf(e: ir.Expr, positive: bool, out: list[Literal]) -> None:
                 _nnf(v, positive, out)
         case ir.Not(operand=o):
             _nnf(o, not positive, out)
-        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
-              | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Comp()
-              | ir.Agg() | ir.IfExp() | ir.DictLit()):
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.Comp()
+            | ir.Agg()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
             out.append((e, positive))  # an atom
         case _:
             assert_never(e)
@@ -186,7 +200,7 @@ def guard(domain: Domain, tool: ToolDef) -> list[GuardCheck]:
     for i, eff in enumerate(effs):
         where = f"effects[{i}]"
         before = set().union(*wrote[:i]) if i else set()
-        after = set().union(*wrote[i + 1:]) if i + 1 < len(effs) else set()
+        after = set().union(*wrote[i + 1 :]) if i + 1 < len(effs) else set()
         er = effect_reads(domain, eff)
         all_reads |= er
         if er & before:
@@ -195,9 +209,7 @@ def guard(domain: Domain, tool: ToolDef) -> list[GuardCheck]:
         fr: set[FieldRef] = set()
         for e in ir.effect_exprs(eff):
             fr |= fail_reads(e, domain)
-        if isinstance(eff, ir.Assign | ir.ListEdit | ir.Delete) and not isinstance(
-            eff.key, ir.Var
-        ):
+        if isinstance(eff, ir.Assign | ir.ListEdit | ir.Delete) and not isinstance(eff.key, ir.Var):
             # the targeted row, chosen by a computed key, must exist
             fr |= {FieldRef(eff.entity)} | reads(eff.key, domain)
         if fr:
@@ -212,8 +224,9 @@ def guard(domain: Domain, tool: ToolDef) -> list[GuardCheck]:
     return checks
 
 
-def _effect_checks(domain: Domain, tool: ToolDef, where: str, eff: ir.Effect,
-                   after: set[FieldRef]) -> list[GuardCheck]:
+def _effect_checks(
+    domain: Domain, tool: ToolDef, where: str, eff: ir.Effect, after: set[FieldRef]
+) -> list[GuardCheck]:
     out: list[GuardCheck] = []
     bounds = {n: (p.min, p.max) for n, p in tool.params.items()}
     match eff:
@@ -221,8 +234,11 @@ def _effect_checks(domain: Domain, tool: ToolDef, where: str, eff: ir.Effect,
             fd = domain.entities[ent].fields[f]
             ref = FieldRef(ent, f)
             if fd.unique:
-                out.append(GuardCheck(f"{where} unique", opaque=frozenset(
-                    {ref, FieldRef(ent)} | reads(v, domain))))
+                out.append(
+                    GuardCheck(
+                        f"{where} unique", opaque=frozenset({ref, FieldRef(ent)} | reads(v, domain))
+                    )
+                )
             if fd.min is None and fd.max is None:
                 return out
             if ref in after:
@@ -254,23 +270,31 @@ def _effect_checks(domain: Domain, tool: ToolDef, where: str, eff: ir.Effect,
                 fd = fields[f]
                 ref = FieldRef(ent, f)
                 if fd.unique:
-                    out.append(GuardCheck(f"{where} unique {f}", opaque=frozenset(
-                        {ref, FieldRef(ent)} | reads(v, domain))))
+                    out.append(
+                        GuardCheck(
+                            f"{where} unique {f}",
+                            opaque=frozenset({ref, FieldRef(ent)} | reads(v, domain)),
+                        )
+                    )
                 if (fd.min is not None or fd.max is not None) and reads(v, domain):
                     if ref in after:
-                        out.append(GuardCheck(f"{where} bound {f}",
-                                              opaque=frozenset(reads(v, domain))))
+                        out.append(
+                            GuardCheck(f"{where} bound {f}", opaque=frozenset(reads(v, domain)))
+                        )
                     else:
-                        out.extend(GuardCheck(f"{where} bound {f}", literals=(lit,))
-                                   for lit in _bound_atoms(v, fd.min, fd.max))
+                        out.extend(
+                            GuardCheck(f"{where} bound {f}", literals=(lit,))
+                            for lit in _bound_atoms(v, fd.min, fd.max)
+                        )
     return out
 
 
 # ------------------------------------------------------------------ signs and changes
 
 
-def _sign(e: ir.Expr, params: Mapping[str, tuple[int | None, int | None]],
-          domain: Domain) -> int | None:
+def _sign(
+    e: ir.Expr, params: Mapping[str, tuple[int | None, int | None]], domain: Domain
+) -> int | None:
     """Sign of an int expression: 0 (always zero), 1 (always >= 0), -1 (always <= 0),
     None (unknown). ``params`` gives (min, max) of the calling tool's parameters."""
     match e:
@@ -305,9 +329,21 @@ def _sign(e: ir.Expr, params: Mapping[str, tuple[int | None, int | None]],
             if sa == 0:
                 return sb
             return sa if sb == 0 else None
-        case (ir.Lit() | ir.Var() | ir.Agg() | ir.Arith() | ir.RowOf() | ir.Exists()
-              | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Contains() | ir.ListLit() | ir.Comp()
-              | ir.DictLit()):
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.Agg()
+            | ir.Arith()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Contains()
+            | ir.ListLit()
+            | ir.Comp()
+            | ir.DictLit()
+        ):
             return None  # not an int of known sign
         case _:
             assert_never(e)
@@ -374,9 +410,7 @@ class _Writer:
                     else:
                         s = _sign(v, self.params, self.domain)
                         out.append(_Change("add", direction=_direction(op, s)))
-                case ir.ListEdit(entity=ent, field=f, op=op) if (
-                    ent == x.entity and f == x.field
-                ):
+                case ir.ListEdit(entity=ent, field=f, op=op) if ent == x.entity and f == x.field:
                     out.append(_Change(op))
                 case ir.Create(entity=ent, values=vs) if ent == x.entity:
                     # A parameter key names a row that existed before (else the call
@@ -392,11 +426,20 @@ class _Writer:
 
 _FLIP: dict[str, ir.CmpOp] = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _NEGATE: dict[str, ir.CmpOp] = {
-    "==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<",
+    "==": "!=",
+    "!=": "==",
+    "<": ">=",
+    "<=": ">",
+    ">": "<=",
+    ">=": "<",
 }
 _CMP: dict[str, Callable[[Any, Any], Any]] = {
-    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-    ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 _NEED: dict[str, int | None] = {"<": -1, "<=": -1, ">": 1, ">=": 1, "==": None, "!=": None}
 
@@ -419,8 +462,9 @@ def _value_atom(
     match e:
         case ir.FieldOf(ty=t) if t == BOOL:
             return e, (lambda v: bool(v) == positive), None
-        case ir.Contains(item=ir.FieldOf() as x, container=ir.ListLit(items=items),
-                         negated=neg) if all(isinstance(i, ir.Lit) for i in items):
+        case ir.Contains(
+            item=ir.FieldOf() as x, container=ir.ListLit(items=items), negated=neg
+        ) if all(isinstance(i, ir.Lit) for i in items):
             vals = {i.value for i in items if isinstance(i, ir.Lit)}
             want_in = (not neg) == positive
             return x, (lambda v: (v in vals) == want_in), None
@@ -447,21 +491,36 @@ def _linear(e: ir.Expr, sign: int, out: list[tuple[int, ir.Expr]]) -> None:
             _linear(b, -sign, out)
         case ir.Neg(operand=o):
             _linear(o, -sign, out)
-        case ir.Arith(op="*", left=ir.Lit(value=c), right=o) | ir.Arith(
-            op="*", left=o, right=ir.Lit(value=c)
+        case (
+            ir.Arith(op="*", left=ir.Lit(value=c), right=o)
+            | ir.Arith(op="*", left=o, right=ir.Lit(value=c))
         ) if isinstance(c, int) and not isinstance(c, bool):
             if c != 0:
                 _linear(o, sign if c > 0 else -sign, out)
-        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
-              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Contains() | ir.Len() | ir.ListLit()
-              | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.Comp()
+            | ir.Agg()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
             out.append((sign, e))  # a leaf
         case _:
             assert_never(e)
 
 
-def _change_helps(c: _Change, need: int | None,
-                  accept: Callable[[object], bool] | None) -> bool:
+def _change_helps(c: _Change, need: int | None, accept: Callable[[object], bool] | None) -> bool:
     if c.kind == "set":
         if accept is not None and isinstance(c.value, ir.Lit):
             return accept(c.value.value)
@@ -514,8 +573,9 @@ def _may_help(lit: Literal, w: _Writer, b_params: Mapping[str, object]) -> bool:
     return True
 
 
-def _leaf_helps(sign: int, leaf: ir.Expr, need: int, w: _Writer,
-                b_params: Mapping[str, object]) -> bool:
+def _leaf_helps(
+    sign: int, leaf: ir.Expr, need: int, w: _Writer, b_params: Mapping[str, object]
+) -> bool:
     if not w.hit(leaf):
         return False
     match leaf:
@@ -600,8 +660,7 @@ def build_graph(domain: Domain) -> nx.MultiDiGraph:
     Nodes and edges are added in sorted order, so two builds of the same domain are equal
     and export byte-identically.
     """
-    g = nx.MultiDiGraph(domain=domain.name, source=domain.source,
-                        content_hash=domain.content_hash)
+    g = nx.MultiDiGraph(domain=domain.name, source=domain.source, content_hash=domain.content_hash)
     given = givable_sorts(domain)
     tools = [domain.tools[n] for n in sorted(domain.tools)]
 
@@ -610,22 +669,30 @@ def build_graph(domain: Domain) -> nx.MultiDiGraph:
         sorts.update(param_sort(p) for p in t.params.values())
         sorts |= produced_sorts(domain, t)
     for s in sorted(sorts):
-        g.add_node(sort_node(s), kind="sort", sort_kind=s.kind,
-                   givable=s in given or s.kind in ("free", "enum"))
+        g.add_node(
+            sort_node(s),
+            kind="sort",
+            sort_kind=s.kind,
+            givable=s in given or s.kind in ("free", "enum"),
+        )
     for ent in sorted(domain.entities):
         for f in ["*", *sorted(domain.entities[ent].fields)]:
             g.add_node(state_node(FieldRef(ent, f)), kind="state", entity=ent, field=f)
     for t in tools:
-        g.add_node(tool_node(t.name), kind="tool", name=t.name, write=t.is_write,
-                   params=list(t.params),
-                   param_sorts=[str(param_sort(p)) for p in t.params.values()],
-                   description=t.description)
+        g.add_node(
+            tool_node(t.name),
+            kind="tool",
+            name=t.name,
+            write=t.is_write,
+            params=list(t.params),
+            param_sorts=[str(param_sort(p)) for p in t.params.values()],
+            description=t.description,
+        )
 
     for t in tools:
         tn = tool_node(t.name)
         for pname, p in t.params.items():
-            g.add_edge(sort_node(param_sort(p)), tn, key=f"data:{pname}", kind="data",
-                       param=pname)
+            g.add_edge(sort_node(param_sort(p)), tn, key=f"data:{pname}", kind="data", param=pname)
         for s in sorted(produced_sorts(domain, t)):
             g.add_edge(tn, sort_node(s), key="data", kind="data")
         for ref, via in sorted(tool_reads(domain, t).items(), key=lambda kv: str(kv[0])):
@@ -646,6 +713,12 @@ def build_graph(domain: Domain) -> nx.MultiDiGraph:
             how = enabling_fields(domain, a, b)
             if how:
                 fields = sorted({str(r) for refs in how.values() for r in refs})
-                g.add_edge(tool_node(a.name), tool_node(b.name), key="enables",
-                           kind="enables", fields=fields, checks=sorted(how))
+                g.add_edge(
+                    tool_node(a.name),
+                    tool_node(b.name),
+                    key="enables",
+                    kind="enables",
+                    fields=fields,
+                    checks=sorted(how),
+                )
     return g

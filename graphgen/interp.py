@@ -182,32 +182,50 @@ def check_value(ty: Ty, value: Any) -> str | None:
 def check_args(tool: ToolDef, args: Mapping[str, Any], st: State) -> dict[str, Any]:
     """Validate call arguments; return them as a plain dict or raise ToolError."""
     if not isinstance(args, Mapping):
-        raise ToolError(f"{tool.name}: arguments must be a JSON object", tool=tool.name,
-                        kind="bad_args")
+        raise ToolError(
+            f"{tool.name}: arguments must be a JSON object", tool=tool.name, kind="bad_args"
+        )
     unknown = sorted(set(args) - set(tool.params))
     if unknown:
-        raise ToolError(f"{tool.name}: unknown argument(s) {', '.join(unknown)}; expected "
-                        f"{', '.join(tool.params) or 'none'}", tool=tool.name, kind="bad_args")
+        raise ToolError(
+            f"{tool.name}: unknown argument(s) {', '.join(unknown)}; expected "
+            f"{', '.join(tool.params) or 'none'}",
+            tool=tool.name,
+            kind="bad_args",
+        )
     missing = [p for p in tool.params if p not in args]
     if missing:
-        raise ToolError(f"{tool.name}: missing argument(s) {', '.join(missing)}",
-                        tool=tool.name, kind="bad_args")
+        raise ToolError(
+            f"{tool.name}: missing argument(s) {', '.join(missing)}",
+            tool=tool.name,
+            kind="bad_args",
+        )
     out: dict[str, Any] = {}
     for name, p in tool.params.items():
         v = args[name]
         why = check_value(p.ty, v)
         if why:
-            raise ToolError(f"{tool.name}: argument {name} must be {why}, got {v!r}",
-                            tool=tool.name, kind="bad_args")
+            raise ToolError(
+                f"{tool.name}: argument {name} must be {why}, got {v!r}",
+                tool=tool.name,
+                kind="bad_args",
+            )
         if p.min is not None and v < p.min:
-            raise ToolError(f"{tool.name}: argument {name} must be at least {p.min}, got {v}",
-                            tool=tool.name, kind="bad_args")
+            raise ToolError(
+                f"{tool.name}: argument {name} must be at least {p.min}, got {v}",
+                tool=tool.name,
+                kind="bad_args",
+            )
         if p.max is not None and v > p.max:
-            raise ToolError(f"{tool.name}: argument {name} must be at most {p.max}, got {v}",
-                            tool=tool.name, kind="bad_args")
+            raise ToolError(
+                f"{tool.name}: argument {name} must be at most {p.max}, got {v}",
+                tool=tool.name,
+                kind="bad_args",
+            )
         if isinstance(p.ty, RefT) and v not in st.tables[p.ty.entity]:
-            raise ToolError(f"{tool.name}: {p.ty.entity} {v!r} not found", tool=tool.name,
-                            kind="not_found")
+            raise ToolError(
+                f"{tool.name}: {p.ty.entity} {v!r} not found", tool=tool.name, kind="not_found"
+            )
         out[name] = v
     return out
 
@@ -237,8 +255,11 @@ def precheck(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> d
     """
     tool = domain.tools.get(name)
     if tool is None:
-        raise ToolError(f"unknown tool {name!r}; available: {', '.join(domain.tools)}",
-                        tool=name, kind="unknown_tool")
+        raise ToolError(
+            f"unknown tool {name!r}; available: {', '.join(domain.tools)}",
+            tool=name,
+            kind="unknown_tool",
+        )
     env = check_args(tool, args, st)
     failure = _first_failure(domain, st, tool, env)
     if failure is not None:
@@ -252,8 +273,9 @@ def precheck(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> d
     return env
 
 
-def _first_failure(domain: Domain, st: State, tool: ToolDef, env: Env
-                   ) -> tuple[ir.Check, ToolError | None] | None:
+def _first_failure(
+    domain: Domain, st: State, tool: ToolDef, env: Env
+) -> tuple[ir.Check, ToolError | None] | None:
     """The first precondition that is false (or raises, with its error); None if all hold."""
     for chk in tool.requires:
         try:
@@ -287,8 +309,9 @@ def apply_unchecked(domain: Domain, st: State, name: str, args: Mapping[str, Any
         raise
 
 
-def footprint(domain: Domain, st: State, name: str, args: Mapping[str, Any]
-              ) -> list[tuple[str, str, str]]:
+def footprint(
+    domain: Domain, st: State, name: str, args: Mapping[str, Any]
+) -> list[tuple[str, str, str]]:
     """The cells (entity, key, field) a successful call would write on ``st``, including
     writes that leave a value as it was; ``field`` is '*' for created or deleted rows.
 
@@ -329,12 +352,16 @@ def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> 
         return evaluate(tool.returns, st, env, domain) if tool.returns is not None else "ok"
     except ToolError as exc:
         rollback(st, undo)
-        raise ToolError(f"{name}: {exc.message}" if not exc.message.startswith(name) else
-                        exc.message, tool=name, kind=exc.kind) from None
+        raise ToolError(
+            f"{name}: {exc.message}" if not exc.message.startswith(name) else exc.message,
+            tool=name,
+            kind=exc.kind,
+        ) from None
 
 
-def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
-                 undo: list[Undo]) -> None:
+def apply_effect(
+    domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any], undo: list[Undo]
+) -> None:
     """Apply one effect, recording how to undo it."""
     match eff:
         case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
@@ -353,8 +380,7 @@ def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
             # the same state and every backend agrees on equality.
             if op == "append":
                 if val in old:
-                    raise ToolError(f"{val!r} is already in {ent} {key!r} {f}",
-                                    kind="precondition")
+                    raise ToolError(f"{val!r} is already in {ent} {key!r} {f}", kind="precondition")
                 new = sorted([*old, val])
             else:
                 if val not in old:
@@ -368,8 +394,9 @@ def apply_effect(domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any],
             n = st.counters[ent]
             key = edef.make_id(n)
             if key in st.tables[ent]:
-                raise ToolError(f"{ent} id {key!r} already exists (the id counter is behind)",
-                                kind="invariant")
+                raise ToolError(
+                    f"{ent} id {key!r} already exists (the id counter is behind)", kind="invariant"
+                )
             row = {f: evaluate(x, st, env, domain) for f, x in vs}
             undo.append(RowCreated(ent, key, n))
             st.tables[ent][key] = row
@@ -403,16 +430,21 @@ def check_invariants(domain: Domain, st: State, undo: list[Undo]) -> None:
         for f in domain.entities[ent].fields.values():
             v = row[f.name]
             if f.min is not None and v < f.min:
-                raise ToolError(f"{ent} {key!r} {f.name} would be {v}, below the minimum "
-                                f"{f.min}", kind="invariant")
+                raise ToolError(
+                    f"{ent} {key!r} {f.name} would be {v}, below the minimum {f.min}",
+                    kind="invariant",
+                )
             if f.max is not None and v > f.max:
-                raise ToolError(f"{ent} {key!r} {f.name} would be {v}, above the maximum "
-                                f"{f.max}", kind="invariant")
+                raise ToolError(
+                    f"{ent} {key!r} {f.name} would be {v}, above the maximum {f.max}",
+                    kind="invariant",
+                )
             if f.unique:
                 for k2, r2 in sorted(st.tables[ent].items()):
                     if k2 != key and r2[f.name] == v:
-                        raise ToolError(f"{ent} {f.name} {v!r} is already used by {k2!r}",
-                                        kind="invariant")
+                        raise ToolError(
+                            f"{ent} {f.name} {v!r} is already used by {k2!r}", kind="invariant"
+                        )
 
 
 def rollback(st: State, undo: list[Undo]) -> None:
@@ -428,4 +460,3 @@ def rollback(st: State, undo: list[Undo]) -> None:
                 st.tables[ent][key] = row
             case _:
                 assert_never(u)
-

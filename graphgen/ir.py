@@ -223,8 +223,23 @@ class ListEdit(EffectNode):
 # Every walker matches on these unions and ends in ``assert_never``, so mypy reports a
 # walker that misses a node; ``tests/test_ir_backends.py`` checks the same statically.
 Expr: TypeAlias = (
-    Lit | Var | FieldOf | RowOf | Exists | Compare | BoolOp | Not | Arith | Neg | Contains
-    | Len | ListLit | Comp | Agg | IfExp | DictLit
+    Lit
+    | Var
+    | FieldOf
+    | RowOf
+    | Exists
+    | Compare
+    | BoolOp
+    | Not
+    | Arith
+    | Neg
+    | Contains
+    | Len
+    | ListLit
+    | Comp
+    | Agg
+    | IfExp
+    | DictLit
 )
 Effect: TypeAlias = Assign | Create | Delete | ListEdit
 

@@ -120,8 +120,19 @@ def _expr_sorts(domain: Domain, e: ir.Expr) -> set[Sort]:
             return set().union(*(_expr_sorts(domain, v) for v in vs)) if vs else set()
         case ir.IfExp(then=a, orelse=b):
             return _expr_sorts(domain, a) | _expr_sorts(domain, b)
-        case (ir.Lit() | ir.Var() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
-              | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.Agg()):
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.Agg()
+        ):
             return _type_sorts(domain, e.ty)
         case _:
             assert_never(e)
@@ -211,10 +222,23 @@ def _item_expr(e: ir.Expr | None, i: int) -> ir.Expr | None:
             return items[min(i, len(items) - 1)] if items else None
         case None:
             return None
-        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
-              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len()
-              | ir.Agg() | ir.IfExp() | ir.DictLit()):
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.Agg()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
             return None  # e.g. a list field: its items are keys, known from the type
         case _:
             assert_never(e)
-

@@ -51,9 +51,12 @@ def _lines(text: str) -> dict[tuple[str, str], int]:
                 if key in seen:
                     where = ".".join(path) or "top level"
                     what = "tool" if path == ("tools",) else "key"
-                    dups.append(Located(
-                        f"duplicate {what} {key!r} (line {line}; first at line {seen[key]})",
-                        where=f"{where} (line {line})"))
+                    dups.append(
+                        Located(
+                            f"duplicate {what} {key!r} (line {line}; first at line {seen[key]})",
+                            where=f"{where} (line {line})",
+                        )
+                    )
                 seen[key] = line
                 if len(path) == 1 and path[0] in ("entities", "tools"):
                     out.setdefault((path[0], key), line)
@@ -98,8 +101,9 @@ def loads_domain(text: str, source: str = "<domain>") -> Domain:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise DomainError([Located(f"YAML syntax error: {exc}", file=source, where=where)]) \
-            from None
+        raise DomainError(
+            [Located(f"YAML syntax error: {exc}", file=source, where=where)]
+        ) from None
     if not isinstance(raw, dict):
         raise DomainError([Located("a domain file is a YAML mapping", file=source)])
     try:
@@ -136,8 +140,9 @@ class _Compiler:
     def err(self, msg: str, where: str, expr: str = "", col: int | None = None) -> None:
         self.problems.append(Located(msg, self.source, where, expr, col))
 
-    def resolve(self, s: FieldSpec | ParamSpec, owner: str, fname: str,
-                where: str) -> tuple[Ty | None, tuple[str, str] | None]:
+    def resolve(
+        self, s: FieldSpec | ParamSpec, owner: str, fname: str, where: str
+    ) -> tuple[Ty | None, tuple[str, str] | None]:
         t = s.type.strip()
         if t == "enum":
             if s.enum is not None:
@@ -197,8 +202,10 @@ class _Compiler:
                 self.err("entity names are identifiers", self.where("entity", name))
             fields: dict[str, FieldDef] = {}
             if es.key.name in es.fields:
-                self.err(f"key {es.key.name!r} is also listed as a field",
-                         self.where("entity", name, f"fields.{es.key.name}"))
+                self.err(
+                    f"key {es.key.name!r} is also listed as a field",
+                    self.where("entity", name, f"fields.{es.key.name}"),
+                )
             for fname, fs in es.fields.items():
                 w = self.where("entity", name, f"fields.{fname}")
                 if fname.startswith("_") or not fname.isidentifier() or keyword.iskeyword(fname):
@@ -212,13 +219,25 @@ class _Compiler:
                     self.err(f"min {fs.min} is above max {fs.max}", w)
                 if fs.unique and not is_scalar(ty):
                     self.err("only scalar fields can be unique", w)
-                fields[fname] = FieldDef(fname, ty, fs.unique, fs.givable, fs.min, fs.max,
-                                         fs.vocab, fs.description)
+                fields[fname] = FieldDef(
+                    fname, ty, fs.unique, fs.givable, fs.min, fs.max, fs.vocab, fs.description
+                )
             if es.display is not None and es.display not in es.fields:
-                self.err(f"display field {es.display!r} is not a field of {name}",
-                         self.where("entity", name, "display"))
-            out[name] = EntityDef(name, es.key.name, es.key.prefix, es.key.width, es.key.givable,
-                                  fields, es.description, es.size, es.display)
+                self.err(
+                    f"display field {es.display!r} is not a field of {name}",
+                    self.where("entity", name, "display"),
+                )
+            out[name] = EntityDef(
+                name,
+                es.key.name,
+                es.key.prefix,
+                es.key.width,
+                es.key.givable,
+                fields,
+                es.description,
+                es.size,
+                es.display,
+            )
         return out
 
     def rules(self, ents: dict[str, EntityDef], el: Elaborator) -> None:
@@ -238,8 +257,9 @@ class _Compiler:
                 if f is None:
                     if fname not in es.fields:  # else its type failed and was reported
                         known = ", ".join(edef.fields) or "none"
-                        self.err(f"{name} has no field {fname!r} to derive (fields: {known})",
-                                 w, src)
+                        self.err(
+                            f"{name} has no field {fname!r} to derive (fields: {known})", w, src
+                        )
                     continue
                 try:
                     e = el.expr(src, scope)
@@ -248,8 +268,12 @@ class _Compiler:
                     continue
                 fitted = _fit(e, f.ty)
                 if fitted is None:
-                    self.err(f"derived {name}.{fname} must be {f.ty.show()}, this is "
-                             f"{e.ty.show()}", w, src, 1)
+                    self.err(
+                        f"derived {name}.{fname} must be {f.ty.show()}, this is {e.ty.show()}",
+                        w,
+                        src,
+                        1,
+                    )
                     continue
                 derives.append(Derive(fname, fitted, src))
             checks: list[ir.Check] = []
@@ -265,8 +289,9 @@ class _Compiler:
         ts = self.spec.tools[name]
         ok = True
         if not TOOL_NAME.match(name):
-            self.err("tool names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$",
-                     self.where("tool", name))
+            self.err(
+                "tool names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$", self.where("tool", name)
+            )
             ok = False
         params: dict[str, ParamDef] = {}
         for pname, ps in ts.params.items():
@@ -288,8 +313,9 @@ class _Compiler:
                 ok = False
                 continue
             if (ps.min is not None or ps.max is not None) and ty != INT:
-                self.err(f"min/max bounds only apply to int parameters, {pname!r} is "
-                         f"{ty.show()}", w)
+                self.err(
+                    f"min/max bounds only apply to int parameters, {pname!r} is {ty.show()}", w
+                )
                 ok = False
                 continue
             params[pname] = ParamDef(pname, ty, src, ps.description, ps.min, ps.max, ps.vocab)
@@ -329,13 +355,24 @@ class _Compiler:
                 continue
             for f in names:
                 if f not in params:
-                    self.err(f"placeholder {{{f}}} is not a parameter of {name}",
-                             self.where("tool", name, f"intents[{i}]"), tmpl)
+                    self.err(
+                        f"placeholder {{{f}}} is not a parameter of {name}",
+                        self.where("tool", name, f"intents[{i}]"),
+                        tmpl,
+                    )
                     ok = False
         if not ok:
             return None
-        return ToolDef(name, ts.description, params, tuple(checks), tuple(effects), ret,
-                       ts.returns, tuple(ts.intents))
+        return ToolDef(
+            name,
+            ts.description,
+            params,
+            tuple(checks),
+            tuple(effects),
+            ret,
+            ts.returns,
+            tuple(ts.intents),
+        )
 
     def run(self) -> Domain:
         for ename, vals in self.spec.enums.items():
@@ -356,8 +393,16 @@ class _Compiler:
         for e in dumped["entities"].values():
             if e.get("generate") is None:  # no block: same hash as before blocks existed
                 e.pop("generate", None)
-        return Domain(self.spec.name, self.spec.description, self.spec.policy, ents, tools,
-                      self.enums, self.source, canonical_json(dumped))
+        return Domain(
+            self.spec.name,
+            self.spec.description,
+            self.spec.policy,
+            ents,
+            tools,
+            self.enums,
+            self.source,
+            canonical_json(dumped),
+        )
 
 
 def _fit(e: ir.Expr, want: Ty) -> ir.Expr | None:
@@ -367,8 +412,11 @@ def _fit(e: ir.Expr, want: Ty) -> ir.Expr | None:
         return e
     if isinstance(e, ir.Lit) and e.ty == STR and isinstance(e.value, str):
         v = e.value
-        if (isinstance(want, EnumT) and v in want.values) or (want == DATE and is_iso_date(v)) \
-                or isinstance(want, RefT):
+        if (
+            (isinstance(want, EnumT) and v in want.values)
+            or (want == DATE and is_iso_date(v))
+            or isinstance(want, RefT)
+        ):
             return ir.Lit(v, want)
         return None
     if isinstance(e, ir.IfExp):
@@ -381,8 +429,9 @@ def _fit(e: ir.Expr, want: Ty) -> ir.Expr | None:
     return None
 
 
-def elaborate_domain(spec: DomainSpec, source: str = "<domain>",
-                     lines: dict[tuple[str, str], int] | None = None) -> Domain:
+def elaborate_domain(
+    spec: DomainSpec, source: str = "<domain>", lines: dict[tuple[str, str], int] | None = None
+) -> Domain:
     """Type-check a :class:`DomainSpec` (from YAML or built in Python) into a Domain:
     parse every expression, resolve every type, collect every located problem.
 
@@ -396,6 +445,7 @@ def domain_from_dict(data: dict[str, Any], source: str = "<dict>") -> Domain:
     try:
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
-        raise DomainError([Located(f"{'.'.join(map(str, e['loc']))}: {e['msg']}", source)
-                           for e in exc.errors()]) from None
+        raise DomainError(
+            [Located(f"{'.'.join(map(str, e['loc']))}: {e['msg']}", source) for e in exc.errors()]
+        ) from None
     return elaborate_domain(spec, source)

@@ -315,8 +315,13 @@ class Elaborator:
 
     def _coerce_list(self, lst: ir.Expr, item: ir.Expr, n: ast.AST) -> ir.Expr:
         # ['pending', 'processed'] next to an enum value takes the enum's type.
-        if (isinstance(lst, ir.ListLit) and isinstance(lst.ty, ListT) and lst.ty.elem == STR
-                and item.ty != STR and is_scalar(item.ty)):
+        if (
+            isinstance(lst, ir.ListLit)
+            and isinstance(lst.ty, ListT)
+            and lst.ty.elem == STR
+            and item.ty != STR
+            and is_scalar(item.ty)
+        ):
             items = tuple(self._coerce(x, item.ty, n) for x in lst.items)
             return ir.ListLit(items, ListT(item.ty))
         return lst
@@ -341,10 +346,25 @@ class Elaborator:
                 if not items:
                     return ir.ListLit((), want)
                 return ir.ListLit(tuple(self._coerce(x, want.elem, n) for x in items), want)
-            case (ir.Lit() | ir.ListLit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists()
-                  | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg()
-                  | ir.Contains() | ir.Len() | ir.Comp() | ir.Agg() | ir.IfExp()
-                  | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.ListLit()
+                | ir.Var()
+                | ir.FieldOf()
+                | ir.RowOf()
+                | ir.Exists()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.Comp()
+                | ir.Agg()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 pass  # only literals take their type from context
             case _:
                 assert_never(e)
@@ -364,8 +384,10 @@ class Elaborator:
         for lit, other in ((b, a), (a, b)):
             # A str literal next to an enum or a date: say why it does not fit (not a
             # member, not ISO), which "cannot compare enum with str" hides.
-            if isinstance(lit, ir.Lit) and lit.ty == STR and (
-                isinstance(other.ty, EnumT) or other.ty == DATE
+            if (
+                isinstance(lit, ir.Lit)
+                and lit.ty == STR
+                and (isinstance(other.ty, EnumT) or other.ty == DATE)
             ):
                 self._coerce(lit, other.ty, n)
         raise ExprError(f"cannot compare {a.ty.show()} with {b.ty.show()}", _column(n))
@@ -423,8 +445,9 @@ class Elaborator:
         if not isinstance(g.target, ast.Name):
             raise ExprError("the loop variable must be a plain name", _column(g.target))
         if not (isinstance(g.iter, ast.Name) and g.iter.id in self.entities):
-            raise ExprError("a comprehension iterates over a table: for x in Entity",
-                            _column(g.iter))
+            raise ExprError(
+                "a comprehension iterates over a table: for x in Entity", _column(g.iter)
+            )
         var, ent = g.target.id, g.iter.id
         if var in scope or var in self.entities:
             raise ExprError(f"loop variable {var!r} shadows another name", _column(g.target))
@@ -460,8 +483,9 @@ class Elaborator:
             raise ExprError(f"forbidden attribute {n.attr!r}", _column(n))
         f = edef.fields.get(n.attr)
         if f is None:
-            raise ExprError(f"{ent} has no field {n.attr!r}",
-                            int(getattr(n.value, "end_col_offset", 0)) + 2)
+            raise ExprError(
+                f"{ent} has no field {n.attr!r}", int(getattr(n.value, "end_col_offset", 0)) + 2
+            )
         return ent, key, n.attr, f.ty
 
     def _stmt(self, s: ast.stmt, scope: dict[str, Ty]) -> ir.Effect:
@@ -484,8 +508,9 @@ class Elaborator:
                     raise ExprError("only += and -= are allowed", _column(s))
                 ent, key, fld, ty = self._target(tgt, scope)
                 if ty != INT:
-                    raise ExprError(f"{sym} needs an int field, {ent}.{fld} is {ty.show()}",
-                                    _column(s))
+                    raise ExprError(
+                        f"{sym} needs an int field, {ent}.{fld} is {ty.show()}", _column(s)
+                    )
                 val = self._coerce(self._expression(v, scope, 0), INT, v)
                 return ir.Assign(ent, key, fld, sym, val)  # type: ignore[arg-type]
             case ast.Delete(targets=[ast.Subscript(value=ast.Name(id=ent), slice=sl)]) if (
@@ -501,8 +526,9 @@ class Elaborator:
             ) if meth in ("append", "remove"):
                 ent, key, fld, ty = self._target(place, scope)
                 if not isinstance(ty, ListT):
-                    raise ExprError(f".{meth}() needs a list field, {ent}.{fld} is {ty.show()}",
-                                    _column(s))
+                    raise ExprError(
+                        f".{meth}() needs a list field, {ent}.{fld} is {ty.show()}", _column(s)
+                    )
                 if kw or len(args) != 1:
                     raise ExprError(f".{meth}() takes one argument", _column(s))
                 val = self._coerce(self._expression(args[0], scope, 0), ty.elem, args[0])
@@ -519,8 +545,9 @@ class Elaborator:
             and isinstance(fn.value, ast.Name)
             and fn.value.id in self.entities
         ):
-            raise ExprError("calls are not allowed here; create rows with Entity.create(...)",
-                            _column(call))
+            raise ExprError(
+                "calls are not allowed here; create rows with Entity.create(...)", _column(call)
+            )
         ent = fn.value.id
         edef = self.entities[ent]
         if call.args:

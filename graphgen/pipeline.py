@@ -148,8 +148,7 @@ class Options:
     def __post_init__(self) -> None:
         for name in ("jobs", "timeout_ms", "max_steps"):
             if getattr(self, name) < 1:
-                raise PipelineError(f"Options.{name} must be at least 1, not "
-                                    f"{getattr(self, name)}")
+                raise PipelineError(f"Options.{name} must be at least 1, not {getattr(self, name)}")
         try:  # max_intents and walk_ratio: the generator's own model has the bounds
             self.gen_options()
         except ValidationError as exc:
@@ -189,13 +188,18 @@ def load_domain_ref(ref: DomainRef) -> Domain:
     if isinstance(ref, str) and text in names:
         return load_builtin(text)
     path = Path(ref)
-    if isinstance(ref, Path) or path.exists() or path.suffix in (".yaml", ".yml") \
-            or len(path.parts) > 1:
+    if (
+        isinstance(ref, Path)
+        or path.exists()
+        or path.suffix in (".yaml", ".yml")
+        or len(path.parts) > 1
+    ):
         return load_domain(path)  # a missing file is a located DomainError
     close = difflib.get_close_matches(text, names, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise UnknownDomainError(
-        f"no built-in domain or file {text!r}{hint} (built-ins: {', '.join(names)})")
+        f"no built-in domain or file {text!r}{hint} (built-ins: {', '.join(names)})"
+    )
 
 
 # ------------------------------------------------------------------ analyses and graph
@@ -237,8 +241,14 @@ def export_graph(domain: DomainRef, output: str | Path, fmt: str = "json") -> nx
 # ------------------------------------------------------------------ tasks
 
 
-def generate(domain: DomainRef, n: int, options: Options = DEFAULTS, *,
-             output: str | Path | None = None, progress: Tick | None = None) -> GenResult:
+def generate(
+    domain: DomainRef,
+    n: int,
+    options: Options = DEFAULTS,
+    *,
+    output: str | Path | None = None,
+    progress: Tick | None = None,
+) -> GenResult:
     """Generate up to ``n`` tasks, each passing the dry-run gate and (unless
     ``options.prove`` is false) the z3 proofs, which attach a certificate.
 
@@ -254,9 +264,15 @@ def generate(domain: DomainRef, n: int, options: Options = DEFAULTS, *,
     """
     d = load_domain_ref(domain)
     res = generate_tasks(
-        d, n, options.seed, options.gen_options(), progress=progress,
-        task_checks=[proof_check] if options.prove else (), jobs=options.jobs,
-        record_times=options.record_times)
+        d,
+        n,
+        options.seed,
+        options.gen_options(),
+        progress=progress,
+        task_checks=[proof_check] if options.prove else (),
+        jobs=options.jobs,
+        record_times=options.record_times,
+    )
     if output is not None:
         write_taskset(output, res.manifest, res.tasks)
     return res
@@ -282,8 +298,13 @@ def _recheck_one(domain: Domain, task: Task, timeout_ms: int) -> str:
     return recheck(domain, task, timeout_ms)[0]
 
 
-def verify_tasks(tasks_file: str | Path, domain: DomainRef | None = None,
-           options: Options = DEFAULTS, *, progress: Tick | None = None) -> Verification:
+def verify_tasks(
+    tasks_file: str | Path,
+    domain: DomainRef | None = None,
+    options: Options = DEFAULTS,
+    *,
+    progress: Tick | None = None,
+) -> Verification:
     """Re-check a task-set file from scratch: the dry-run and every z3 proof, trusting
     nothing the file claims to have proven, in ``options.jobs`` processes.
 
@@ -303,8 +324,7 @@ def verify_tasks(tasks_file: str | Path, domain: DomainRef | None = None,
     ms = options.timeout_ms
     pool = ProcessPoolExecutor(max_workers=options.jobs) if options.jobs > 1 else None
     if pool is not None:
-        reasons: Iterator[str] = pool.map(_recheck_one, [d] * len(tasks), tasks,
-                                          [ms] * len(tasks))
+        reasons: Iterator[str] = pool.map(_recheck_one, [d] * len(tasks), tasks, [ms] * len(tasks))
     else:
         reasons = (_recheck_one(d, t, ms) for t in tasks)
     try:
@@ -367,12 +387,10 @@ class Evaluation:
     @property
     def success_rate(self) -> float:
         """Share of episodes solved (0.0 when there are none)."""
-        return sum(e.success for e in self.episodes) / len(self.episodes) if self.episodes \
-            else 0.0
+        return sum(e.success for e in self.episodes) / len(self.episodes) if self.episodes else 0.0
 
 
-def _agent(name: str | Agent, options: Options, base_url: str | None, api_key_env: str
-           ) -> Agent:
+def _agent(name: str | Agent, options: Options, base_url: str | None, api_key_env: str) -> Agent:
     if not isinstance(name, str):
         return name
     if name == "oracle":
@@ -384,7 +402,8 @@ def _agent(name: str | Agent, options: Options, base_url: str | None, api_key_en
     if not base_url:
         raise PipelineError(
             f"agent {name!r} is not a baseline ({', '.join(BASELINES)}), so it is a model "
-            "and needs base_url (an OpenAI-compatible endpoint)")
+            "and needs base_url (an OpenAI-compatible endpoint)"
+        )
     require("openai", "eval", f"evaluating the model {name!r}")
     return OpenAIAgent(name, base_url, os.environ.get(api_key_env, "EMPTY"))
 
@@ -393,15 +412,21 @@ def _write_trajectories(path: Path, episodes: Sequence[Episode]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
         for e in episodes:
-            fh.write(json.dumps(dataclasses.asdict(e), sort_keys=True, ensure_ascii=False)
-                     + "\n")
+            fh.write(json.dumps(dataclasses.asdict(e), sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def evaluate(tasks_file: str | Path, agent: str | Agent = "oracle", options: Options = DEFAULTS,
-             *, domain: DomainRef | None = None, base_url: str | None = None,
-             api_key_env: str = API_KEY_ENV, limit: int | None = None,
-             trajectories: str | Path | None = None, progress: Tick | None = None
-             ) -> Evaluation:
+def evaluate(
+    tasks_file: str | Path,
+    agent: str | Agent = "oracle",
+    options: Options = DEFAULTS,
+    *,
+    domain: DomainRef | None = None,
+    base_url: str | None = None,
+    api_key_env: str = API_KEY_ENV,
+    limit: int | None = None,
+    trajectories: str | Path | None = None,
+    progress: Tick | None = None,
+) -> Evaluation:
     """Run an agent on a task set in the compiled environment, one episode per task.
 
     ``agent`` is a baseline name (``oracle``, ``noop``, ``random``; the random one is
@@ -421,8 +446,10 @@ def evaluate(tasks_file: str | Path, agent: str | Agent = "oracle", options: Opt
     d = load_domain_ref(domain if domain is not None else manifest.domain)
     notes = []
     if d.content_hash != manifest.domain_hash:
-        notes.append(f"domain {d.name!r} changed since the task set was made "
-                     f"({d.content_hash} != {manifest.domain_hash})")
+        notes.append(
+            f"domain {d.name!r} changed since the task set was made "
+            f"({d.content_hash} != {manifest.domain_hash})"
+        )
     who = _agent(agent, options, base_url, api_key_env)
     # One agent turn can make several tool calls; the environment counts calls.
     env = make_env(d, max_steps=options.max_steps * 4)
@@ -494,8 +521,14 @@ class RunResult:
 RUN_STAGES = 6
 
 
-def run(domain: DomainRef, n: int, output: str | Path, options: Options = DEFAULTS, *,
-        events: RunEvents | None = None) -> RunResult:
+def run(
+    domain: DomainRef,
+    n: int,
+    output: str | Path,
+    options: Options = DEFAULTS,
+    *,
+    events: RunEvents | None = None,
+) -> RunResult:
     """The whole pipeline on one domain, into the folder ``output``: check, graph
     (``graph.json``; ``graph.png`` when matplotlib is installed), generate ``n`` tasks
     with proofs (``tasks.jsonl``), verify that file from scratch, compile the
@@ -538,11 +571,17 @@ def run(domain: DomainRef, n: int, output: str | Path, options: Options = DEFAUL
     ev.stage(6, RUN_STAGES, "baselines in the compiled environment")
     evals: dict[str, Evaluation] = {}
     for name in BASELINES:
+
         def tick(done: int, total: int, name: str = name) -> None:
             ev.evaluating(name, done, total)
 
-        evals[name] = evaluate(tasks_file, name, options, domain=d,
-                               trajectories=out / f"trajectories_{name}.jsonl", progress=tick)
+        evals[name] = evaluate(
+            tasks_file,
+            name,
+            options,
+            domain=d,
+            trajectories=out / f"trajectories_{name}.jsonl",
+            progress=tick,
+        )
         ev.evaluated(evals[name])
     return RunResult(d, out, rep, gen, ver, package, evals)
-

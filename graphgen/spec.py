@@ -26,8 +26,7 @@ def _type_shorthand(v: Any) -> Any:
     if isinstance(v, str):
         return {"type": v}
     if isinstance(v, dict) and "type" not in v and "enum" in v and isinstance(v["enum"], list):
-        return {**{k: x for k, x in v.items() if k != "enum"}, "type": "enum",
-                "values": v["enum"]}
+        return {**{k: x for k, x in v.items() if k != "enum"}, "type": "enum", "values": v["enum"]}
     if isinstance(v, dict) and "type" not in v and "enum" in v:
         return {**v, "type": "enum"}
     return v

@@ -120,8 +120,9 @@ class StateGenerator:
         for name, edef in domain.entities.items():
             n = (sizes or {}).get(name, edef.size)
             if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                raise StateGenError(f"{domain.source}: size of {name} must be an int >= 0, "
-                                    f"not {n!r}")
+                raise StateGenError(
+                    f"{domain.source}: size of {name} must be an int >= 0, not {n!r}"
+                )
             self.sizes[name] = n
         self.keys: dict[str, list[str]] = {}
         self._tables: dict[str, _Table] = {}
@@ -187,8 +188,10 @@ class StateGenerator:
             rules.enforce()
             problems = check_state(self.domain, state)
             if problems:  # e.g. a derived id that names no row, or a repeated unique value
-                raise StateGenError(f"{self.domain.source}: the generate rules produced an "
-                                    f"invalid state: {'; '.join(problems[:5])}")
+                raise StateGenError(
+                    f"{self.domain.source}: the generate rules produced an "
+                    f"invalid state: {'; '.join(problems[:5])}"
+                )
         return state
 
     def _check_refs(self) -> None:
@@ -200,7 +203,8 @@ class StateGenerator:
                     target = f.ty.entity
                     if target not in self.keys:
                         raise StateGenError(
-                            f"{self._where(t.edef, f)}: refers to unknown entity {target!r}")
+                            f"{self._where(t.edef, f)}: refers to unknown entity {target!r}"
+                        )
                     raise StateGenError(
                         f"{self._where(t.edef, f)}: every {t.edef.name} needs a {target} but "
                         f"the {target} table is empty (give {target} a size >= 1)"
@@ -269,8 +273,7 @@ class StateGenerator:
         if ydef is None or target == edef.name:
             return None
         for g, gf in edef.fields.items():
-            if (g == f.name or not isinstance(gf.ty, RefT)
-                    or gf.ty.entity in (target, edef.name)):
+            if g == f.name or not isinstance(gf.ty, RefT) or gf.ty.entity in (target, edef.name):
                 continue
             for h, hf in ydef.fields.items():
                 if hf.ty == gf.ty:
@@ -304,8 +307,7 @@ class StateGenerator:
             return self._date_column(t, f)
         if ty == STR:
             return self._str_column(t, f)
-        raise StateGenError(f"{self._where(t.edef, f)}: cannot generate values of type "
-                            f"{ty.show()}")
+        raise StateGenError(f"{self._where(t.edef, f)}: cannot generate values of type {ty.show()}")
 
     # -- distinctness
 
@@ -355,8 +357,10 @@ class StateGenerator:
         rng = self.stream(t.edef.name, f.name)
         if f.unique:
             if n > k:
-                raise StateGenError(f"{self._where(t.edef, f)}: unique field has only {k} "
-                                    f"possible values but the table has {n} rows")
+                raise StateGenError(
+                    f"{self._where(t.edef, f)}: unique field has only {k} "
+                    f"possible values but the table has {n} rows"
+                )
             return rng.sample(values, n)
         # The first member (typically the "normal" state: active, pending) is a bit
         # more common than the rest; booleans stay even.
@@ -381,8 +385,10 @@ class StateGenerator:
                 elif f.min is None:
                     lo = hi - 2 * n
                 else:
-                    raise StateGenError(f"{self._where(t.edef, f)}: unique field has only "
-                                        f"{hi - lo + 1} values in [{lo}, {hi}] for {n} rows")
+                    raise StateGenError(
+                        f"{self._where(t.edef, f)}: unique field has only "
+                        f"{hi - lo + 1} values in [{lo}, {hi}] for {n} rows"
+                    )
             return rng.sample(range(lo, hi + 1), n)
         depletable = bool(set(name_tokens(f.name)) & DEPLETABLE)
 
@@ -451,11 +457,18 @@ class StateGenerator:
                     return str(src[index[refs[i]]]) if mask[i] else fresh(i)
 
         avoid = [c for g in plan.avoid if (c := self._built_column(t.edef.name, g)) is not None]
-        soft = (f.givable or f.name == t.edef.display) and vocab not in (
-            "color", "size_label", "time"
-        ) and plan.copy is None
+        soft = (
+            (f.givable or f.name == t.edef.display)
+            and vocab not in ("color", "size_label", "time")
+            and plan.copy is None
+        )
         return self._fill(
-            t.n, draw, hard=f.unique, soft=soft, bump=bumper(vocab, rng), avoid=avoid,
+            t.n,
+            draw,
+            hard=f.unique,
+            soft=soft,
+            bump=bumper(vocab, rng),
+            avoid=avoid,
             where=self._where(t.edef, f),
         )
 
@@ -604,7 +617,8 @@ class StateGenerator:
             targets = self.keys.get(elem.entity)
             if targets is None:
                 raise StateGenError(
-                    f"{self._where(t.edef, f)}: refers to unknown entity {elem.entity!r}")
+                    f"{self._where(t.edef, f)}: refers to unknown entity {elem.entity!r}"
+                )
             pending = rng.sample(targets, len(targets))
             for i in range(t.n):
                 own = t.keys[i] if elem.entity == t.edef.name else None
@@ -657,8 +671,17 @@ class StateGenerator:
 
     # -- repairs (for the generate rules)
 
-    def redraw(self, ent: str, i: int, key: str, f: FieldDef, row: dict[str, Any],
-               table: Mapping[str, Mapping[str, Any]], rng: random.Random, attempt: int) -> Any:
+    def redraw(
+        self,
+        ent: str,
+        i: int,
+        key: str,
+        f: FieldDef,
+        row: dict[str, Any],
+        table: Mapping[str, Mapping[str, Any]],
+        rng: random.Random,
+        attempt: int,
+    ) -> Any:
         """A fresh value of ``f`` for row ``key`` (the ``i``-th) of ``ent``, drawn the way
         its column was; ``table`` holds the current rows (for unique fields).
 
@@ -781,7 +804,7 @@ def check_state(domain: Domain, state: State) -> list[str]:
         for key, row in table.items():
             where = f"{ename}[{key!r}]"
             if counter is not None:
-                num = key[len(edef.prefix):]
+                num = key[len(edef.prefix) :]
                 if key.startswith(edef.prefix) and num.isdigit() and int(num) >= counter:
                     problems.append(f"{where}: counter {counter} is not past this key")
             if set(row) != set(edef.fields):

@@ -88,9 +88,23 @@ def rule_reads(e: ir.Expr, ent: str, domain: Domain) -> set[Read]:
             case ir.Agg(fn="count", comp=c):
                 stack.extend(x for x in (c.cond,) if x is not None)
                 continue
-            case (ir.Lit() | ir.Var() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
-                  | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
-                  | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.Var()
+                | ir.Exists()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Comp()
+                | ir.Agg()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 pass  # reads nothing itself; its children may
             case _:
                 assert_never(n)
@@ -114,9 +128,11 @@ def derive_order(domain: Domain) -> list[tuple[str, Derive]]:
                 f"{domain.source}: entity {ent!r}, generate.derive.{fname}: reads {fname} of "
                 f"other {ent} rows, whose derived values depend on the order rows are "
                 f"computed in (only x.{fname}, this row's random draw, may be read)"
-                f"\n    in: {d.source}")
-        deps[(ent, fname)] = [(e, f) for e, f, _ in sorted(reads)
-                              if (e, f) in rules and (e, f) != (ent, fname)]
+                f"\n    in: {d.source}"
+            )
+        deps[(ent, fname)] = [
+            (e, f) for e, f, _ in sorted(reads) if (e, f) in rules and (e, f) != (ent, fname)
+        ]
     out: list[tuple[str, Derive]] = []
     state: dict[tuple[str, str], int] = {}  # 1 = on the current path, 2 = placed
 
@@ -124,10 +140,11 @@ def derive_order(domain: Domain) -> list[tuple[str, Derive]]:
         if state.get(node) == 2:
             return
         if state.get(node) == 1:
-            cyc = [*path[path.index(node):], node]
+            cyc = [*path[path.index(node) :], node]
             raise StateGenError(
                 f"{domain.source}: generate.derive rules form a cycle: "
-                + " -> ".join(f"{e}.{f}" for e, f in cyc))
+                + " -> ".join(f"{e}.{f}" for e, f in cyc)
+            )
         state[node] = 1
         for dep in deps[node]:
             place(dep, [*path, node])
@@ -151,8 +168,7 @@ def _x_only(e: ir.Expr) -> bool:
     return all(not isinstance(n, ir.Var | ir.Comp) or _is_x(n) for n in ir.walk(e))
 
 
-def _narrowings(e: ir.Expr, ent: str,
-                stable: Callable[[str, str], bool]) -> tuple[_Narrow, ...]:
+def _narrowings(e: ir.Expr, ent: str, stable: Callable[[str, str], bool]) -> tuple[_Narrow, ...]:
     """The tables ``e`` (over row ``x`` of ``ent``) can be evaluated on in part."""
     comps: dict[str, list[ir.Comp]] = {}
     others: dict[str, list[ir.Expr]] = {}  # keys of lookups outside comprehensions
@@ -165,14 +181,26 @@ def _narrowings(e: ir.Expr, ent: str,
                 inner = {**cvars, v: y}
                 stack.extend((c, inner) for c in ir.children(n))
                 continue
-            case ir.FieldOf(entity=y, key=k) | ir.RowOf(entity=y, key=k) | ir.Exists(
-                entity=y, key=k
+            case (
+                ir.FieldOf(entity=y, key=k) | ir.RowOf(entity=y, key=k) | ir.Exists(entity=y, key=k)
             ):
                 if not (isinstance(k, ir.Var) and cvars.get(k.name) == y):
                     others.setdefault(y, []).append(k)
-            case (ir.Lit() | ir.Var() | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith()
-                  | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Agg() | ir.IfExp()
-                  | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.Var()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Agg()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 pass  # touches no table itself; its children may
             case _:
                 assert_never(n)
@@ -189,12 +217,20 @@ def _narrowings(e: ir.Expr, ent: str,
                             continue
                         if isinstance(a, ir.Var) and a.name == c.var:
                             cands.append(_Narrow(y, "eq", _KEY, b))
-                        elif (isinstance(a, ir.FieldOf) and isinstance(a.key, ir.Var)
-                              and a.key.name == c.var and stable(y, a.field)):
+                        elif (
+                            isinstance(a, ir.FieldOf)
+                            and isinstance(a.key, ir.Var)
+                            and a.key.name == c.var
+                            and stable(y, a.field)
+                        ):
                             cands.append(_Narrow(y, "eq", a.field, b))
-                elif (isinstance(part, ir.Contains) and not part.negated
-                      and isinstance(part.item, ir.Var) and part.item.name == c.var
-                      and _x_only(part.container)):
+                elif (
+                    isinstance(part, ir.Contains)
+                    and not part.negated
+                    and isinstance(part.item, ir.Var)
+                    and part.item.name == c.var
+                    and _x_only(part.container)
+                ):
                     cands.append(_Narrow(y, "in", _KEY, part.container))
             common = cands if common is None else [x for x in common if x in cands]
         if not common:
@@ -205,8 +241,11 @@ def _narrowings(e: ir.Expr, ent: str,
             # survive the cut: x.h == x.h.
             own = pick.kind == "eq" and (
                 (pick.field == _KEY and _is_x(pick.rhs))
-                or (isinstance(pick.rhs, ir.FieldOf) and _is_x(pick.rhs.key)
-                    and pick.rhs.field == pick.field)
+                or (
+                    isinstance(pick.rhs, ir.FieldOf)
+                    and _is_x(pick.rhs.key)
+                    and pick.rhs.field == pick.field
+                )
             )
             if not (y == ent and own and all(_is_x(k) for k in others[y])):
                 continue
@@ -228,10 +267,12 @@ class RuleEngine:
         # Derives that read their own field start from the draw, which is kept here.
         self.drawn: dict[tuple[str, str], dict[str, Any]] = {
             (e, dv.field): {k: r[dv.field] for k, r in st.tables[e].items()}
-            for e, dv in self.order if (e, dv.field, True) in self.derive_reads[(e, dv.field)]
+            for e, dv in self.order
+            if (e, dv.field, True) in self.derive_reads[(e, dv.field)]
         }
-        self.derive_narrows = {(e, dv.field): _narrowings(dv.expr, e, self._stable)
-                        for e, dv in self.order}
+        self.derive_narrows = {
+            (e, dv.field): _narrowings(dv.expr, e, self._stable) for e, dv in self.order
+        }
         self.conds = {e: self._conds(e, edef) for e, edef in d.entities.items()}
         self._index: dict[tuple[str, str], dict[Any, dict[str, Any]]] = {}
         self._pos = {e: {k: i for i, k in enumerate(st.tables[e])} for e in d.entities}
@@ -267,8 +308,11 @@ class RuleEngine:
         while grew:  # an end date / arrival time / airport city follows its source
             grew = False
             for g, p in plans.items():
-                if g not in out and (ent, g) not in self.derived and (
-                        p.pair in out or p.code_src in out):
+                if (
+                    g not in out
+                    and (ent, g) not in self.derived
+                    and (p.pair in out or p.code_src in out)
+                ):
                     out.add(g)
                     grew = True
         return tuple(f for f in edef.fields if f in out)
@@ -277,17 +321,32 @@ class RuleEngine:
         out: list[_Cond] = []
         for i, chk in enumerate(edef.require):
             own = {f for e, f, o in rule_reads(chk.expr, ent, self.domain) if o and e == ent}
-            out.append(_Cond(f"generate.require[{i}]", chk.source, chk.expr, None,
-                             _narrowings(chk.expr, ent, self._stable),
-                             self._redrawable(ent, own)))
+            out.append(
+                _Cond(
+                    f"generate.require[{i}]",
+                    chk.source,
+                    chk.expr,
+                    None,
+                    _narrowings(chk.expr, ent, self._stable),
+                    self._redrawable(ent, own),
+                )
+            )
         for dv in edef.derive:
             f = edef.fields[dv.field]
             if f.min is not None or f.max is not None:
                 parts = ([f"x.{dv.field} >= {f.min}"] if f.min is not None else []) + (
-                    [f"x.{dv.field} <= {f.max}"] if f.max is not None else [])
-                out.append(_Cond(f"the bounds of derived field {dv.field!r}",
-                                 " and ".join(parts), None, dv.field, (),
-                                 self._redrawable(ent, {dv.field})))
+                    [f"x.{dv.field} <= {f.max}"] if f.max is not None else []
+                )
+                out.append(
+                    _Cond(
+                        f"the bounds of derived field {dv.field!r}",
+                        " and ".join(parts),
+                        None,
+                        dv.field,
+                        (),
+                        self._redrawable(ent, {dv.field}),
+                    )
+                )
         return out
 
     # -- evaluation
@@ -337,8 +396,10 @@ class RuleEngine:
         try:
             row[dv.field] = self._eval(dv.expr, self.derive_narrows[(ent, dv.field)], key)
         except ToolError as exc:
-            raise StateGenError(f"{self._where(ent, key)}, generate.derive.{dv.field}: "
-                                f"{exc.message}\n    in: {dv.source}") from None
+            raise StateGenError(
+                f"{self._where(ent, key)}, generate.derive.{dv.field}: "
+                f"{exc.message}\n    in: {dv.source}"
+            ) from None
         return bool(row[dv.field] != old)
 
     def _propagate(self, dirty: dict[tuple[str, str], set[str]]) -> None:
@@ -410,25 +471,37 @@ class RuleEngine:
                 return
             if stuck and not progress:
                 self._fail(*stuck[0])
-        ent, key = next((e, k) for e in self.conds for k in self.st.tables[e]
-                        if self._failing(e, k))
-        self._fail(ent, key, self._failing(ent, key)[0],
-                   f"rules kept breaking each other for {_REQUIRE_PASSES} passes")
+        ent, key = next(
+            (e, k) for e in self.conds for k in self.st.tables[e] if self._failing(e, k)
+        )
+        self._fail(
+            ent,
+            key,
+            self._failing(ent, key)[0],
+            f"rules kept breaking each other for {_REQUIRE_PASSES} passes",
+        )
 
     def _fail(self, ent: str, key: str, c: _Cond, why: str = "") -> None:
         if not why:
-            every = [f for f in self.domain.entities[ent].fields
-                     if any(f in d.redraw for d in self.conds[ent])]
-            why = (f"re-drew {', '.join(every)} {REQUIRE_TRIES} times" if c.redraw else
-                   "it reads no field of the row that can be re-drawn (only non-key, "
-                   "non-reference scalar fields, or the inputs of derived ones, can)")
+            every = [
+                f
+                for f in self.domain.entities[ent].fields
+                if any(f in d.redraw for d in self.conds[ent])
+            ]
+            why = (
+                f"re-drew {', '.join(every)} {REQUIRE_TRIES} times"
+                if c.redraw
+                else "it reads no field of the row that can be re-drawn (only non-key, "
+                "non-reference scalar fields, or the inputs of derived ones, can)"
+            )
         row = self.st.tables[ent][key]
         shown = ", ".join(f"{f}={row[f]!r}" for f in self.domain.entities[ent].fields)
-        raise StateGenError(f"{self._where(ent, key)}: cannot satisfy {c.label} ({why})"
-                            f"\n    condition: {c.source}\n    row: {shown}")
+        raise StateGenError(
+            f"{self._where(ent, key)}: cannot satisfy {c.label} ({why})"
+            f"\n    condition: {c.source}\n    row: {shown}"
+        )
 
-    def _repair(self, ent: str, key: str, failing: list[_Cond],
-                pass_no: int) -> set[str] | None:
+    def _repair(self, ent: str, key: str, failing: list[_Cond], pass_no: int) -> set[str] | None:
         """Re-draw the row until all its conditions hold: the fields that changed, or
         None (row unchanged) if no attempt worked.
 
@@ -441,8 +514,11 @@ class RuleEngine:
         edef = self.domain.entities[ent]
         mine = [f for f in edef.fields if any(f in c.redraw for c in failing)]
         every = [f for f in edef.fields if any(f in c.redraw for c in self.conds[ent])]
-        numbers = [f for f in mine if not isinstance(edef.fields[f].ty, EnumT)
-                   and edef.fields[f].ty != BOOL]
+        numbers = [
+            f
+            for f in mine
+            if not isinstance(edef.fields[f].ty, EnumT) and edef.fields[f].ty != BOOL
+        ]
         stages = [s for s in (numbers, mine, every) if s]
         if not stages:
             return None
@@ -457,8 +533,9 @@ class RuleEngine:
             fields = stages[min(len(stages) - 1, (attempt - 1) * len(stages) // REQUIRE_TRIES)]
             rng = self.gen.stream(ent, "#require", key, str(pass_no), str(attempt))
             for f in fields:
-                v = self.gen.redraw(ent, i, key, edef.fields[f], row, self.st.tables[ent], rng,
-                                    attempt)
+                v = self.gen.redraw(
+                    ent, i, key, edef.fields[f], row, self.st.tables[ent], rng, attempt
+                )
                 if (ent, f) in self.drawn:
                     self.drawn[(ent, f)][key] = v
                 row[f] = v

@@ -17,7 +17,15 @@ from graphgen.types import RefT
 
 # Binding strength of each printed form (higher binds tighter); shared with ``envs``.
 PRECEDENCE = {
-    "or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "neg": 7, "atom": 9,
+    "or": 1,
+    "and": 2,
+    "not": 3,
+    "cmp": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "neg": 7,
+    "atom": 9,
 }
 
 
@@ -36,8 +44,17 @@ def precedence(e: ir.Expr) -> int:
             return PRECEDENCE["neg"]
         case ir.IfExp():
             return 0
-        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Len() | ir.ListLit()
-              | ir.Comp() | ir.Agg() | ir.DictLit()):
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.Comp()
+            | ir.Agg()
+            | ir.DictLit()
+        ):
             return PRECEDENCE["atom"]
         case _:
             assert_never(e)
@@ -153,8 +170,9 @@ class Printer:
 _SOURCE = Printer()
 
 
-def to_source(e: ir.Expr, rows: frozenset[str] = frozenset(),
-              keys: Mapping[str, str] | None = None) -> str:
+def to_source(
+    e: ir.Expr, rows: frozenset[str] = frozenset(), keys: Mapping[str, str] | None = None
+) -> str:
     """Render ``e`` back to expression syntax.
 
     Pass ``keys`` (entity → key field, e.g. ``{n: d.key for n, d in domain.entities.items()}``)
@@ -165,4 +183,3 @@ def to_source(e: ir.Expr, rows: frozenset[str] = frozenset(),
     '1 + x'
     """
     return (_SOURCE if keys is None else Printer(keys)).expr(e, rows)
-

@@ -97,49 +97,173 @@ def airport_city() -> dict[str, str]:
 # The vocab hints this module understands. Any other hint that names a shipped vocab
 # file (e.g. ``email_domains``) draws from that file; anything else falls back on the
 # field name and finally on single words.
-KNOWN_VOCABS = frozenset({
-    "person_name", "first_name", "last_name", "email", "username", "street", "address",
-    "city", "zip", "product", "color", "size_label", "word", "phrase", "title",
-    "airport_code", "flight_number", "time", "phone", "code", "seat",
-})
+KNOWN_VOCABS = frozenset(
+    {
+        "person_name",
+        "first_name",
+        "last_name",
+        "email",
+        "username",
+        "street",
+        "address",
+        "city",
+        "zip",
+        "product",
+        "color",
+        "size_label",
+        "word",
+        "phrase",
+        "title",
+        "airport_code",
+        "flight_number",
+        "time",
+        "phone",
+        "code",
+        "seat",
+    }
+)
 
 _VOCAB_ALIASES = {
-    "name": "person_name", "full_name": "person_name", "person": "person_name",
-    "firstname": "first_name", "given_name": "first_name",
-    "lastname": "last_name", "surname": "last_name", "family_name": "last_name",
-    "email_address": "email", "user_name": "username", "handle": "username",
-    "street_address": "street", "zipcode": "zip", "zip_code": "zip",
-    "postal_code": "zip", "postcode": "zip", "cities": "city",
-    "products": "product", "product_name": "product", "colors": "color", "colour": "color",
-    "size": "size_label", "sizes": "size_label", "words": "word", "text": "phrase",
-    "sentence": "phrase", "description": "phrase", "airport": "airport_code",
-    "iata": "airport_code", "airport_codes": "airport_code", "flight": "flight_number",
-    "flight_no": "flight_number", "hhmm": "time", "time_of_day": "time",
-    "phone_number": "phone", "telephone": "phone", "sku": "code",
-    "confirmation_code": "code", "streets": "street",
+    "name": "person_name",
+    "full_name": "person_name",
+    "person": "person_name",
+    "firstname": "first_name",
+    "given_name": "first_name",
+    "lastname": "last_name",
+    "surname": "last_name",
+    "family_name": "last_name",
+    "email_address": "email",
+    "user_name": "username",
+    "handle": "username",
+    "street_address": "street",
+    "zipcode": "zip",
+    "zip_code": "zip",
+    "postal_code": "zip",
+    "postcode": "zip",
+    "cities": "city",
+    "products": "product",
+    "product_name": "product",
+    "colors": "color",
+    "colour": "color",
+    "size": "size_label",
+    "sizes": "size_label",
+    "words": "word",
+    "text": "phrase",
+    "sentence": "phrase",
+    "description": "phrase",
+    "airport": "airport_code",
+    "iata": "airport_code",
+    "airport_codes": "airport_code",
+    "flight": "flight_number",
+    "flight_no": "flight_number",
+    "hhmm": "time",
+    "time_of_day": "time",
+    "phone_number": "phone",
+    "telephone": "phone",
+    "sku": "code",
+    "confirmation_code": "code",
+    "streets": "street",
 }
 
-_PERSON_ENTITIES = frozenset({
-    "user", "customer", "passenger", "person", "people", "employee", "member", "client",
-    "guest", "patient", "student", "teacher", "driver", "owner", "contact", "staff",
-    "agent", "traveler", "traveller", "author", "doctor", "tenant", "buyer", "seller",
-    "pilot", "holder", "attendee", "applicant", "subscriber", "reviewer", "rider",
-})
-_PRODUCT_ENTITIES = frozenset({
-    "product", "item", "article", "good", "goods", "merchandise", "listing", "variant",
-})
-_PERSON_TOKENS = frozenset({
-    "owner", "holder", "customer", "passenger", "contact", "guest", "recipient",
-    "person", "employee", "manager", "driver", "author", "assignee", "traveler",
-})
-_CODE_TOKENS = frozenset({
-    "code", "sku", "reference", "ref", "confirmation", "pnr", "serial", "coupon",
-    "promo", "token", "voucher", "barcode", "locator", "tracking",
-})
-_PHRASE_TOKENS = frozenset({
-    "description", "note", "notes", "comment", "comments", "reason", "message",
-    "summary", "bio", "details", "remarks", "memo",
-})
+_PERSON_ENTITIES = frozenset(
+    {
+        "user",
+        "customer",
+        "passenger",
+        "person",
+        "people",
+        "employee",
+        "member",
+        "client",
+        "guest",
+        "patient",
+        "student",
+        "teacher",
+        "driver",
+        "owner",
+        "contact",
+        "staff",
+        "agent",
+        "traveler",
+        "traveller",
+        "author",
+        "doctor",
+        "tenant",
+        "buyer",
+        "seller",
+        "pilot",
+        "holder",
+        "attendee",
+        "applicant",
+        "subscriber",
+        "reviewer",
+        "rider",
+    }
+)
+_PRODUCT_ENTITIES = frozenset(
+    {
+        "product",
+        "item",
+        "article",
+        "good",
+        "goods",
+        "merchandise",
+        "listing",
+        "variant",
+    }
+)
+_PERSON_TOKENS = frozenset(
+    {
+        "owner",
+        "holder",
+        "customer",
+        "passenger",
+        "contact",
+        "guest",
+        "recipient",
+        "person",
+        "employee",
+        "manager",
+        "driver",
+        "author",
+        "assignee",
+        "traveler",
+    }
+)
+_CODE_TOKENS = frozenset(
+    {
+        "code",
+        "sku",
+        "reference",
+        "ref",
+        "confirmation",
+        "pnr",
+        "serial",
+        "coupon",
+        "promo",
+        "token",
+        "voucher",
+        "barcode",
+        "locator",
+        "tracking",
+    }
+)
+_PHRASE_TOKENS = frozenset(
+    {
+        "description",
+        "note",
+        "notes",
+        "comment",
+        "comments",
+        "reason",
+        "message",
+        "summary",
+        "bio",
+        "details",
+        "remarks",
+        "memo",
+    }
+)
 
 
 def name_tokens(name: str) -> list[str]:
@@ -201,7 +325,9 @@ def _vocab_from_name(entity: str, fname: str) -> str:
             return "city"
         return "title"
     if (set(toks) & _PERSON_TOKENS and ("name" in toks or len(toks) == 1)) or joined in (
-        "fullname", "customername", "passengername",
+        "fullname",
+        "customername",
+        "passengername",
     ):
         return "person_name"
     if set(toks) & _CODE_TOKENS:
@@ -233,8 +359,10 @@ def resolve_vocab(entity: EntityDef | str, f: FieldDef) -> str:
 _INT_HINTS: tuple[tuple[frozenset[str], tuple[int, int]], ...] = (
     (frozenset({"price", "cost", "fare", "fee", "rent"}), (5, 800)),
     (frozenset({"balance", "credit", "budget", "salary", "limit", "wallet"}), (0, 5000)),
-    (frozenset({"amount", "total", "payment", "refund", "deposit", "subtotal", "charge"}),
-     (10, 1500)),
+    (
+        frozenset({"amount", "total", "payment", "refund", "deposit", "subtotal", "charge"}),
+        (10, 1500),
+    ),
     (frozenset({"quantity", "qty", "stock", "inventory", "units", "count"}), (0, 50)),
     (frozenset({"seats", "seat", "capacity"}), (0, 180)),
     (frozenset({"age"}), (18, 85)),
@@ -253,10 +381,23 @@ _INT_HINTS: tuple[tuple[frozenset[str], tuple[int, int]], ...] = (
 )
 _DEFAULT_INT = (0, 1000)
 # Fields where "none left" is a state worth having: sometimes exactly at the minimum.
-DEPLETABLE = frozenset({
-    "stock", "quantity", "qty", "inventory", "balance", "seats", "available",
-    "remaining", "credit", "points", "miles", "units", "capacity",
-})
+DEPLETABLE = frozenset(
+    {
+        "stock",
+        "quantity",
+        "qty",
+        "inventory",
+        "balance",
+        "seats",
+        "available",
+        "remaining",
+        "credit",
+        "points",
+        "miles",
+        "units",
+        "capacity",
+    }
+)
 
 
 def _int_hint(f: FieldDef) -> tuple[int, int]:
@@ -285,11 +426,25 @@ def int_bounds(f: FieldDef) -> tuple[int, int]:
 
 # End-of-interval word → start-of-interval word, to pair e.g. check_out with check_in.
 _PAIR_WORDS = {
-    "end": "start", "ends": "starts", "arrival": "departure", "arrive": "depart",
-    "arrives": "departs", "out": "in", "checkout": "checkin", "to": "from",
-    "until": "from", "close": "open", "closes": "opens", "closed": "opened",
-    "finish": "begin", "updated": "created", "modified": "created", "return": "departure",
-    "due": "issued", "dropoff": "pickup", "last": "first",
+    "end": "start",
+    "ends": "starts",
+    "arrival": "departure",
+    "arrive": "depart",
+    "arrives": "departs",
+    "out": "in",
+    "checkout": "checkin",
+    "to": "from",
+    "until": "from",
+    "close": "open",
+    "closes": "opens",
+    "closed": "opened",
+    "finish": "begin",
+    "updated": "created",
+    "modified": "created",
+    "return": "departure",
+    "due": "issued",
+    "dropoff": "pickup",
+    "last": "first",
 }
 
 
@@ -300,7 +455,7 @@ def pair_start(edef: EntityDef, f: FieldDef) -> str | None:
         start = _PAIR_WORDS.get(t)
         if start is None:
             continue
-        cand = "_".join([*toks[:i], start, *toks[i + 1:]])
+        cand = "_".join([*toks[:i], start, *toks[i + 1 :]])
         other = edef.fields.get(cand)
         if other is not None and other.ty == f.ty and not other.unique:
             return cand
@@ -385,14 +540,15 @@ SIMPLE_DRAWERS: dict[str, Callable[[random.Random], str]] = {
 def bumper(vocab: str, rng: random.Random) -> Callable[[str, int], str]:
     """How a unique string column makes a clashing value distinct (deterministically)."""
     if vocab == "email":
+
         def bump_email(v: str, k: int) -> str:
             local, _, dom = v.partition("@")
             return f"{local}.{k}@{dom}"
+
         return bump_email
     if vocab == "airport_code":
         # More airports than the vocabulary holds: synthesize 3-letter codes.
-        return lambda _v, _k: "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-                                      for _ in range(3))
+        return lambda _v, _k: "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(3))
     if vocab in ("zip", "phone", "flight_number", "code", "time", "seat"):
         simple = SIMPLE_DRAWERS.get(vocab, draw_time)
         return lambda _v, _k: simple(rng)

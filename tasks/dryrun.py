@@ -134,8 +134,13 @@ class Replay:
         return ""
 
 
-def replay(domain: Domain, initial: State, givens: list[Given], chain: list[Call],
-           execute: Executor = call_tool) -> Replay:
+def replay(
+    domain: Domain,
+    initial: State,
+    givens: list[Given],
+    chain: list[Call],
+    execute: Executor = call_tool,
+) -> Replay:
     """Replay ``chain`` on a copy of ``initial``, recording each step's outcome.
 
     Every call's shape is checked first; calls then run in order until the first
@@ -146,9 +151,14 @@ def replay(domain: Domain, initial: State, givens: list[Given], chain: list[Call
     steps = []
     for i, c in enumerate(chain):
         tool = domain.tools.get(c.tool)
-        steps.append(Step(i, c, bad_tool=tool is None,
-                          extra_params=[] if tool is None else
-                          [p for p in c.args if p not in tool.params]))
+        steps.append(
+            Step(
+                i,
+                c,
+                bad_tool=tool is None,
+                extra_params=[] if tool is None else [p for p in c.args if p not in tool.params],
+            )
+        )
     st = initial.copy()
     know = Knowledge.from_givens(givens)
     for step in steps:
@@ -171,10 +181,18 @@ def replay(domain: Domain, initial: State, givens: list[Given], chain: list[Call
     return Replay(steps, st, know)
 
 
-def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[Call],
-                    givens: list[Given], targets: list[Target], instruction: str, goal: Goal,
-                    refused_call: Call | None = None, execute: Executor = call_tool
-                    ) -> GateResult:
+def check_candidate(
+    domain: Domain,
+    kind: TaskKind,
+    initial: State,
+    chain: list[Call],
+    givens: list[Given],
+    targets: list[Target],
+    instruction: str,
+    goal: Goal,
+    refused_call: Call | None = None,
+    execute: Executor = call_tool,
+) -> GateResult:
     """Dry-run a candidate task and return the first failing reason (or ok)."""
     run = replay(domain, initial, givens, chain, execute)
     # Shape first: a misnamed tool or parameter is a broken chain, not a failing call.
@@ -183,18 +201,26 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
         if step.bad_tool:
             return GateResult(False, "bad_chain", f"call {i}: unknown tool {c.tool!r}")
         if step.extra_params:
-            return GateResult(False, "bad_chain",
-                              f"call {i}: {c.tool} has no param {sorted(step.extra_params)[0]!r}")
+            return GateResult(
+                False,
+                "bad_chain",
+                f"call {i}: {c.tool} has no param {sorted(step.extra_params)[0]!r}",
+            )
     # 1. every call executes, and every argument was known when it was made
     for step in run.steps:
         if step.error:
-            return GateResult(False, "call_failed",
-                              f"call {step.index} ({step.call.tool}): {step.error}")
+            return GateResult(
+                False, "call_failed", f"call {step.index} ({step.call.tool}): {step.error}"
+            )
     for step in run.steps:
         if step.unknown:
             u = step.unknown[0]
-            return GateResult(False, "unknown_argument", f"call {step.index} "
-                              f"({step.call.tool}): {u.param}={u.value!r} is not known at {u.sort}")
+            return GateResult(
+                False,
+                "unknown_argument",
+                f"call {step.index} "
+                f"({step.call.tool}): {u.param}={u.value!r} is not known at {u.sort}",
+            )
     know = run.knowledge
     # 2. the instruction states the givens and leaks no internal id
     for g in givens:
@@ -204,9 +230,13 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
         tool = domain.tools[c.tool]
         for p, v in c.args.items():
             ps = param_sort(tool.params[p]) if p in tool.params else None
-            if (ps is not None and ps.kind == "key" and isinstance(v, str)
-                    and not domain.entities[ps.name].key_givable
-                    and re.search(rf"(?<![\w#-]){re.escape(v)}(?![\w-])", instruction)):
+            if (
+                ps is not None
+                and ps.kind == "key"
+                and isinstance(v, str)
+                and not domain.entities[ps.name].key_givable
+                and re.search(rf"(?<![\w#-]){re.escape(v)}(?![\w-])", instruction)
+            ):
                 return GateResult(False, "id_leak", f"{ps.name} id {v!r} appears in the text")
     # 3. targets are unique on the initial state
     for t in targets:
@@ -215,14 +245,20 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
         except (ExprError, ToolError) as exc:
             return GateResult(False, "ambiguous_target", f"{t.description}: {exc}")
         if keys != [t.key]:
-            return GateResult(False, "ambiguous_target",
-                              f"{t.phrase!r} matches {len(keys)} {t.entity} rows: {keys[:5]}")
+            return GateResult(
+                False,
+                "ambiguous_target",
+                f"{t.phrase!r} matches {len(keys)} {t.entity} rows: {keys[:5]}",
+            )
     # 4. determinism: the same chain gives the same state and outputs
     again = replay(domain, initial, givens, chain, execute)
     if not again.complete:
         failed = next(s for s in again.steps if s.error)
-        return GateResult(False, "nondeterministic", f"re-run failed: call {failed.index} "
-                          f"({failed.call.tool}): {failed.error}")
+        return GateResult(
+            False,
+            "nondeterministic",
+            f"re-run failed: call {failed.index} ({failed.call.tool}): {failed.error}",
+        )
     if again.final != run.final or again.results != run.results:
         return GateResult(False, "nondeterministic", "re-running the chain gave another result")
     s0, s1 = initial.to_dict(), run.final.to_dict()
@@ -245,8 +281,11 @@ def check_candidate(domain: Domain, kind: TaskKind, initial: State, chain: list[
             except ToolError as exc:
                 return GateResult(False, "bad_chain", f"refused call is malformed: {exc.message}")
             if chk is None:
-                return GateResult(False, "refusal_succeeds",
-                                  f"{refused_call.tool} would succeed: nothing to refuse")
+                return GateResult(
+                    False,
+                    "refusal_succeeds",
+                    f"{refused_call.tool} would succeed: nothing to refuse",
+                )
         revealed = {repr(v) for _, v in know.facts_items()} | {repr(r) for r in run.results}
         for v in goal.answer:
             if kind == "information" and stated(instruction, v):

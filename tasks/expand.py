@@ -52,7 +52,8 @@ class GenOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_intents: int = Field(default=3, ge=1, le=6, description="writes per action task")
     kinds: dict[str, float] = Field(
-        default_factory=lambda: {"action": 0.6, "information": 0.25, "refusal": 0.15})
+        default_factory=lambda: {"action": 0.6, "information": 0.25, "refusal": 0.15}
+    )
     walk_ratio: float = Field(default=0.3, ge=0, le=1, description="action tasks by walk")
     tasks_per_state: int = Field(default=25, ge=1)
     sizes: dict[str, int] = Field(default_factory=dict)
@@ -88,8 +89,12 @@ def principal_entity(domain: Domain) -> str | None:
     for e in domain.entities.values():
         if not any(f.givable and f.unique for f in e.fields.values()):
             continue
-        refs = sum(1 for o in domain.entities.values() for f in o.fields.values()
-                   if domain.entity_of_ref(f.ty) == e.name)
+        refs = sum(
+            1
+            for o in domain.entities.values()
+            for f in o.fields.values()
+            if domain.entity_of_ref(f.ty) == e.name
+        )
         if best is None or refs > best[0]:
             best = (refs, e.name)
     return best[1] if best else None
@@ -98,8 +103,9 @@ def principal_entity(domain: Domain) -> str | None:
 class Expander:
     """Produces candidates; keeps per-tool usage counts for coverage-guided choice."""
 
-    def __init__(self, domain: Domain, options: GenOptions | None = None,
-                 execute: Executor = call_tool) -> None:
+    def __init__(
+        self, domain: Domain, options: GenOptions | None = None, execute: Executor = call_tool
+    ) -> None:
         self.domain = domain
         self.options = options or GenOptions()
         self.execute = execute
@@ -138,8 +144,9 @@ class Expander:
         order.sort(key=lambda t: self.usage[t.name])
         return order
 
-    def _pools(self, tool: ToolDef, st: State, planner: Planner,
-               rng: random.Random) -> dict[str, list[Any]]:
+    def _pools(
+        self, tool: ToolDef, st: State, planner: Planner, rng: random.Random
+    ) -> dict[str, list[Any]]:
         pools: dict[str, list[Any]] = {}
         for name, p in tool.params.items():
             s = param_sort(p)
@@ -152,8 +159,14 @@ class Expander:
                 pools[name] = known + vals if rng.random() < 0.5 else vals + known
         return pools
 
-    def _bind(self, tool: ToolDef, st: State, planner: Planner, rng: random.Random,
-              want_fail: bool = False) -> dict[str, Any] | None:
+    def _bind(
+        self,
+        tool: ToolDef,
+        st: State,
+        planner: Planner,
+        rng: random.Random,
+        want_fail: bool = False,
+    ) -> dict[str, Any] | None:
         """Arguments for ``tool`` whose precondition holds (or fails, ``want_fail``)."""
         pools = self._pools(tool, st, planner, rng)
         if any(not v for v in pools.values()):
@@ -170,9 +183,17 @@ class Expander:
                 return args
         return None
 
-    def _identify(self, planner: Planner, initial: State, tool: ToolDef, args: dict[str, Any],
-                  created: set[Any], rng: random.Random, targets: dict[tuple[str, str], Target],
-                  principal: tuple[str, str] | None) -> bool:
+    def _identify(
+        self,
+        planner: Planner,
+        initial: State,
+        tool: ToolDef,
+        args: dict[str, Any],
+        created: set[Any],
+        rng: random.Random,
+        targets: dict[tuple[str, str], Target],
+        principal: tuple[str, str] | None,
+    ) -> bool:
         """Describe each id argument for the instruction and make the agent able to
         check it: if the description uses fields no call has shown yet, read the row."""
         for name, v in args.items():
@@ -194,9 +215,11 @@ class Expander:
             for fs, fv in stated_facts(self.domain, initial, t):
                 planner.give(fs, fv)
             row = initial.tables[s.name][v]
-            seen = all(planner.know.knows(Sort("field", f"{s.name}.{f}"), row[f])
-                       for f in re.findall(r"x\.(\w+) ==", t.description)
-                       if f in row)
+            seen = all(
+                planner.know.knows(Sort("field", f"{s.name}.{f}"), row[f])
+                for f in re.findall(r"x\.(\w+) ==", t.description)
+                if f in row
+            )
             if not seen:
                 self._reveal(planner, s.name, v)
             # "my reservation with flight GG123" names another row by its display value;
@@ -208,8 +231,7 @@ class Expander:
                         self._reveal(planner, *ref)
         return True
 
-    def _named_by_lookup(self, planner: Planner, initial: State, entity: str,
-                         key: Any) -> bool:
+    def _named_by_lookup(self, planner: Planner, initial: State, entity: str, key: Any) -> bool:
         """Was ``key`` learned from a call given its display value (``find_flight(GG123)``)?
         Then the agent already knows which id the display value names."""
         shown = self.domain.entities[entity].display
@@ -235,8 +257,9 @@ class Expander:
 
     def action(self, initial: State, rng: random.Random, walk: bool) -> Candidate:
         st = initial.copy()
-        planner = Planner(self.domain, st, rng, self.execute, self.usage,
-                          shared_reads=self._reads(initial))
+        planner = Planner(
+            self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
+        )
         explored: set[int] = set()
         if walk:
             self._walk_prefix(planner, initial, rng, explored)
@@ -271,8 +294,9 @@ class Expander:
                 except ToolError:
                     continue
                 ok_targets = dict(targets)
-                if not self._identify(planner, initial, tool, args, set(created), rng,
-                                      ok_targets, principal or owner):
+                if not self._identify(
+                    planner, initial, tool, args, set(created), rng, ok_targets, principal or owner
+                ):
                     planner.restore(snap)
                     continue
                 ok, _ = planner.call(tool.name, args)
@@ -300,16 +324,29 @@ class Expander:
                 break
         goal = Goal(changes=_changes(initial, st, pinned))
         chain = prune_reads(self.domain, planner, explored)
-        sentences = [intent_text(self.domain, self.domain.tools[c.tool], c.args, rng, targets,
-                                 created, principal) for c in intents]
+        sentences = [
+            intent_text(
+                self.domain, self.domain.tools[c.tool], c.args, rng, targets, created, principal
+            )
+            for c in intents
+        ]
         body = join_intents(sentences, rng)
         text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
-        return Candidate("action", "walk" if walk else "backward", initial, chain,
-                         list(planner.givens), list(targets.values()), text, goal,
-                         intents=intents)
+        return Candidate(
+            "action",
+            "walk" if walk else "backward",
+            initial,
+            chain,
+            list(planner.givens),
+            list(targets.values()),
+            text,
+            goal,
+            intents=intents,
+        )
 
-    def _owner_of_args(self, st: State, tool: ToolDef, args: dict[str, Any]
-                       ) -> tuple[str, str] | None:
+    def _owner_of_args(
+        self, st: State, tool: ToolDef, args: dict[str, Any]
+    ) -> tuple[str, str] | None:
         """The one principal owning the call's id arguments.
 
         Raises NoCandidate("mixed_owners") when ids of two users are mixed: a user can
@@ -326,8 +363,9 @@ class Expander:
             raise NoCandidate("mixed_owners")
         return owners.pop() if owners else None
 
-    def _walk_prefix(self, planner: Planner, initial: State, rng: random.Random,
-                     explored: set[int]) -> None:
+    def _walk_prefix(
+        self, planner: Planner, initial: State, rng: random.Random, explored: set[int]
+    ) -> None:
         """Start a walk: the user states who they are, then a few exploratory reads.
 
         Indexes of the exploratory reads go to ``explored``; the ones whose output no
@@ -342,8 +380,9 @@ class Expander:
             options = []
             for t in self.domain.read_tools:
                 args = self._bind_known(t, planner.state, planner, rng)
-                if args is not None and not any(c.tool == t.name and c.args == args
-                                                for c in planner.chain):
+                if args is not None and not any(
+                    c.tool == t.name and c.args == args for c in planner.chain
+                ):
                     options.append((t, args))
             if not options:
                 return
@@ -353,8 +392,9 @@ class Expander:
             if ok:
                 explored.add(len(planner.chain) - 1)
 
-    def _bind_known(self, tool: ToolDef, st: State, planner: Planner,
-                    rng: random.Random) -> dict[str, Any] | None:
+    def _bind_known(
+        self, tool: ToolDef, st: State, planner: Planner, rng: random.Random
+    ) -> dict[str, Any] | None:
         """Arguments drawn only from what the walk already knows (plus enums/free)."""
         pools: dict[str, list[Any]] = {}
         for name, p in tool.params.items():
@@ -394,8 +434,9 @@ class Expander:
     def _ask(self, initial: State, rng: random.Random, tools: list[ToolDef]) -> Candidate:
         """A question one read answers with plain values (a price, a count)."""
         st = initial.copy()
-        planner = Planner(self.domain, st, rng, self.execute, self.usage,
-                          shared_reads=self._reads(initial))
+        planner = Planner(
+            self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
+        )
         for tool in self._pick_tool(tools, rng):
             for _ in range(WRITE_TRIES // 3):
                 snap = planner.snapshot()
@@ -416,8 +457,7 @@ class Expander:
                 if not values or len(values) > 3 or len(set(map(repr, values))) != len(values):
                     continue
                 targets: dict[tuple[str, str], Target] = {}
-                if not self._identify(planner, initial, tool, args, set(), rng, targets,
-                                      principal):
+                if not self._identify(planner, initial, tool, args, set(), rng, targets, principal):
                     planner.restore(snap)
                     continue
                 ok, _ = planner.call(tool.name, args)
@@ -429,17 +469,27 @@ class Expander:
                     planner.restore(snap)
                     continue
                 text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
-                return Candidate("information", "ask", initial, list(planner.chain),
-                                 list(planner.givens), list(targets.values()), text,
-                                 Goal(changes=[], answer=list(values)))
+                return Candidate(
+                    "information",
+                    "ask",
+                    initial,
+                    list(planner.chain),
+                    list(planner.givens),
+                    list(targets.values()),
+                    text,
+                    Goal(changes=[], answer=list(values)),
+                )
         raise NoCandidate("no_information_target")
 
     def _row_tools(self) -> dict[str, ToolDef]:
         """Per entity, a read that shows a whole row given its id (the first such tool)."""
         out: dict[str, ToolDef] = {}
         for t in self.domain.read_tools:
-            if (isinstance(t.returns, ir.RowOf) and isinstance(t.returns.key, ir.Var)
-                    and len(t.params) == 1):
+            if (
+                isinstance(t.returns, ir.RowOf)
+                and isinstance(t.returns.key, ir.Var)
+                and len(t.params) == 1
+            ):
                 out.setdefault(t.returns.entity, t)
         return out
 
@@ -448,12 +498,16 @@ class Expander:
         of the item with color navy?" — two row reads, the second on an id the first
         showed."""
         st = initial.copy()
-        planner = Planner(self.domain, st, rng, self.execute, self.usage,
-                          shared_reads=self._reads(initial))
+        planner = Planner(
+            self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
+        )
         rows = self._row_tools()
-        pairs = [(ent, f, fd.ty.entity) for ent in rows
-                 for f, fd in self.domain.entities[ent].fields.items()
-                 if isinstance(fd.ty, RefT) and fd.ty.entity in rows and fd.ty.entity != ent]
+        pairs = [
+            (ent, f, fd.ty.entity)
+            for ent in rows
+            for f, fd in self.domain.entities[ent].fields.items()
+            if isinstance(fd.ty, RefT) and fd.ty.entity in rows and fd.ty.entity != ent
+        ]
         rng.shuffle(pairs)
         pairs.sort(key=lambda p: self.usage[rows[p[2]].name])
         for ent, fname, other in pairs[:4]:
@@ -465,16 +519,21 @@ class Expander:
                 odef = self.domain.entities[other]
                 askable = [g for g, fd in odef.fields.items() if fd.ty in (INT, STR, DATE)]
                 principal = self._owner(initial, ent, key)
-                if (u not in initial.tables[other] or not askable or principal == (other, u)
-                        or not planner.acquire(Sort("key", ent), key)):
+                if (
+                    u not in initial.tables[other]
+                    or not askable
+                    or principal == (other, u)
+                    or not planner.acquire(Sort("key", ent), key)
+                ):
                     planner.restore(snap)
                     continue
                 edef = self.domain.entities[ent]
                 t1, t2 = rows[ent], rows[other]
                 named: dict[tuple[str, str], Target] = {}
                 # The same naming as for any id argument: describe, state, look up.
-                if not self._identify(planner, initial, t1, {next(iter(t1.params)): key},
-                                      set(), rng, named, principal):
+                if not self._identify(
+                    planner, initial, t1, {next(iter(t1.params)): key}, set(), rng, named, principal
+                ):
                     planner.restore(snap)
                     continue
                 target = named.get((ent, key))
@@ -487,27 +546,47 @@ class Expander:
                 ok2 = any(c.tool == t2.name and c.args == a2 for c in planner.chain)
                 if ok1 and not ok2:
                     ok2, _ = planner.call(t2.name, a2)
-                subject = (target.phrase if target else
-                           f"{humanize(ent)} {key}" if edef.key_givable else f"my {humanize(ent)}")
-                body = rng.choice(("What is the {g} of the {o} of {s}?",
-                                   "Could you tell me the {g} of the {o} of {s}?")).format(
-                    g=humanize(gname), o=humanize(other), s=subject)
+                subject = (
+                    target.phrase
+                    if target
+                    else f"{humanize(ent)} {key}"
+                    if edef.key_givable
+                    else f"my {humanize(ent)}"
+                )
+                body = rng.choice(
+                    (
+                        "What is the {g} of the {o} of {s}?",
+                        "Could you tell me the {g} of the {o} of {s}?",
+                    )
+                ).format(g=humanize(gname), o=humanize(other), s=subject)
                 text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
                 if not (ok1 and ok2) or stated(text, value):
                     planner.restore(snap)
                     continue
-                return Candidate("information", "related", initial, list(planner.chain),
-                                 list(planner.givens), [target] if target else [], text,
-                                 Goal(changes=[], answer=[value]))
+                return Candidate(
+                    "information",
+                    "related",
+                    initial,
+                    list(planner.chain),
+                    list(planner.givens),
+                    [target] if target else [],
+                    text,
+                    Goal(changes=[], answer=[value]),
+                )
         raise NoCandidate("no_information_target")
 
     def _row_question(self, initial: State, rng: random.Random) -> Candidate:
         st = initial.copy()
-        planner = Planner(self.domain, st, rng, self.execute, self.usage,
-                          shared_reads=self._reads(initial))
-        row_tools = [t for t in self.domain.read_tools
-                     if isinstance(t.returns, ir.RowOf) and isinstance(t.returns.key, ir.Var)
-                     and len(t.params) == 1]
+        planner = Planner(
+            self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
+        )
+        row_tools = [
+            t
+            for t in self.domain.read_tools
+            if isinstance(t.returns, ir.RowOf)
+            and isinstance(t.returns.key, ir.Var)
+            and len(t.params) == 1
+        ]
         snap: tuple[Any, int, int] | None = None
         for tool in self._pick_tool(row_tools, rng):
             assert isinstance(tool.returns, ir.RowOf) and isinstance(tool.returns.key, ir.Var)
@@ -521,8 +600,11 @@ class Expander:
                 snap = planner.snapshot()
                 principal = self._owner(initial, ent, key)
                 edef = self.domain.entities[ent]
-                askable = [f for f, fd in edef.fields.items()
-                           if fd.ty in (INT, STR, DATE) and not fd.unique]
+                askable = [
+                    f
+                    for f, fd in edef.fields.items()
+                    if fd.ty in (INT, STR, DATE) and not fd.unique
+                ]
                 if not askable:
                     break
                 if not planner.acquire(Sort("key", ent), key):
@@ -544,24 +626,38 @@ class Expander:
                 if not ok:
                     continue
                 if target is None and not edef.key_givable:
-                    q = rng.choice(("What is my {f}?", "Could you tell me my {f}?",
-                                    "I need to know my {f}."))
+                    q = rng.choice(
+                        ("What is my {f}?", "Could you tell me my {f}?", "I need to know my {f}.")
+                    )
                     body = q.format(f=humanize(fname))
                 else:
                     subject = target.phrase if target else f"{humanize(ent)} {key}"
-                    q = rng.choice(("What is the {f} of {s}?", "Could you tell me the {f} of {s}?",
-                                    "I need to know the {f} of {s}."))
+                    q = rng.choice(
+                        (
+                            "What is the {f} of {s}?",
+                            "Could you tell me the {f} of {s}?",
+                            "I need to know the {f} of {s}.",
+                        )
+                    )
                     body = q.format(f=humanize(fname), s=subject)
                 text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
-                return Candidate("information", "backward", initial, list(planner.chain),
-                                 list(planner.givens), [target] if target else [], text,
-                                 Goal(changes=[], answer=[value]))
+                return Candidate(
+                    "information",
+                    "backward",
+                    initial,
+                    list(planner.chain),
+                    list(planner.givens),
+                    [target] if target else [],
+                    text,
+                    Goal(changes=[], answer=[value]),
+                )
         raise NoCandidate("no_information_target")
 
     def refusal(self, initial: State, rng: random.Random) -> Candidate:
         st = initial.copy()
-        planner = Planner(self.domain, st, rng, self.execute, self.usage,
-                          shared_reads=self._reads(initial))
+        planner = Planner(
+            self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
+        )
         for tool in self._pick_tool([t for t in self.domain.write_tools if t.requires], rng):
             args = self._bind(tool, st, planner, rng, want_fail=True)
             if args is None:
@@ -605,10 +701,17 @@ class Expander:
             body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
             text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
             self.usage[tool.name] += 1
-            return Candidate("refusal", "backward", initial, list(planner.chain),
-                             list(planner.givens), list(targets.values()), text,
-                             Goal(changes=[], answer=[bval]),
-                             refused_call=Call(tool=tool.name, args=args))
+            return Candidate(
+                "refusal",
+                "backward",
+                initial,
+                list(planner.chain),
+                list(planner.givens),
+                list(targets.values()),
+                text,
+                Goal(changes=[], answer=[bval]),
+                refused_call=Call(tool=tool.name, args=args),
+            )
         raise NoCandidate("no_refusal_target")
 
 
@@ -644,15 +747,15 @@ def _direct_answer(domain: Domain, tool: ToolDef) -> bool:
     return all(param_sort(p).kind != "free" for p in tool.params.values())
 
 
-def _with_opener(domain: Domain, givens: list[Given], rng: random.Random, body: str,
-                 principal: str | None = None) -> str:
+def _with_opener(
+    domain: Domain, givens: list[Given], rng: random.Random, body: str, principal: str | None = None
+) -> str:
     head = opener(domain, givens, rng, body, principal)
     return (head + " " + body).strip() if head else body
 
 
 def _created(domain: Domain, before: State, after: State) -> list[tuple[str, str]]:
-    return [(e, k) for e in domain.entities for k in after.tables[e]
-            if k not in before.tables[e]]
+    return [(e, k) for e in domain.entities for k in after.tables[e] if k not in before.tables[e]]
 
 
 def _changes(a: State, b: State, pinned: Sequence[tuple[str, str, str]] = ()) -> list[Change]:
@@ -669,8 +772,9 @@ def _changes(a: State, b: State, pinned: Sequence[tuple[str, str, str]] = ()) ->
     return sorted(out, key=lambda c: (c.entity, c.key, c.field))
 
 
-def _blocking_values(domain: Domain, st: State, chk: ir.Check, args: dict[str, Any]
-                     ) -> list[tuple[str, Any, str, Any]]:
+def _blocking_values(
+    domain: Domain, st: State, chk: ir.Check, args: dict[str, Any]
+) -> list[tuple[str, Any, str, Any]]:
     """(entity, key, field, value) read by the failed check: what a refusal should cite.
 
     Only the first such fact is kept: one reason is what a user needs to hear.

@@ -125,8 +125,7 @@ class ProofResult(_M):
     @classmethod
     def inconclusive(cls, name: str, cause: Inconclusive, detail: str) -> ProofResult:
         """The solver could not decide the obligation."""
-        return cls(name=name, ok=False, detail=detail, status=ProofStatus.INCONCLUSIVE,
-                   cause=cause)
+        return cls(name=name, ok=False, detail=detail, status=ProofStatus.INCONCLUSIVE, cause=cause)
 
 
 class Certificate(_M):

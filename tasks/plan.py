@@ -108,8 +108,7 @@ def _echoes(tool: ToolDef, s: Sort) -> bool:
     ``key:Order`` it is circular, and trying every row would only waste reads.
     """
     r = tool.returns
-    return (isinstance(r, ir.RowOf) and isinstance(r.key, ir.Var)
-            and s == Sort("key", r.entity))
+    return isinstance(r, ir.RowOf) and isinstance(r.key, ir.Var) and s == Sort("key", r.entity)
 
 
 def _hashable(v: Any) -> Any:
@@ -119,9 +118,16 @@ def _hashable(v: Any) -> Any:
 class Planner:
     """Builds a chain on ``state`` (mutated by write calls) while tracking knowledge."""
 
-    def __init__(self, domain: Domain, state: State, rng: random.Random,
-                 execute: Executor = call_tool, usage: dict[str, int] | None = None,
-                 explore: float = 0.25, shared_reads: ReadCache | None = None) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        state: State,
+        rng: random.Random,
+        execute: Executor = call_tool,
+        usage: dict[str, int] | None = None,
+        explore: float = 0.25,
+        shared_reads: ReadCache | None = None,
+    ) -> None:
         self.domain = domain
         self.explore = explore
         self.state = state
@@ -211,8 +217,9 @@ class Planner:
             return []
         return []
 
-    def acquire(self, s: Sort, v: Any, depth: int = 0,
-                pending: frozenset[tuple[Sort, Any]] = frozenset()) -> bool:
+    def acquire(
+        self, s: Sort, v: Any, depth: int = 0, pending: frozenset[tuple[Sort, Any]] = frozenset()
+    ) -> bool:
         """Make ``v`` known at sort ``s``, adding givens or lookup calls. Rolls back on failure.
 
         ``pending`` holds the values being acquired further up: a lookup that needs one
@@ -237,19 +244,23 @@ class Planner:
         pending = pending | {(s, _hashable(v))}
         for tool in producers:
             for args in self._bindings(tool):
-                if any((param_sort(tool.params[p]), _hashable(a)) in pending
-                       for p, a in args.items()):
+                if any(
+                    (param_sort(tool.params[p]), _hashable(a)) in pending for p, a in args.items()
+                ):
                     continue
                 try:
                     result = self.read(tool, args)
                 except ToolError:
                     continue
-                if (s, _hashable(v)) not in {(fs, _hashable(fv)) for fs, fv in
-                                             facts_of_result(self.domain, tool, result)}:
+                if (s, _hashable(v)) not in {
+                    (fs, _hashable(fv)) for fs, fv in facts_of_result(self.domain, tool, result)
+                }:
                     continue
                 snap = self.snapshot()
-                if all(self.acquire(param_sort(tool.params[p]), a, depth + 1, pending)
-                       for p, a in args.items()):
+                if all(
+                    self.acquire(param_sort(tool.params[p]), a, depth + 1, pending)
+                    for p, a in args.items()
+                ):
                     self.record(tool.name, args, result)
                     return True
                 self.restore(snap)
@@ -298,4 +309,3 @@ class Planner:
             return False, exc
         self.record(tool, args, result)
         return True, result
-

@@ -34,16 +34,21 @@ def humanize(name: str) -> str:
 def matching_keys(domain: Domain, state: State, entity: str, description: str) -> list[str]:
     """Keys of ``entity`` rows for which ``description`` (over variable ``x``) holds."""
     cond = Elaborator(domain.entities).condition(description, {"x": RowT(entity)})
-    return [k for k in sorted(state.tables[entity])
-            if evaluate(cond, state, {"x": k}, domain)]
+    return [k for k in sorted(state.tables[entity]) if evaluate(cond, state, {"x": k}, domain)]
 
 
 def _atom_src(field: str, value: Any) -> str:
     return f"x.{field} == {value!r}"
 
 
-def _phrase_atom(domain: Domain, entity: str, field: str, value: Any,
-                 principal: tuple[str, str] | None, state: State | None = None) -> str | None:
+def _phrase_atom(
+    domain: Domain,
+    entity: str,
+    field: str,
+    value: Any,
+    principal: tuple[str, str] | None,
+    state: State | None = None,
+) -> str | None:
     fd = domain.entities[entity].fields[field]
     if isinstance(fd.ty, RefT):
         if principal is not None and (fd.ty.entity, value) == principal:
@@ -67,8 +72,14 @@ def _phrase_atom(domain: Domain, entity: str, field: str, value: Any,
     return None
 
 
-def describe(domain: Domain, state: State, entity: str, key: str, rng: random.Random,
-             principal: tuple[str, str] | None = None) -> Target | None:
+def describe(
+    domain: Domain,
+    state: State,
+    entity: str,
+    key: str,
+    rng: random.Random,
+    principal: tuple[str, str] | None = None,
+) -> Target | None:
     """A :class:`Target` naming ``entity`` row ``key`` uniquely, or None if none is found.
 
     ``principal`` is the (entity, key) of the user the instruction speaks for; a row that
@@ -77,8 +88,9 @@ def describe(domain: Domain, state: State, entity: str, key: str, rng: random.Ra
     edef = domain.entities[entity]
     label = humanize(entity)
     if edef.key_givable:
-        return Target(entity=entity, key=key, phrase=f"{label} {key}",
-                      description=f"x.{edef.key} == {key!r}")
+        return Target(
+            entity=entity, key=key, phrase=f"{label} {key}", description=f"x.{edef.key} == {key!r}"
+        )
     row = state.tables[entity][key]
     atoms: list[tuple[str, str, str]] = []  # (field, src, phrase)
     for fname, fd in edef.fields.items():
@@ -105,8 +117,12 @@ def describe(domain: Domain, state: State, entity: str, key: str, rng: random.Ra
             phrase = ("my " if owned else "the ") + label
             if words:
                 phrase += " " + " and ".join(words)
-            return Target(entity=entity, key=key, phrase=phrase,
-                          description=" and ".join(src for _, src, _ in combo))
+            return Target(
+                entity=entity,
+                key=key,
+                phrase=phrase,
+                description=" and ".join(src for _, src, _ in combo),
+            )
     return None
 
 

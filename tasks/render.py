@@ -28,8 +28,10 @@ def stated(text: str, value: Any) -> bool:
     :func:`speak` says it ("insurance: yes"), or literally."""
     if isinstance(value, bool):
         word = "yes" if value else "no"
-        return (re.search(rf"\b{word}\b", text, re.IGNORECASE) is not None
-                or re.search(rf"\b{value}\b", text) is not None)
+        return (
+            re.search(rf"\b{word}\b", text, re.IGNORECASE) is not None
+            or re.search(rf"\b{value}\b", text) is not None
+        )
     pat = rf"(?<![\w-]){re.escape(str(value))}(?![\w-])"
     return re.search(pat, text) is not None
 
@@ -43,9 +45,15 @@ def _fill(template: str, values: dict[str, str]) -> str:
     return "".join(out)
 
 
-def intent_text(domain: Domain, tool: ToolDef, args: dict[str, Any], rng: random.Random,
-                targets: dict[tuple[str, str], Target], created: dict[str, str],
-                principal: tuple[str, str] | None = None) -> str:
+def intent_text(
+    domain: Domain,
+    tool: ToolDef,
+    args: dict[str, Any],
+    rng: random.Random,
+    targets: dict[tuple[str, str], Target],
+    created: dict[str, str],
+    principal: tuple[str, str] | None = None,
+) -> str:
     """One intent sentence: a template of ``tool`` with its arguments spoken.
 
     The user the instruction speaks for (``principal``) is implied ("me"), never spelled.
@@ -67,18 +75,20 @@ def intent_text(domain: Domain, tool: ToolDef, args: dict[str, Any], rng: random
         text = f"Please {tool.name.replace('_', ' ')}"
         missing = list(tool.params)
     # Arguments a template does not mention are stated, so nothing is left implicit.
-    extra = [spoken[n] if param_sort(tool.params[n]).kind == "key" else
-             f"{humanize(n)}: {spoken[n]}"
-             for n in missing if n in spoken and n not in implied
-             and not stated(text.lower(), spoken[n].lower())]
+    extra = [
+        spoken[n] if param_sort(tool.params[n]).kind == "key" else f"{humanize(n)}: {spoken[n]}"
+        for n in missing
+        if n in spoken and n not in implied and not stated(text.lower(), spoken[n].lower())
+    ]
     if extra:
         stop = text.rstrip()[-1:] if text.rstrip()[-1:] in ".?!" else "."
         text = text.rstrip().rstrip(".?!") + " (" + "; ".join(extra) + ")" + stop
     return text
 
 
-def speak(domain: Domain, s: Sort, v: Any, targets: dict[tuple[str, str], Target],
-          created: dict[str, str]) -> str:
+def speak(
+    domain: Domain, s: Sort, v: Any, targets: dict[tuple[str, str], Target], created: dict[str, str]
+) -> str:
     """How a user says value ``v`` of sort ``s``."""
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -91,8 +101,9 @@ def speak(domain: Domain, s: Sort, v: Any, targets: dict[tuple[str, str], Target
     return str(v)
 
 
-def opener(domain: Domain, givens: list[Given], rng: random.Random, used: str,
-           principal: str | None = None) -> str:
+def opener(
+    domain: Domain, givens: list[Given], rng: random.Random, used: str, principal: str | None = None
+) -> str:
     """Identify the user and state the givens not already said in the intents."""
     parts = []
     for g in givens:

@@ -50,11 +50,20 @@ def _pick_kind(rng: random.Random, kinds: dict[str, float], counts: Counter[str]
 
 def candidate_to_task(domain: Domain, c: Candidate, task_id: str, seed: int) -> Task:
     return Task(
-        id=task_id, domain=domain.name, domain_hash=domain.content_hash, seed=seed,
-        kind=c.kind, instruction=c.instruction, givens=c.givens,
-        initial_state=c.initial.to_dict(), chain=c.chain, goal=c.goal,
-        min_calls=len(c.chain), difficulty=len(c.chain),
-        tools_used=sorted({x.tool for x in c.chain}), targets=c.targets,
+        id=task_id,
+        domain=domain.name,
+        domain_hash=domain.content_hash,
+        seed=seed,
+        kind=c.kind,
+        instruction=c.instruction,
+        givens=c.givens,
+        initial_state=c.initial.to_dict(),
+        chain=c.chain,
+        goal=c.goal,
+        min_calls=len(c.chain),
+        difficulty=len(c.chain),
+        tools_used=sorted({x.tool for x in c.chain}),
+        targets=c.targets,
         refused_call=c.refused_call,
     )
 
@@ -71,10 +80,19 @@ def _run_checks(domain: Domain, task: Task, checks: list[TaskCheck]) -> Task | s
     return task
 
 
-def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = None, *,
-             progress: Progress | None = None, execute: Executor = call_tool,
-             task_checks: Sequence[TaskCheck] = (), max_attempts: int | None = None,
-             jobs: int = 1, record_times: bool = False) -> GenResult:
+def generate(
+    domain: Domain,
+    n: int,
+    seed: int,
+    options: GenOptions | None = None,
+    *,
+    progress: Progress | None = None,
+    execute: Executor = call_tool,
+    task_checks: Sequence[TaskCheck] = (),
+    max_attempts: int | None = None,
+    jobs: int = 1,
+    record_times: bool = False,
+) -> GenResult:
     """Generate up to ``n`` accepted tasks; every rejection is counted by reason.
 
     This is the generator alone: it runs the dry-run gate and only the ``task_checks``
@@ -120,17 +138,27 @@ def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = Non
                 except NoCandidate as nc:
                     rejected[nc.reason] += 1
                     continue
-                res = check_candidate(domain, cand.kind, cand.initial, cand.chain,
-                                      cand.givens, cand.targets, cand.instruction, cand.goal,
-                                      cand.refused_call, execute)
+                res = check_candidate(
+                    domain,
+                    cand.kind,
+                    cand.initial,
+                    cand.chain,
+                    cand.givens,
+                    cand.targets,
+                    cand.instruction,
+                    cand.goal,
+                    cand.refused_call,
+                    execute,
+                )
                 if not res.ok:
                     rejected[res.reason] += 1
                     continue
                 batch.append(candidate_to_task(domain, cand, "pending", seed))
                 planned[cand.kind] += 1
             if pool is not None:
-                outcomes = list(pool.map(_run_checks, [domain] * len(batch), batch,
-                                         [checks] * len(batch)))
+                outcomes = list(
+                    pool.map(_run_checks, [domain] * len(batch), batch, [checks] * len(batch))
+                )
             else:
                 outcomes = [_run_checks(domain, t, checks) for t in batch]
             for got in outcomes:
@@ -140,11 +168,17 @@ def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = Non
                 if len(tasks) >= n:
                     break
                 if got.certificate is not None and not record_times:
-                    cert = got.certificate.model_copy(update={"proofs": [
-                        p.model_copy(update={"ms": 0.0}) for p in got.certificate.proofs]})
+                    cert = got.certificate.model_copy(
+                        update={
+                            "proofs": [
+                                p.model_copy(update={"ms": 0.0}) for p in got.certificate.proofs
+                            ]
+                        }
+                    )
                     got = got.model_copy(update={"certificate": cert})
-                tasks.append(got.model_copy(
-                    update={"id": f"{domain.name}-{seed}-{len(tasks):05d}"}))
+                tasks.append(
+                    got.model_copy(update={"id": f"{domain.name}-{seed}-{len(tasks):05d}"})
+                )
                 kinds[got.kind] += 1
                 if progress:
                     progress(len(tasks), attempts)
@@ -152,11 +186,16 @@ def generate(domain: Domain, n: int, seed: int, options: GenOptions | None = Non
         if pool is not None:
             pool.shutdown()
     manifest = Manifest(
-        generator_version=__version__, domain=domain.name, domain_hash=domain.content_hash,
-        seed=seed, options={"n": n, **opts.model_dump()}, accepted=len(tasks),
+        generator_version=__version__,
+        domain=domain.name,
+        domain_hash=domain.content_hash,
+        seed=seed,
+        options={"n": n, **opts.model_dump()},
+        accepted=len(tasks),
         by_kind=dict(sorted(kinds.items())),
-        by_length=dict(sorted(Counter(str(t.difficulty) for t in tasks).items(),
-                              key=lambda kv: int(kv[0]))),
+        by_length=dict(
+            sorted(Counter(str(t.difficulty) for t in tasks).items(), key=lambda kv: int(kv[0]))
+        ),
         rejected=dict(sorted(rejected.items())),
     )
     return GenResult(tasks, manifest, rejected)

@@ -12,8 +12,7 @@ from graphgen.types import BOOL, DATE, INT, STR
 from graphgen.vocabulary import load_vocab, resolve_vocab
 
 
-def free_value(domain: Domain, tool: ToolDef, p: ParamDef, rng: random.Random,
-               st: State) -> Any:
+def free_value(domain: Domain, tool: ToolDef, p: ParamDef, rng: random.Random, st: State) -> Any:
     """A realistic value for free parameter ``p`` of ``tool`` (seeded by ``rng``)."""
     if p.ty == INT:
         lo = p.min if p.min is not None else 1
@@ -38,7 +37,13 @@ def free_value(domain: Domain, tool: ToolDef, p: ParamDef, rng: random.Random,
     raise TypeError(f"no free value for {p.ty.show()}")
 
 
-_FILES = {"city": "cities", "person_name": "first_names", "first_name": "first_names",
-          "last_name": "last_names", "product": "products", "color": "colors",
-          "size_label": "size_labels", "word": "words"}
-
+_FILES = {
+    "city": "cities",
+    "person_name": "first_names",
+    "first_name": "first_names",
+    "last_name": "last_names",
+    "product": "products",
+    "color": "colors",
+    "size_label": "size_labels",
+    "word": "words",
+}

@@ -72,12 +72,19 @@ class StubServer:
         else:
             calls = []
             for i, (name, args) in enumerate(reply):
-                calls.append({"id": f"call_{self._counter}_{i}", "type": "function",
-                              "function": {"name": name, "arguments": args}})
+                calls.append(
+                    {
+                        "id": f"call_{self._counter}_{i}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": args},
+                    }
+                )
             message = {"role": "assistant", "content": None, "tool_calls": calls}
             finish = "tool_calls"
         return {
-            "id": f"chatcmpl-{self._counter}", "object": "chat.completion", "created": 0,
+            "id": f"chatcmpl-{self._counter}",
+            "object": "chat.completion",
+            "created": 0,
             "model": body.get("model", "stub"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},

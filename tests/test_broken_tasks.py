@@ -45,14 +45,27 @@ from graphgen.verify.certify import certify, recheck
 DATA = Path(__file__).parent / "data"
 DOMAINS = ("mock", "retail", "airline")
 EXPECTED: dict[str, dict[str, Any]] = json.loads(
-    (DATA / "broken_tasks_expected.json").read_text(encoding="utf-8"))
+    (DATA / "broken_tasks_expected.json").read_text(encoding="utf-8")
+)
 IDS = sorted(EXPECTED)
 CATEGORIES = {
-    "goal already true", "shortcut below the stated minimum", "ambiguous target",
-    "two minimal solutions with different end states", "refusal that is possible",
-    "wrong reference chain", "argument the agent could not know", "metadata"}
-PROOFS = {"reference_chain", "goal_not_initial", "min_calls", "unique_targets",
-          "unique_final_state", "refusal_impossible"}
+    "goal already true",
+    "shortcut below the stated minimum",
+    "ambiguous target",
+    "two minimal solutions with different end states",
+    "refusal that is possible",
+    "wrong reference chain",
+    "argument the agent could not know",
+    "metadata",
+}
+PROOFS = {
+    "reference_chain",
+    "goal_not_initial",
+    "min_calls",
+    "unique_targets",
+    "unique_final_state",
+    "refusal_impossible",
+}
 runner = CliRunner()
 
 
@@ -73,8 +86,17 @@ def broken(tid: str) -> tuple[Domain, Task]:
 
 
 def dry_run(d: Domain, t: Task) -> str:
-    res = check_candidate(d, t.kind, State.from_dict(t.initial_state), t.chain, t.givens,
-                          t.targets, t.instruction, t.goal, t.refused_call)
+    res = check_candidate(
+        d,
+        t.kind,
+        State.from_dict(t.initial_state),
+        t.chain,
+        t.givens,
+        t.targets,
+        t.instruction,
+        t.goal,
+        t.refused_call,
+    )
     return "" if res.ok else res.reason
 
 
@@ -110,9 +132,11 @@ def test_corpus_covers_every_category_across_domains() -> None:
     assert files == set(IDS)
     for e in EXPECTED.values():
         r = e["reason"]
-        assert (r in ("bad_metadata", "domain_changed")
-                or (r.startswith("dry_run_") and r.removeprefix("dry_run_") in REASONS)
-                or (r.startswith("proof_") and r.removeprefix("proof_") in PROOFS)), r
+        assert (
+            r in ("bad_metadata", "domain_changed")
+            or (r.startswith("dry_run_") and r.removeprefix("dry_run_") in REASONS)
+            or (r.startswith("proof_") and r.removeprefix("proof_") in PROOFS)
+        ), r
 
 
 def test_some_cases_only_z3_can_catch() -> None:
@@ -120,14 +144,14 @@ def test_some_cases_only_z3_can_catch() -> None:
     z3_only = {e["reason"] for e in EXPECTED.values() if e["reason"].startswith("proof_")}
     # (An answer already stated in the instruction used to get past the dry-run as a
     # yes/no word; the dry-run now matches whole words, so that case moved there.)
-    assert z3_only >= {"proof_min_calls", "proof_unique_final_state",
-                       "proof_refusal_impossible"}
+    assert z3_only >= {"proof_min_calls", "proof_unique_final_state", "proof_refusal_impossible"}
 
 
 def test_files_are_what_the_script_makes() -> None:
     """The script's cases and the committed expectations agree (regenerate if not)."""
-    spec = importlib.util.spec_from_file_location("make_broken_tasks",
-                                                  DATA / "make_broken_tasks.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_broken_tasks", DATA / "make_broken_tasks.py"
+    )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # its dataclasses look their module up while defined
@@ -136,8 +160,10 @@ def test_files_are_what_the_script_makes() -> None:
     finally:
         del sys.modules[spec.name]
     made = [(c.domain, c.category, c.what, c.reason, c.gate) for c in mod.CASES]
-    committed = [(e["domain"], e["category"], e["corruption"], e["reason"], e["gate"])
-                 for e in (EXPECTED[t] for name in DOMAINS for t in corpus(name))]
+    committed = [
+        (e["domain"], e["category"], e["corruption"], e["reason"], e["gate"])
+        for e in (EXPECTED[t] for name in DOMAINS for t in corpus(name))
+    ]
     assert made == committed
     for name in DOMAINS:
         manifest, tasks = read_taskset(DATA / f"broken_{name}.jsonl")
@@ -222,10 +248,16 @@ def test_generator_gate_recomputes_what_these_break(tid: str) -> None:
 def _refused_payment() -> Task:
     """A mock "insufficient funds" refusal as the generator proposes it (dry-run only)."""
     res = generate(domain("mock"), 80, 3)
-    return next(t for t in res.tasks if t.refused_call is not None
-                and t.refused_call.tool == "pay"
-                and failed_check(domain("mock"), State.from_dict(t.initial_state), "pay",
-                                 dict(t.refused_call.args)).message == "insufficient funds")
+    return next(
+        t
+        for t in res.tasks
+        if t.refused_call is not None
+        and t.refused_call.tool == "pay"
+        and failed_check(
+            domain("mock"), State.from_dict(t.initial_state), "pay", dict(t.refused_call.args)
+        ).message
+        == "insufficient funds"
+    )
 
 
 def test_a_deposit_first_makes_the_refused_payment() -> None:
@@ -240,8 +272,7 @@ def test_a_deposit_first_makes_the_refused_payment() -> None:
         call_tool(d, st, c.tool, dict(c.args))
     call_tool(d, st, "deposit", args)
     pid = call_tool(d, st, "pay", args)
-    assert st.tables["Payment"][pid] == {"account_id": args["account_id"],
-                                         "amount": args["amount"]}
+    assert st.tables["Payment"][pid] == {"account_id": args["account_id"], "amount": args["amount"]}
 
 
 def test_refusal_possible_after_a_deposit_is_rejected() -> None:
@@ -261,7 +292,8 @@ def test_refusal_possible_after_a_deposit_is_rejected() -> None:
 @pytest.mark.parametrize("name", ["retail", "airline"])
 @pytest.mark.parametrize("words", [None, "max. resource limit exceeded"])
 def test_a_resource_limited_proof_is_counted_as_timeout(
-        name: str, words: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, words: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A real task certified with a tiny resource limit: its proofs are inconclusive with
     cause timeout, and certify and recheck count it as ``timeout``, not as a refuted
     ``proof_<name>``. z3 words running out of the limit as ``canceled`` on the
@@ -299,8 +331,7 @@ def test_proof_status_is_not_written_and_is_rebuilt_from_ok() -> None:
     from graphgen.tasks.model import Inconclusive, ProofResult, ProofStatus
 
     stuck = ProofResult.inconclusive("min_calls", Inconclusive.TIMEOUT, "timeout")
-    assert stuck.model_dump() == {"name": "min_calls", "ok": False, "ms": 0.0,
-                                  "detail": "timeout"}
+    assert stuck.model_dump() == {"name": "min_calls", "ok": False, "ms": 0.0, "detail": "timeout"}
     back = ProofResult.model_validate(ProofResult.proved("min_calls", "x").model_dump())
     assert back.status is ProofStatus.PROVED
     with pytest.raises(ValueError, match="ok=True"):

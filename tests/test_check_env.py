@@ -44,8 +44,9 @@ class _Proxy:
         self.env = env
         self.tools, self.policy, self.max_steps = env.tools, env.policy, env.max_steps
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         return self.env.reset(seed=seed, options=options)  # type: ignore[no-any-return]
 
     def step(self, action: Any) -> Any:
@@ -81,8 +82,9 @@ class _Nondeterministic(_Proxy):
 
     calls = 0
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
         self.calls += 1
         return obs, {**info, "episode": self.calls}
@@ -96,15 +98,19 @@ class _NeverTerminates(_Proxy):
         return obs, reward, False, truncated, info
 
 
-@pytest.mark.parametrize(("broken", "prop"), [
-    (_OldStep, "check_step_return"),
-    (_OldReset, "check_reset_signature"),
-    (_Raising, "check_errors_are_observations"),
-    (_Nondeterministic, "check_reset_determinism"),
-    (_NeverTerminates, "check_finish_terminates"),
-])
-def test_check_env_rejects_a_broken_env(broken: type[_Proxy], prop: str,
-                                        mock_task: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("broken", "prop"),
+    [
+        (_OldStep, "check_step_return"),
+        (_OldReset, "check_reset_signature"),
+        (_Raising, "check_errors_are_observations"),
+        (_Nondeterministic, "check_reset_determinism"),
+        (_NeverTerminates, "check_finish_terminates"),
+    ],
+)
+def test_check_env_rejects_a_broken_env(
+    broken: type[_Proxy], prop: str, mock_task: dict[str, Any]
+) -> None:
     with pytest.raises(EnvCheckError, match=prop) as info:
         check_env(broken(_mock_env()), mock_task)
     assert info.value.prop == prop
@@ -153,12 +159,16 @@ def test_gym_wrapper_escapes_text_outside_its_space() -> None:
         GymEnvironment(_mock_env(), [])
 
 
-@pytest.mark.parametrize(("module", "missing", "extra"), [
-    ("graphgen.envs.gym", "gymnasium", "`gym` extra"),
-    ("graphgen.envs.agent", "openai", "`eval` extra"),
-])
-def test_optional_dependencies_are_named_when_missing(module: str, missing: str, extra: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("module", "missing", "extra"),
+    [
+        ("graphgen.envs.gym", "gymnasium", "`gym` extra"),
+        ("graphgen.envs.agent", "openai", "`eval` extra"),
+    ],
+)
+def test_optional_dependencies_are_named_when_missing(
+    module: str, missing: str, extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import importlib
     import sys
 

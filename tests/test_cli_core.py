@@ -69,8 +69,14 @@ def test_run_does_the_whole_pipeline(tmp_path: Path) -> None:
     out = tmp_path / "out"
     res = runner.invoke(app, ["run", "mock", "-n", "8", "-o", str(out), "-j", "1"])
     assert res.exit_code == 0, res.output
-    for name in ("graph.json", "graph.png", "tasks.jsonl", "mock_env/tools.py",
-                 "trajectories_oracle.jsonl", "trajectories_noop.jsonl"):
+    for name in (
+        "graph.json",
+        "graph.png",
+        "tasks.jsonl",
+        "mock_env/tools.py",
+        "trajectories_oracle.jsonl",
+        "trajectories_noop.jsonl",
+    ):
         assert (out / name).is_file(), name
     assert len((out / "tasks.jsonl").read_text().splitlines()) == 9  # manifest + 8 tasks
     oracle = [json.loads(x) for x in (out / "trajectories_oracle.jsonl").read_text().splitlines()]

@@ -26,8 +26,9 @@ def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def mock_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cli") / "mock.jsonl"
-    res = runner.invoke(cli.app, ["generate", "mock", "-n", "30", "--seed", "1",
-                                  "-o", str(out), "--no-prove"])
+    res = runner.invoke(
+        cli.app, ["generate", "mock", "-n", "30", "--seed", "1", "-o", str(out), "--no-prove"]
+    )
     assert res.exit_code == 0, res.output
     return out
 
@@ -44,8 +45,22 @@ def test_generate_writes_manifest_and_tasks(mock_file: Path) -> None:
 
 def test_generate_prints_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "m.jsonl"
-    res = runner.invoke(cli.app, ["generate", "mock", "-n", "12", "--seed", "4", "-o", str(out),
-                                  "--no-prove", "--max-intents", "1"])
+    res = runner.invoke(
+        cli.app,
+        [
+            "generate",
+            "mock",
+            "-n",
+            "12",
+            "--seed",
+            "4",
+            "-o",
+            str(out),
+            "--no-prove",
+            "--max-intents",
+            "1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "accepted" in res.stdout and "kind action" in res.stdout
     assert f"wrote 12 tasks to {out}" in res.stdout
@@ -55,15 +70,18 @@ def test_generate_prints_the_summary(tmp_path: Path) -> None:
 
 def test_generate_is_reproducible_through_the_cli(tmp_path: Path, mock_file: Path) -> None:
     again = tmp_path / "again.jsonl"
-    res = runner.invoke(cli.app, ["generate", "mock", "-n", "30", "--seed", "1",
-                                  "-o", str(again), "--no-prove"])
+    res = runner.invoke(
+        cli.app, ["generate", "mock", "-n", "30", "--seed", "1", "-o", str(again), "--no-prove"]
+    )
     assert res.exit_code == 0
     assert again.read_bytes() == mock_file.read_bytes()
 
 
 def test_generate_unknown_domain_exits_1(tmp_path: Path) -> None:
-    res = runner.invoke(cli.app, ["generate", "no_such_domain", "-n", "3",
-                                  "-o", str(tmp_path / "x.jsonl"), "--no-prove"])
+    res = runner.invoke(
+        cli.app,
+        ["generate", "no_such_domain", "-n", "3", "-o", str(tmp_path / "x.jsonl"), "--no-prove"],
+    )
     assert res.exit_code == 1
     assert "no_such_domain" in res.output
     assert not (tmp_path / "x.jsonl").exists()

@@ -214,7 +214,8 @@ def _import_package(path: Path) -> ModuleType:
     """Import a generated package from ``path`` under a fresh module name."""
     name = f"gg_compiled_{path.name}_{next(_unique)}"
     spec = importlib.util.spec_from_file_location(
-        name, path / "__init__.py", submodule_search_locations=[str(path)])
+        name, path / "__init__.py", submodule_search_locations=[str(path)]
+    )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
@@ -264,8 +265,9 @@ _WORDS = ["a", "b", "x", "all", "low", "zz", "Ann", "B001"]
 _DATES = ["2024-01-01", "2024-06-15", "2024-12-31", "2026-03-01"]
 
 
-def _random_value(ty: Ty, keys: dict[str, list[str]], rng: random.Random, lo: int | None,
-                  hi: int | None) -> Any:
+def _random_value(
+    ty: Ty, keys: dict[str, list[str]], rng: random.Random, lo: int | None, hi: int | None
+) -> Any:
     if ty == INT:
         a = lo if lo is not None else -5
         b = hi if hi is not None else 60
@@ -281,8 +283,11 @@ def _random_value(ty: Ty, keys: dict[str, list[str]], rng: random.Random, lo: in
     if isinstance(ty, RefT):
         return rng.choice(keys[ty.entity])
     if isinstance(ty, ListT):
-        pool = keys[ty.elem.entity] if isinstance(ty.elem, RefT) else \
-            [_random_value(ty.elem, keys, rng, None, None) for _ in range(4)]
+        pool = (
+            keys[ty.elem.entity]
+            if isinstance(ty.elem, RefT)
+            else [_random_value(ty.elem, keys, rng, None, None) for _ in range(4)]
+        )
         return sorted(set(rng.sample(pool, rng.randint(0, min(3, len(pool))))))
     raise AssertionError(ty)
 
@@ -363,8 +368,13 @@ def random_args(dom: Domain, tool: str, st: State, rng: random.Random) -> Any:
         elif p.ty == BOOL:
             args[p.name] = rng.random() < 0.5
         else:
-            vals = [v for e in st.tables for r in st.tables[e].values() for v in r.values()
-                    if isinstance(v, str)]
+            vals = [
+                v
+                for e in st.tables
+                for r in st.tables[e].values()
+                for v in r.values()
+                if isinstance(v, str)
+            ]
             args[p.name] = rng.choice([*vals[:20], *_WORDS, "x"])
     roll = rng.random()
     if roll < 0.03:
@@ -441,12 +451,14 @@ def run_differential(c: Compiled, seeds: range, calls: int, tally: Tally) -> Non
                 tally.errors[kind] = tally.errors.get(kind, 0) + 1
             same = json.dumps(expected, sort_keys=True) == json.dumps(got, sort_keys=True)
             same_state = json.dumps(st.to_dict(), sort_keys=True) == json.dumps(
-                db.to_state(), sort_keys=True)
+                db.to_state(), sort_keys=True
+            )
             if not (same and same_state):
                 tally.mismatches.append(
                     f"{dom.name} seed {seed} step {step}: {name}({args!r})\n"
                     f"  interpreter: {expected!r}\n  compiled:    {got!r}\n"
-                    f"  states equal: {same_state}")
+                    f"  states equal: {same_state}"
+                )
                 break  # the states have diverged; the rest of this sequence says nothing
 
 
@@ -463,9 +475,11 @@ def test_differential_interpreter_vs_compiled(compiled: Compiled) -> None:
     run_differential(compiled, range(SEQUENCES), 25, tally)
     dom = compiled.domain
     never = sorted(t.name for t in dom.write_tools if t.name not in tally.ok_tools)
-    print(f"\n{dom.name}: {tally.sequences} sequences, {tally.calls} calls, "
-          f"{tally.ok} ok ({tally.writes_ok} writes), errors {dict(sorted(tally.errors.items()))}"
-          f", mismatches {len(tally.mismatches)}, writes never ok: {never}")
+    print(
+        f"\n{dom.name}: {tally.sequences} sequences, {tally.calls} calls, "
+        f"{tally.ok} ok ({tally.writes_ok} writes), errors {dict(sorted(tally.errors.items()))}"
+        f", mismatches {len(tally.mismatches)}, writes never ok: {never}"
+    )
     assert not tally.mismatches, "\n".join(tally.mismatches[:5])
     assert tally.calls == SEQUENCES * 25
     assert tally.writes_ok > 0, "no write call succeeded: the effects went untested"
@@ -479,8 +493,14 @@ def test_sink_covers_every_failure_kind(gen_root: Path) -> None:
     tally = Tally()
     run_differential(_compiled("sink", gen_root), range(200, 320), 30, tally)
     assert not tally.mismatches, "\n".join(tally.mismatches[:5])
-    assert set(tally.errors) == {"bad_args", "not_found", "unknown_tool", "precondition",
-                                 "invariant", "empty"}
+    assert set(tally.errors) == {
+        "bad_args",
+        "not_found",
+        "unknown_tool",
+        "precondition",
+        "invariant",
+        "empty",
+    }
 
 
 def test_rollback_restores_everything(gen_root: Path) -> None:
@@ -515,14 +535,23 @@ def test_generated_code_is_deterministic(gen_root: Path, tmp_path: Path) -> None
 
 def test_generated_code_ignores_hash_seed() -> None:
     """Set and dict orders never leak into the output: same bytes under any hash seed."""
-    code = ("import hashlib\n"
-            "from graphgen.domains import load_builtin\n"
-            "from graphgen.envs.codegen import compile_domain_source\n"
-            "src = compile_domain_source(load_builtin('mock'))\n"
-            "print(hashlib.sha256(repr(sorted(src.items())).encode()).hexdigest())\n")
+    code = (
+        "import hashlib\n"
+        "from graphgen.domains import load_builtin\n"
+        "from graphgen.envs.codegen import compile_domain_source\n"
+        "src = compile_domain_source(load_builtin('mock'))\n"
+        "print(hashlib.sha256(repr(sorted(src.items())).encode()).hexdigest())\n"
+    )
     digests = {
-        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                       timeout=60, cwd=ROOT, env={"PYTHONHASHSEED": seed}).stdout
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+            cwd=ROOT,
+            env={"PYTHONHASHSEED": seed},
+        ).stdout
         for seed in ("1", "2")
     }
     assert len(digests) == 1 and len(next(iter(digests)).strip()) == 64
@@ -538,7 +567,9 @@ def _source_text(name: str) -> str:
 
 _FORBIDDEN = re.compile(
     r"^\s*(import|from)\s+(time|uuid|random|secrets|graphgen|envs)\b"
-    r"|datetime\.now|date\.today|time\.time|uuid\d|os\.urandom", re.M)
+    r"|datetime\.now|date\.today|time\.time|uuid\d|os\.urandom",
+    re.M,
+)
 
 
 def test_no_clock_uuid_random_or_graphgen(compiled: Compiled) -> None:
@@ -564,8 +595,9 @@ def test_runs_without_graphgen(compiled: Compiled) -> None:
         "    print(exc.kind)\n"
         "print(len(pkg.TOOLS), json.dumps(db.to_state()['counters'], sort_keys=True))\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert res.returncode == 0, res.stderr
     assert str(len(compiled.domain.tools)) in res.stdout.splitlines()[-1]
 
@@ -582,10 +614,17 @@ def test_ruff_clean(gen_root: Path) -> None:
     """Clean under ruff's defaults and under this project's rule set."""
     dirs = [str(c.path) for c in _all_compiled(gen_root)]
     ruff = str(VENV_BIN / "ruff")
-    for extra in ([], ["--select", "E,F,W,I,B,UP,SIM,RUF", "--line-length", "100",
-                       "--target-version", "py311"]):
-        res = subprocess.run([ruff, "check", "--no-cache", "--isolated", *extra, *dirs],
-                             capture_output=True, text=True, timeout=120, check=False)
+    for extra in (
+        [],
+        ["--select", "E,F,W,I,B,UP,SIM,RUF", "--line-length", "100", "--target-version", "py311"],
+    ):
+        res = subprocess.run(
+            [ruff, "check", "--no-cache", "--isolated", *extra, *dirs],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -593,9 +632,20 @@ def test_ruff_clean(gen_root: Path) -> None:
 def test_mypy_strict_clean(gen_root: Path) -> None:
     dirs = [str(c.path) for c in _all_compiled(gen_root)]
     res = subprocess.run(
-        [str(VENV_BIN / "mypy"), "--strict", "--no-error-summary", "--cache-dir",
-         str(gen_root / ".mypy_cache"), *dirs],
-        capture_output=True, text=True, timeout=300, check=False, cwd=gen_root)
+        [
+            str(VENV_BIN / "mypy"),
+            "--strict",
+            "--no-error-summary",
+            "--cache-dir",
+            str(gen_root / ".mypy_cache"),
+            *dirs,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=gen_root,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -622,8 +672,9 @@ def test_schemas_are_strict(compiled: Compiled) -> None:
 
 def test_schema_shapes() -> None:
     dom = _sink()
-    props = {t["function"]["name"]: t["function"]["parameters"]["properties"]
-             for t in openai_tools(dom)}
+    props = {
+        t["function"]["name"]: t["function"]["parameters"]["properties"] for t in openai_tools(dom)
+    }
     assert props["boxes"]["level"] == {"type": "string", "enum": ["low", "mid", "high"]}
     assert props["add_shelf"]["since"]["pattern"] == r"^\d{4}-\d{2}-\d{2}$"
     assert "YYYY-MM-DD" in props["add_shelf"]["since"]["description"]
@@ -631,7 +682,11 @@ def test_schema_shapes() -> None:
     assert props["move_box"]["box_id"] == {"type": "string", "description": "A Box id."}
     mock = {t["function"]["name"]: t["function"] for t in openai_tools(load_builtin("mock"))}
     assert mock["pay"]["parameters"]["properties"]["amount"] == {
-        "type": "integer", "minimum": 1, "maximum": 5000, "description": "Whole units to pay."}
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 5000,
+        "description": "Whole units to pay.",
+    }
     assert mock["pay"]["parameters"]["required"] == ["account_id", "amount"]
 
 
@@ -644,15 +699,19 @@ def test_environment_episode(gen_root: Path) -> None:
     final = st.copy()
     call_tool(c.domain, final, "deposit", {"account_id": acct, "amount": 7})
     bal = st.tables["Account"][acct]["balance"]
-    goal = {"changes": [{"entity": "Account", "key": acct, "field": "balance",
-                         "before": bal, "after": bal + 7}], "answer": [acct]}
-    task = {"initial_state": st.to_dict(), "instruction": f"I am {email}; deposit 7.",
-            "goal": goal}
+    goal = {
+        "changes": [
+            {"entity": "Account", "key": acct, "field": "balance", "before": bal, "after": bal + 7}
+        ],
+        "answer": [acct],
+    }
+    task = {"initial_state": st.to_dict(), "instruction": f"I am {email}; deposit 7.", "goal": goal}
 
     env = c.pkg.Environment()
     assert env.reset(options={"task": task}) == (task["instruction"], {"task_id": None, "step": 0})
     obs, reward, terminated, truncated, _ = env.step(
-        {"name": "find_account", "arguments": json.dumps({"email": email})})
+        {"name": "find_account", "arguments": json.dumps({"email": email})}
+    )
     assert json.loads(obs) == [acct] and reward == 0.0 and not terminated and not truncated
     obs, _, _, _, info = env.step({"function": {"name": "deposit", "arguments": "{bad"}})
     assert obs.startswith("Error: deposit: arguments are not valid JSON") and info["error"]
@@ -662,20 +721,21 @@ def test_environment_episode(gen_root: Path) -> None:
     assert obs.startswith("Error: an action is") and info["error"] == "bad_action"
     obs, _, _, _, info = env.step("{not json")
     assert "action is not valid JSON" in obs and info["error"] == "bad_action"
-    obs, *_ = env.step(json.dumps({"name": "deposit",
-                                   "arguments": {"account_id": acct, "amount": 7}}))
+    obs, *_ = env.step(
+        json.dumps({"name": "deposit", "arguments": {"account_id": acct, "amount": 7}})
+    )
     assert obs == "ok"
     assert env.get_reward() == 0.0  # no answer given yet
     obs, reward, terminated, truncated, info = env.step(
-        {"name": FINISH_NAME, "arguments": {"answer": f"Done for {acct}."}})
+        {"name": FINISH_NAME, "arguments": {"answer": f"Done for {acct}."}}
+    )
     assert terminated and not truncated and reward == 1.0
     assert info["grade"]["success"] is True
     assert all(item["ok"] for item in info["grade"]["items"])
     assert env.step({"name": FINISH_NAME, "arguments": {}})[2:4] == (True, False)
 
     env.reset()  # the same task again; wrong final state: nothing was deposited
-    _, reward, terminated, _, info = env.step(
-        {"name": FINISH_NAME, "arguments": {"answer": acct}})
+    _, reward, terminated, _, info = env.step({"name": FINISH_NAME, "arguments": {"answer": acct}})
     assert terminated and reward == 0.0 and info["grade"]["success"] is False
     failed = [i["check"] for i in info["grade"]["items"] if not i["ok"]]
     assert failed == [f"change Account {acct} balance"]
@@ -683,9 +743,12 @@ def test_environment_episode(gen_root: Path) -> None:
     env = c.pkg.Environment(max_steps=2)
     env.reset(options={"task": json.dumps(task)})
     assert env.step({"name": "get_account", "arguments": {"account_id": acct}})[2:4] == (
-        False, False)
+        False,
+        False,
+    )
     _, reward, terminated, truncated, _ = env.step(
-        {"name": "get_account", "arguments": {"account_id": acct}})
+        {"name": "get_account", "arguments": {"account_id": acct}}
+    )
     assert truncated and not terminated and reward == 0.0
 
 

@@ -24,9 +24,17 @@ def dom() -> Domain:
 
 def _flight(number: str, date: str, status: str, **kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = dict(
-        flight_number=number, origin="AP01", destination="AP02", date=date,
-        departure_time="08:00", status=status, economy_seats=4, business_seats=2,
-        baggage_capacity=10, economy_price=200, business_price=600,
+        flight_number=number,
+        origin="AP01",
+        destination="AP02",
+        date=date,
+        departure_time="08:00",
+        status=status,
+        economy_seats=4,
+        business_seats=2,
+        baggage_capacity=10,
+        economy_price=200,
+        business_price=600,
     )
     row.update(kw)
     return row
@@ -37,10 +45,10 @@ def st(dom: Domain) -> State:
     """Two travellers, one route with three flights, economy on FL001 has 1 seat left."""
     s = State.empty(dom)
     s.tables["User"] = {
-        "U001": dict(email="ana@example.com", name="Ana Ruiz", membership="silver",
-                     travel_credit=0),
-        "U002": dict(email="bo@example.com", name="Bo Li", membership="regular",
-                     travel_credit=250),
+        "U001": dict(
+            email="ana@example.com", name="Ana Ruiz", membership="silver", travel_credit=0
+        ),
+        "U002": dict(email="bo@example.com", name="Bo Li", membership="regular", travel_credit=250),
     }
     s.tables["PaymentMethod"] = {
         "PM001": dict(user_id="U001", kind="credit_card", label="falcon", available=5000),
@@ -56,20 +64,43 @@ def st(dom: Domain) -> State:
         "FL003": _flight("HA103", "2024-06-02", "cancelled"),
     }
     s.tables["Reservation"] = {
-        "R0001": dict(user_id="U002", flight_id="FL001", cabin="economy", passengers=3,
-                      bags=2, status="booked", insurance=False, payment_id="PM002",
-                      amount_paid=600),
-        "R0002": dict(user_id="U001", flight_id="FL003", cabin="economy", passengers=1,
-                      bags=1, status="booked", insurance=False, payment_id="PM001",
-                      amount_paid=200),
+        "R0001": dict(
+            user_id="U002",
+            flight_id="FL001",
+            cabin="economy",
+            passengers=3,
+            bags=2,
+            status="booked",
+            insurance=False,
+            payment_id="PM002",
+            amount_paid=600,
+        ),
+        "R0002": dict(
+            user_id="U001",
+            flight_id="FL003",
+            cabin="economy",
+            passengers=1,
+            bags=1,
+            status="booked",
+            insurance=False,
+            payment_id="PM001",
+            amount_paid=200,
+        ),
     }
     s.counters.update(User=3, PaymentMethod=3, Airport=3, Flight=4, Reservation=7)
     return s
 
 
 def _book(**over: Any) -> dict[str, Any]:
-    args: dict[str, Any] = dict(user_id="U001", flight_id="FL001", cabin="economy",
-                                passengers=1, bags=3, insurance=True, payment_id="PM001")
+    args: dict[str, Any] = dict(
+        user_id="U001",
+        flight_id="FL001",
+        cabin="economy",
+        passengers=1,
+        bags=3,
+        insurance=True,
+        payment_id="PM001",
+    )
     args.update(over)
     return args
 
@@ -78,12 +109,18 @@ def test_is_builtin_and_has_the_promised_shape(dom: Domain) -> None:
     assert "airline" in builtin_names()
     assert len(dom.tools) >= 14
     guarded = [
-        t.name for t in dom.write_tools
+        t.name
+        for t in dom.write_tools
         if any(isinstance(n, ir.Agg) for c in t.requires for n in ir.walk(c.expr))
     ]
     assert len(guarded) >= 6, guarded
-    assert {"book_reservation", "change_flight", "change_cabin", "add_passengers",
-            "update_baggage"} <= set(guarded)
+    assert {
+        "book_reservation",
+        "change_flight",
+        "change_cabin",
+        "add_passengers",
+        "update_baggage",
+    } <= set(guarded)
     for e in dom.entities.values():
         assert e.display is not None and e.size > 0, e.name
     assert not dom.entities["User"].key_givable
@@ -106,7 +143,9 @@ def test_every_tool_is_documented_and_intents_only_name_givable_params(dom: Doma
                 ty = t.params[name].ty
                 # a traveller cannot state an internal id, so templates must not ask for one
                 assert not (isinstance(ty, RefT) and not dom.entities[ty.entity].key_givable), (
-                    t.name, name)
+                    t.name,
+                    name,
+                )
 
 
 def test_booking_that_fits_charges_the_total(dom: Domain, st: State) -> None:
@@ -116,8 +155,9 @@ def test_booking_that_fits_charges_the_total(dom: Domain, st: State) -> None:
     assert row["amount_paid"] == 280
     assert row["status"] == "booked" and row["flight_id"] == "FL001"
     assert st.tables["PaymentMethod"]["PM001"]["available"] == 5000 - 280
-    assert call_tool(dom, st, "count_available_seats",
-                     {"flight_id": "FL001", "cabin": "economy"}) == 0
+    assert (
+        call_tool(dom, st, "count_available_seats", {"flight_id": "FL001", "cabin": "economy"}) == 0
+    )
 
 
 def test_booking_over_capacity_is_rejected_and_state_unchanged(dom: Domain, st: State) -> None:
@@ -159,8 +199,12 @@ def test_rebooking_chain_after_airline_cancellation(dom: Domain, st: State) -> N
     res = call_tool(dom, st, "get_reservation_details", {"reservation_id": rid})
     fl = call_tool(dom, st, "get_flight_details", {"flight_id": res["flight_id"]})
     assert fl["status"] == "cancelled"
-    alts = call_tool(dom, st, "search_direct_flights", {
-        "origin": fl["origin"], "destination": fl["destination"], "date": fl["date"]})
+    alts = call_tool(
+        dom,
+        st,
+        "search_direct_flights",
+        {"origin": fl["origin"], "destination": fl["destination"], "date": fl["date"]},
+    )
     assert alts == ["FL002"]  # the cancelled flight itself is not offered
     call_tool(dom, st, "change_flight", {"reservation_id": rid, "new_flight_id": alts[0]})
     row = st.tables["Reservation"][rid]

@@ -21,11 +21,20 @@ def dom() -> Domain:
     return load_domain(builtin_path("retail"))
 
 
-def _order(user: str, status: str, items: list[str], total: int, pm: str,
-           placed_on: str) -> dict[str, Any]:
-    return {"user_id": user, "status": status, "items": items, "total": total,
-            "payment_method_id": pm, "street": "1 Elm St", "city": "Oslo", "zip": "10001",
-            "placed_on": placed_on}
+def _order(
+    user: str, status: str, items: list[str], total: int, pm: str, placed_on: str
+) -> dict[str, Any]:
+    return {
+        "user_id": user,
+        "status": status,
+        "items": items,
+        "total": total,
+        "payment_method_id": pm,
+        "street": "1 Elm St",
+        "city": "Oslo",
+        "zip": "10001",
+        "placed_on": placed_on,
+    }
 
 
 def _state() -> State:
@@ -33,10 +42,22 @@ def _state() -> State:
     return State(
         {
             "User": {
-                "U0001": {"email": "ana@x.org", "first_name": "Ana", "last_name": "Ruiz",
-                          "street": "1 Elm St", "city": "Oslo", "zip": "10001"},
-                "U0002": {"email": "bo@x.org", "first_name": "Bo", "last_name": "Li",
-                          "street": "2 Oak St", "city": "Rome", "zip": "20002"},
+                "U0001": {
+                    "email": "ana@x.org",
+                    "first_name": "Ana",
+                    "last_name": "Ruiz",
+                    "street": "1 Elm St",
+                    "city": "Oslo",
+                    "zip": "10001",
+                },
+                "U0002": {
+                    "email": "bo@x.org",
+                    "first_name": "Bo",
+                    "last_name": "Li",
+                    "street": "2 Oak St",
+                    "city": "Rome",
+                    "zip": "20002",
+                },
             },
             "PaymentMethod": {
                 "PM0001": {"user_id": "U0001", "kind": "gift_card", "balance": 50},
@@ -45,18 +66,39 @@ def _state() -> State:
             },
             "Product": {"PR001": {"name": "Trail Shoe"}, "PR002": {"name": "Desk Lamp"}},
             "Item": {
-                "IT0001": {"product_id": "PR001", "color": "red", "size": "M", "price": 80,
-                           "available": True},
-                "IT0002": {"product_id": "PR001", "color": "blue", "size": "M", "price": 95,
-                           "available": True},
-                "IT0003": {"product_id": "PR001", "color": "green", "size": "M", "price": 70,
-                           "available": False},
-                "IT0004": {"product_id": "PR002", "color": "black", "size": "one",
-                           "price": 40, "available": True},
+                "IT0001": {
+                    "product_id": "PR001",
+                    "color": "red",
+                    "size": "M",
+                    "price": 80,
+                    "available": True,
+                },
+                "IT0002": {
+                    "product_id": "PR001",
+                    "color": "blue",
+                    "size": "M",
+                    "price": 95,
+                    "available": True,
+                },
+                "IT0003": {
+                    "product_id": "PR001",
+                    "color": "green",
+                    "size": "M",
+                    "price": 70,
+                    "available": False,
+                },
+                "IT0004": {
+                    "product_id": "PR002",
+                    "color": "black",
+                    "size": "one",
+                    "price": 40,
+                    "available": True,
+                },
             },
             "Order": {
-                "O0001": _order("U0001", "pending", ["IT0001", "IT0004"], 120, "PM0001",
-                                "2024-05-01"),
+                "O0001": _order(
+                    "U0001", "pending", ["IT0001", "IT0004"], 120, "PM0001", "2024-05-01"
+                ),
                 "O0002": _order("U0001", "delivered", ["IT0001"], 80, "PM0002", "2024-04-01"),
                 "O0003": _order("U0002", "processed", ["IT0004"], 40, "PM0003", "2024-04-10"),
             },
@@ -96,8 +138,9 @@ def test_cancel_chain_refunds_gift_card(dom: Domain) -> None:
     before = st.copy()
     users = call_tool(dom, st, "find_user_id_by_email", {"email": "ana@x.org"})
     assert users == ["U0001"]
-    pending = call_tool(dom, st, "find_user_orders_by_status",
-                        {"user_id": users[0], "status": "pending"})
+    pending = call_tool(
+        dom, st, "find_user_orders_by_status", {"user_id": users[0], "status": "pending"}
+    )
     assert pending == ["O0001"]
     out = call_tool(dom, st, "cancel_pending_order", {"order_id": pending[0]})
     assert out["status"] == "cancelled"
@@ -109,15 +152,24 @@ def test_cancel_chain_refunds_gift_card(dom: Domain) -> None:
 
 def test_exchange_chain_of_five_calls(dom: Domain) -> None:
     st = _state()
-    [uid] = call_tool(dom, st, "find_user_id_by_name_zip",
-                      {"first_name": "Ana", "last_name": "Ruiz", "zip": "10001"})
-    delivered = call_tool(dom, st, "find_user_orders_by_status",
-                          {"user_id": uid, "status": "delivered"})
+    [uid] = call_tool(
+        dom,
+        st,
+        "find_user_id_by_name_zip",
+        {"first_name": "Ana", "last_name": "Ruiz", "zip": "10001"},
+    )
+    delivered = call_tool(
+        dom, st, "find_user_orders_by_status", {"user_id": uid, "status": "delivered"}
+    )
     order = call_tool(dom, st, "get_order_details", {"order_id": delivered[0]})
     alternatives = call_tool(dom, st, "list_available_variants", {"item_id": order["items"][0]})
     assert alternatives == ["IT0002"]  # IT0003 is out of stock, IT0004 another product
-    call_tool(dom, st, "exchange_delivered_order_item",
-              {"order_id": "O0002", "item_id": "IT0001", "new_item_id": alternatives[0]})
+    call_tool(
+        dom,
+        st,
+        "exchange_delivered_order_item",
+        {"order_id": "O0002", "item_id": "IT0001", "new_item_id": alternatives[0]},
+    )
     row = st.tables["Order"]["O0002"]
     assert (row["items"], row["total"], row["status"]) == (["IT0002"], 95, "exchanged")
 
@@ -130,22 +182,39 @@ def test_precondition_failure_is_readable(dom: Domain) -> None:
     assert "order O0003 is not pending" in err.value.message
     assert "processed" in err.value.message
     with pytest.raises(ToolError, match="does not belong to the owner of O0001"):
-        call_tool(dom, st, "modify_pending_order_payment",
-                  {"order_id": "O0001", "payment_method_id": "PM0003"})
+        call_tool(
+            dom,
+            st,
+            "modify_pending_order_payment",
+            {"order_id": "O0001", "payment_method_id": "PM0003"},
+        )
     with pytest.raises(ToolError, match="not a variant of the same product"):
-        call_tool(dom, st, "exchange_delivered_order_item",
-                  {"order_id": "O0002", "item_id": "IT0001", "new_item_id": "IT0004"})
+        call_tool(
+            dom,
+            st,
+            "exchange_delivered_order_item",
+            {"order_id": "O0002", "item_id": "IT0001", "new_item_id": "IT0004"},
+        )
 
 
 @pytest.mark.parametrize(
     ("tool", "args"),
     [
         ("return_delivered_order", {"order_id": "O0002", "payment_method_id": "PM0003"}),
-        ("place_order", {"user_id": "U0001", "item_id": "IT0002",
-                         "payment_method_id": "PM0001", "placed_on": "2024-06-01"}),
+        (
+            "place_order",
+            {
+                "user_id": "U0001",
+                "item_id": "IT0002",
+                "payment_method_id": "PM0001",
+                "placed_on": "2024-06-01",
+            },
+        ),
         ("add_gift_card", {"user_id": "U0001", "funding_method_id": "PM0001", "amount": 20}),
-        ("modify_pending_order_item",
-         {"order_id": "O0001", "item_id": "IT0001", "new_item_id": "IT0003"}),
+        (
+            "modify_pending_order_item",
+            {"order_id": "O0001", "item_id": "IT0001", "new_item_id": "IT0003"},
+        ),
     ],
 )
 def test_tool_error_leaves_state_unchanged(dom: Domain, tool: str, args: dict[str, Any]) -> None:
@@ -169,18 +238,32 @@ def test_failure_inside_effects_rolls_back(dom: Domain) -> None:
 
 def test_gift_card_and_new_order_get_deterministic_ids(dom: Domain) -> None:
     st = _state()
-    card = call_tool(dom, st, "add_gift_card",
-                     {"user_id": "U0001", "funding_method_id": "PM0002", "amount": 100})
+    card = call_tool(
+        dom, st, "add_gift_card", {"user_id": "U0001", "funding_method_id": "PM0002", "amount": 100}
+    )
     assert card == "PM0004"
-    order = call_tool(dom, st, "place_order", {"user_id": "U0001", "item_id": "IT0002",
-                                               "payment_method_id": card,
-                                               "placed_on": "2024-06-01"})
+    order = call_tool(
+        dom,
+        st,
+        "place_order",
+        {
+            "user_id": "U0001",
+            "item_id": "IT0002",
+            "payment_method_id": card,
+            "placed_on": "2024-06-01",
+        },
+    )
     assert order == "O0004"
     assert st.tables["PaymentMethod"][card]["balance"] == 5
     assert st.tables["Order"][order]["status"] == "pending"
     assert st.tables["Order"][order]["items"] == ["IT0002"]
-    call_tool(dom, st, "add_gift_card",
-              {"user_id": "U0001", "funding_method_id": "PM0002", "amount": 10})
+    call_tool(
+        dom, st, "add_gift_card", {"user_id": "U0001", "funding_method_id": "PM0002", "amount": 10}
+    )
     with pytest.raises(ToolError, match="maximum of three gift cards"):
-        call_tool(dom, st, "add_gift_card",
-                  {"user_id": "U0001", "funding_method_id": "PM0002", "amount": 10})
+        call_tool(
+            dom,
+            st,
+            "add_gift_card",
+            {"user_id": "U0001", "funding_method_id": "PM0002", "amount": 10},
+        )

@@ -41,8 +41,9 @@ def test_committed_builtin_package_is_fresh(name: str) -> None:
 
 
 @pytest.mark.parametrize("edited", ["tools.py", "environment.py", "runtime.py"])
-def test_staleness_is_detected(edited: str, tmp_path: Path,
-                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_staleness_is_detected(
+    edited: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A hand edit to a generated file or to a verbatim copy is caught."""
     stale = tmp_path / "builtin"
     shutil.copytree(BUILTIN_DIR, stale)
@@ -84,8 +85,14 @@ def test_imports_in_a_fresh_venv_with_only_pydantic(tmp_path: Path) -> None:
         "assert 'graphgen' not in sys.modules and 'z3' not in sys.modules\n"
     )
     py = env_dir / "bin" / "python"
-    res = subprocess.run([str(py), "-c", code, *BUILTINS], capture_output=True, text=True,
-                         env={"PYTHONPATH": f"{pkgs}:{site}"}, timeout=120, check=False)
+    res = subprocess.run(
+        [str(py), "-c", code, *BUILTINS],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": f"{pkgs}:{site}"},
+        timeout=120,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert [ln.split()[0] for ln in lines] == BUILTINS
@@ -106,8 +113,9 @@ def _run_interp(task: Task, st: State) -> list[str]:
 
 
 @pytest.mark.parametrize("name", BUILTINS)
-def test_reference_chains_agree_with_interpreter(name: str,
-                                                 tasksets: dict[str, list[Task]]) -> None:
+def test_reference_chains_agree_with_interpreter(
+    name: str, tasksets: dict[str, list[Task]]
+) -> None:
     """Every reference chain gives the same observations and final state in the compiled
     environment as in the interpreter, and the environment grades it a success."""
     env = load_env_module(load_builtin(name)).Environment()
@@ -115,13 +123,13 @@ def test_reference_chains_agree_with_interpreter(name: str,
         st = State.from_dict(task.initial_state)
         expected = _run_interp(task, st)
         env.reset(options={"task": env_task(task)})
-        got = [env.step({"name": c.tool, "arguments": json.dumps(c.args)})[0]
-               for c in task.chain]
+        got = [env.step({"name": c.tool, "arguments": json.dumps(c.args)})[0] for c in task.chain]
         assert got == expected, task.id
         assert env.db.to_state()["tables"] == st.to_dict()["tables"], task.id
         answer = " ".join(str(v) for v in task.goal.answer)
         _, reward, terminated, _, info = env.step(
-            {"name": FINISH_NAME, "arguments": {"answer": answer}})
+            {"name": FINISH_NAME, "arguments": {"answer": answer}}
+        )
         assert terminated and reward == 1.0, (task.id, info["grade"])
 
 
@@ -150,10 +158,12 @@ def _script_for(tasks: list[Task]) -> Any:
         done = sum(1 for m in msgs if m["role"] == "tool")
         chain = [(c.tool, json.dumps(c.args)) for c in task.chain]
         first_tool = task.chain[0].tool if task.chain else FINISH_NAME
-        bad = [("nope_tool", "{}"),
-               (first_tool, "{not json"),
-               (first_tool, json.dumps({"zzz": 1})),
-               (first_tool, "{}")]
+        bad = [
+            ("nope_tool", "{}"),
+            (first_tool, "{not json"),
+            (first_tool, json.dumps({"zzz": 1})),
+            (first_tool, "{}"),
+        ]
         plan = chain + bad
         if done < len(plan):
             return [plan[done]]
@@ -169,9 +179,21 @@ def test_eval_command_against_local_openai_server(tmp_path: Path) -> None:
     write_taskset(path, res.manifest, res.tasks)
     traj = tmp_path / "traj.jsonl"
     with StubServer(_script_for(res.tasks)) as srv:
-        out = CliRunner().invoke(app, [
-            "eval", str(path), "--model", "stub-model", "--base-url", srv.base_url,
-            "--api-key-env", "GRAPHGEN_TEST_KEY", "--trajectories", str(traj)])
+        out = CliRunner().invoke(
+            app,
+            [
+                "eval",
+                str(path),
+                "--model",
+                "stub-model",
+                "--base-url",
+                srv.base_url,
+                "--api-key-env",
+                "GRAPHGEN_TEST_KEY",
+                "--trajectories",
+                str(traj),
+            ],
+        )
         assert out.exit_code == 0, out.output
         assert len(srv.requests) >= sum(len(t.chain) + 5 for t in res.tasks)
         assert all(r["model"] == "stub-model" for r in srv.requests)
@@ -181,8 +203,8 @@ def test_eval_command_against_local_openai_server(tmp_path: Path) -> None:
         assert ep["success"], (task.id, ep["grade"])
         assert ep["invalid_calls"] == 4 and ep["calls"] == len(task.chain) + 4
         tool_obs = [m["content"] for m in ep["messages"] if m["role"] == "tool"]
-        assert not any(o.startswith("Error") for o in tool_obs[:len(task.chain)])
-        bad = tool_obs[len(task.chain):]
+        assert not any(o.startswith("Error") for o in tool_obs[: len(task.chain)])
+        bad = tool_obs[len(task.chain) :]
         assert bad[0].startswith("Error: unknown tool 'nope_tool'")
         assert "not valid JSON" in bad[1]
         assert "unknown argument" in bad[2]

@@ -45,14 +45,24 @@ def _deposit_task() -> Task:
 
 
 def _lock_task() -> Task:
-    return _pick(lambda t: t.kind == "action" and [c.tool for c in t.chain][-1] == "lock_account"
-                 and len(t.goal.changes) == 1)
+    return _pick(
+        lambda t: (
+            t.kind == "action"
+            and [c.tool for c in t.chain][-1] == "lock_account"
+            and len(t.goal.changes) == 1
+        )
+    )
 
 
 def _info_task() -> Task:
     """An information task whose answer is a number."""
-    return _pick(lambda t: t.kind == "information" and isinstance(t.goal.answer[0], int)
-                 and not isinstance(t.goal.answer[0], bool))
+    return _pick(
+        lambda t: (
+            t.kind == "information"
+            and isinstance(t.goal.answer[0], int)
+            and not isinstance(t.goal.answer[0], bool)
+        )
+    )
 
 
 def _refusal_task() -> Task:
@@ -61,17 +71,25 @@ def _refusal_task() -> Task:
 
 def _gate(task: Task, domain: Domain = MOCK, **over: Any) -> GateResult:
     args: dict[str, Any] = {
-        "kind": task.kind, "initial": State.from_dict(task.initial_state),
-        "chain": task.chain, "givens": task.givens, "targets": task.targets,
-        "instruction": task.instruction, "goal": task.goal, "refused_call": task.refused_call,
+        "kind": task.kind,
+        "initial": State.from_dict(task.initial_state),
+        "chain": task.chain,
+        "givens": task.givens,
+        "targets": task.targets,
+        "instruction": task.instruction,
+        "goal": task.goal,
+        "refused_call": task.refused_call,
     }
     args.update(over)
     return check_candidate(domain, **args)
 
 
 def _account_of(task: Task) -> str:
-    return next(str(c.args["account_id"]) for c in [*task.chain, *filter(None, [task.refused_call])]
-                if "account_id" in c.args)
+    return next(
+        str(c.args["account_id"])
+        for c in [*task.chain, *filter(None, [task.refused_call])]
+        if "account_id" in c.args
+    )
 
 
 # --------------------------------------------------------------------------- sanity
@@ -94,8 +112,7 @@ def _goal_already_true() -> tuple[Task, dict[str, Any]]:
     t = _deposit_task()
     acc = _account_of(t)
     bal = t.initial_state["tables"]["Account"][acc]["balance"]
-    goal = Goal(changes=[Change(entity="Account", key=acc, field="balance", before=bal,
-                                after=bal)])
+    goal = Goal(changes=[Change(entity="Account", key=acc, field="balance", before=bal, after=bal)])
     return t, {"goal": goal}
 
 
@@ -231,9 +248,12 @@ def _information_changes_state() -> tuple[Task, dict[str, Any]]:
     state = State.from_dict(t.initial_state)
     state.tables["Account"][acc]["status"] = "active"
     chain = [*t.chain, Call(tool="deposit", args={"account_id": acc, "amount": 77})]
-    return t, {"initial": state, "chain": chain,
-               "givens": [*t.givens, Given(sort="free:int", value=77)],
-               "instruction": t.instruction + " Also deposit 77."}
+    return t, {
+        "initial": state,
+        "chain": chain,
+        "givens": [*t.givens, Given(sort="free:int", value=77)],
+        "instruction": t.instruction + " Also deposit 77.",
+    }
 
 
 def _refusal_succeeds() -> tuple[Task, dict[str, Any]]:
@@ -252,16 +272,22 @@ def _wrong_expected_value() -> tuple[Task, dict[str, Any]]:
 
 
 def _chain_stops_short() -> tuple[Task, dict[str, Any]]:
-    t = _pick(lambda t: t.kind == "action" and [c.tool for c in t.chain][-2:]
-              == ["deposit", "lock_account"])
+    t = _pick(
+        lambda t: (
+            t.kind == "action" and [c.tool for c in t.chain][-2:] == ["deposit", "lock_account"]
+        )
+    )
     return t, {"chain": t.chain[:-1]}  # the lock the instruction asks for never happens
 
 
 def _goal_names_another_row() -> tuple[Task, dict[str, Any]]:
     t = _lock_task()
     acc = _account_of(t)
-    other = next(k for k, r in sorted(t.initial_state["tables"]["Account"].items())
-                 if k != acc and r["status"] == "active")
+    other = next(
+        k
+        for k, r in sorted(t.initial_state["tables"]["Account"].items())
+        if k != acc and r["status"] == "active"
+    )
     ch = t.goal.changes[0]
     return t, {"goal": Goal(changes=[ch.model_copy(update={"key": other})])}
 
@@ -279,8 +305,7 @@ CASES: list[tuple[str, Callable[[], tuple[Task, dict[str, Any]]], str]] = [
     ("id used without lookup", _id_without_lookup, "unknown_argument"),
     ("free value not given", _free_value_not_given, "unknown_argument"),
     ("given not stated", _given_not_stated, "given_not_stated"),
-    ("given only inside a longer number", _given_only_inside_another_number,
-     "given_not_stated"),
+    ("given only inside a longer number", _given_only_inside_another_number, "given_not_stated"),
     ("internal id in the text", _id_leak, "id_leak"),
     ("refused call's id in the text", _refused_id_leak, "id_leak"),
     ("write differs on re-run", _nondeterministic_write, "nondeterministic"),
@@ -296,10 +321,12 @@ CASES: list[tuple[str, Callable[[], tuple[Task, dict[str, Any]]], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("build", "reason"), [(b, r) for _, b, r in CASES],
-                         ids=[n for n, _, _ in CASES])
-def test_mutated_candidate_is_rejected(build: Callable[[], tuple[Task, dict[str, Any]]],
-                                       reason: str) -> None:
+@pytest.mark.parametrize(
+    ("build", "reason"), [(b, r) for _, b, r in CASES], ids=[n for n, _, _ in CASES]
+)
+def test_mutated_candidate_is_rejected(
+    build: Callable[[], tuple[Task, dict[str, Any]]], reason: str
+) -> None:
     task, over = build()
     assert _gate(task).ok, "the unmutated task must pass, or the test proves nothing"
     res = _gate(task, **over)
@@ -329,24 +356,39 @@ def _row(email: str, owner: str, balance: int, status: str = "active") -> dict[s
 
 def _hand_state(second_owner: str = "Bo Chen") -> State:
     return State(
-        {"Account": {"A001": _row("ann@example.com", "Ann Lee", 120),
-                     "A002": _row("bo@example.com", second_owner, 40, "locked")},
-         "Payment": {}},
+        {
+            "Account": {
+                "A001": _row("ann@example.com", "Ann Lee", 120),
+                "A002": _row("bo@example.com", second_owner, 40, "locked"),
+            },
+            "Payment": {},
+        },
         {"Account": 3, "Payment": 1},
     )
 
 
 def _hand_info(state: State) -> GateResult:
     """Bo asks for the balance of "the account with owner Ann Lee" (a referring phrase)."""
-    chain = [Call(tool="find_account", args={"email": "ann@example.com"}),
-             Call(tool="get_account", args={"account_id": "A001"})]
-    target = Target(entity="Account", key="A001", phrase="the account with owner Ann Lee",
-                    description="x.owner == 'Ann Lee'")
+    chain = [
+        Call(tool="find_account", args={"email": "ann@example.com"}),
+        Call(tool="get_account", args={"account_id": "A001"}),
+    ]
+    target = Target(
+        entity="Account",
+        key="A001",
+        phrase="the account with owner Ann Lee",
+        description="x.owner == 'Ann Lee'",
+    )
     return check_candidate(
-        MOCK, "information", state, chain,
-        [Given(sort="field:Account.email", value="ann@example.com")], [target],
+        MOCK,
+        "information",
+        state,
+        chain,
+        [Given(sort="field:Account.email", value="ann@example.com")],
+        [target],
         "My email is ann@example.com. What is the balance of the account with owner Ann Lee?",
-        Goal(changes=[], answer=[120]))
+        Goal(changes=[], answer=[120]),
+    )
 
 
 def test_hand_built_information_task_passes() -> None:
@@ -363,24 +405,44 @@ def test_unparsable_description_is_rejected() -> None:
     state = _hand_state()
     chain = [Call(tool="find_account", args={"email": "ann@example.com"})]
     target = Target(entity="Account", key="A001", phrase="the account", description="x.nope == 1")
-    res = check_candidate(MOCK, "information", state, chain,
-                          [Given(sort="field:Account.email", value="ann@example.com")],
-                          [target], "My email is ann@example.com. Who owns the account?",
-                          Goal(answer=["Ann Lee"]))
+    res = check_candidate(
+        MOCK,
+        "information",
+        state,
+        chain,
+        [Given(sort="field:Account.email", value="ann@example.com")],
+        [target],
+        "My email is ann@example.com. Who owns the account?",
+        Goal(answer=["Ann Lee"]),
+    )
     assert (res.ok, res.reason) == (False, "ambiguous_target")
 
 
 def _hand_deposit(state: State, amount: int = 10) -> GateResult:
-    chain = [Call(tool="find_account", args={"email": "bo@example.com"}),
-             Call(tool="deposit", args={"account_id": "A002", "amount": amount})]
+    chain = [
+        Call(tool="find_account", args={"email": "bo@example.com"}),
+        Call(tool="deposit", args={"account_id": "A002", "amount": amount}),
+    ]
     bal = state.tables["Account"]["A002"]["balance"]
     return check_candidate(
-        MOCK, "action", state, chain,
-        [Given(sort="field:Account.email", value="bo@example.com"),
-         Given(sort="free:int", value=amount)], [],
+        MOCK,
+        "action",
+        state,
+        chain,
+        [
+            Given(sort="field:Account.email", value="bo@example.com"),
+            Given(sort="free:int", value=amount),
+        ],
+        [],
         f"My email is bo@example.com. Please deposit {amount} into my account.",
-        Goal(changes=[Change(entity="Account", key="A002", field="balance", before=bal,
-                             after=bal + amount)]))
+        Goal(
+            changes=[
+                Change(
+                    entity="Account", key="A002", field="balance", before=bal, after=bal + amount
+                )
+            ]
+        ),
+    )
 
 
 def test_hand_built_deposit_on_active_account_passes() -> None:
@@ -398,8 +460,9 @@ def test_hand_built_deposit_on_locked_account_fails_its_precondition() -> None:
 def test_hand_built_id_given_without_lookup_is_unknown() -> None:
     state = _hand_state()
     chain = [Call(tool="get_account", args={"account_id": "A001"})]
-    res = check_candidate(MOCK, "information", state, chain, [], [], "What is my balance?",
-                          Goal(answer=[120]))
+    res = check_candidate(
+        MOCK, "information", state, chain, [], [], "What is my balance?", Goal(answer=[120])
+    )
     assert (res.ok, res.reason) == (False, "unknown_argument")
     assert "A001" in res.detail
 
@@ -408,14 +471,28 @@ def test_replay_leaves_the_initial_state_alone_and_locates_errors() -> None:
     state = _hand_state()
     state.tables["Account"]["A002"]["status"] = "active"
     before = state.copy()
-    run = replay(MOCK, state, [], [Call(tool="deposit", args={"account_id": "A002", "amount": 5}),
-                                   Call(tool="get_account", args={"account_id": "A002"})])
+    run = replay(
+        MOCK,
+        state,
+        [],
+        [
+            Call(tool="deposit", args={"account_id": "A002", "amount": 5}),
+            Call(tool="get_account", args={"account_id": "A002"}),
+        ],
+    )
     assert state == before and run.complete
     assert run.final.tables["Account"]["A002"]["balance"] == 45
     assert run.results[1]["balance"] == 45
     known = [Given(sort="key:Account", value="A001"), Given(sort="free:int", value=500)]
-    bad = replay(MOCK, state, known, [Call(tool="get_account", args={"account_id": "A001"}),
-                                      Call(tool="pay", args={"account_id": "A001", "amount": 500})])
+    bad = replay(
+        MOCK,
+        state,
+        known,
+        [
+            Call(tool="get_account", args={"account_id": "A001"}),
+            Call(tool="pay", args={"account_id": "A001", "amount": 500}),
+        ],
+    )
     assert not bad.complete and bad.steps[1].ran and bad.steps[1].error
     assert "call 1 (pay) fails" in bad.first_problem()
 
@@ -424,8 +501,10 @@ def test_replay_records_every_step_so_each_caller_ranks_problems() -> None:
     """An unknown argument at call 0 and a failing call 1: the agent meets the unknown
     argument first (the proofs' order), the gate reports the failing call first."""
     state = _hand_state()
-    chain = [Call(tool="get_account", args={"account_id": "A001"}),
-             Call(tool="pay", args={"account_id": "A001", "amount": 500})]
+    chain = [
+        Call(tool="get_account", args={"account_id": "A001"}),
+        Call(tool="pay", args={"account_id": "A001", "amount": 500}),
+    ]
     run = replay(MOCK, state, [], chain)
     assert [s.ran for s in run.steps] == [True, True]
     assert [u.param for u in run.steps[0].unknown] == ["account_id"]
@@ -434,6 +513,14 @@ def test_replay_records_every_step_so_each_caller_ranks_problems() -> None:
     assert res.reason == "call_failed"
     shape = replay(MOCK, state, [], [*chain, Call(tool="nope", args={})])
     assert shape.steps[2].bad_tool and not shape.steps[2].ran
-    res = check_candidate(MOCK, "information", state, [*chain, Call(tool="nope", args={})], [],
-                          [], "Pay.", Goal(answer=[1]))
+    res = check_candidate(
+        MOCK,
+        "information",
+        state,
+        [*chain, Call(tool="nope", args={})],
+        [],
+        [],
+        "Pay.",
+        Goal(answer=[1]),
+    )
     assert res.reason == "bad_chain"

@@ -99,13 +99,16 @@ def _shop(block: str) -> str:
 
 
 def test_rules_are_typed_ir_on_the_entity() -> None:
-    d = loads_domain(_shop("""
+    d = loads_domain(
+        _shop("""
     generate:
       derive:
         total: "sum(i.price for i in Item if i.item_id in x.items)"
         channel: "'web' if x.total > 100 else 'store'"
       require: "len(x.items) <= 3"
-"""), source="shop.yaml")
+"""),
+        source="shop.yaml",
+    )
     order = d.entities["Order"]
     assert [dv.field for dv in order.derive] == ["total", "channel"]
     assert order.derive[0].expr.ty == INT
@@ -117,7 +120,8 @@ def test_rules_are_typed_ir_on_the_entity() -> None:
 
 
 def test_bad_derive_and_require_are_located() -> None:
-    problems = _problems(_shop("""
+    problems = _problems(
+        _shop("""
     generate:
       derive:
         totl: "1"
@@ -130,7 +134,8 @@ def test_bad_derive_and_require_are_located() -> None:
         - "x.nope > 1"
         - "x.total >= 0"
         - "x.total >"
-"""))
+""")
+    )
     assert len(problems) == 8
     p = _one(problems, "generate.derive.totl")
     assert "entity 'Order'" in p.where and "no field 'totl'" in p.message and p.expr == "1"
@@ -154,21 +159,25 @@ def test_bad_derive_and_require_are_located() -> None:
 
 
 def test_rule_scope_is_only_x() -> None:
-    problems = _problems(_shop("""
+    problems = _problems(
+        _shop("""
     generate:
       require:
         - "y.total > 0"
         - "count(x for x in Item) > 0"
-"""))
+""")
+    )
     assert "unknown name 'y'" in _one(problems, "require[0]").message
     assert "shadows" in _one(problems, "require[1]").message
 
 
 def test_generate_block_shape_is_checked() -> None:
-    problems = _problems(_shop("""
+    problems = _problems(
+        _shop("""
     generate:
       requires: ["x.total > 0"]
-"""))
+""")
+    )
     assert any("generate" in p.where and "requires" in p.where for p in problems)
 
 
@@ -184,11 +193,13 @@ def test_hash_ignores_absent_block_but_not_a_present_one() -> None:
 
 def test_derives_follow_dependencies_across_tables() -> None:
     """Order (declared first) reads Item.price, itself derived: Item goes first."""
-    d = loads_domain(_shop("""
+    d = loads_domain(
+        _shop("""
     generate:
       derive:
         total: "sum(i.price for i in Item if i.item_id in x.items)"
-"""))
+""")
+    )
     assert [(e, dv.field) for e, dv in derive_order(d)] == [("Item", "price"), ("Order", "total")]
     for seed in range(10):
         s = generate_state(d, seed)
@@ -201,11 +212,13 @@ def test_derives_follow_dependencies_across_tables() -> None:
 
 
 def test_derive_may_read_its_own_draw() -> None:
-    d = loads_domain(_shop("""
+    d = loads_domain(
+        _shop("""
     generate:
       derive:
         total: "x.total if x.channel == 'web' else 0"
-"""))
+""")
+    )
     plain = generate_state(loads_domain(_shop("")), 4)
     s = generate_state(d, 4)
     for key, o in s.tables["Order"].items():
@@ -215,7 +228,8 @@ def test_derive_may_read_its_own_draw() -> None:
 
 
 def test_derive_cycle_is_an_error() -> None:
-    d = loads_domain("""
+    d = loads_domain(
+        """
 name: loop
 entities:
   A:
@@ -230,43 +244,66 @@ entities:
       derive: {b: "A[x.owner].a + 1"}
 tools:
   noop: {returns: "1"}
-""", source="loop.yaml")
-    with pytest.raises(StateGenError, match=r"loop\.yaml: generate\.derive rules form a cycle: "
-                                            r"A\.a -> B\.b -> A\.a"):
+""",
+        source="loop.yaml",
+    )
+    with pytest.raises(
+        StateGenError,
+        match=r"loop\.yaml: generate\.derive rules form a cycle: "
+        r"A\.a -> B\.b -> A\.a",
+    ):
         generate_state(d, 1)
 
 
 def test_derive_reading_its_field_on_other_rows_is_an_error() -> None:
-    d = loads_domain(_shop("""
+    d = loads_domain(
+        _shop("""
     generate:
       derive:
         total: "sum(o.total for o in Order)"
-"""), source="shop.yaml")
-    with pytest.raises(StateGenError, match=r"shop\.yaml: entity 'Order', generate\.derive\.total"
-                                            r": reads total of other Order rows"):
+"""),
+        source="shop.yaml",
+    )
+    with pytest.raises(
+        StateGenError,
+        match=r"shop\.yaml: entity 'Order', generate\.derive\.total"
+        r": reads total of other Order rows",
+    ):
         generate_state(d, 1)
 
 
 def test_derive_that_cannot_be_evaluated_names_the_row() -> None:
-    d = loads_domain(_shop("""
+    d = loads_domain(
+        _shop("""
     generate:
       derive:
         total: "max(i.price for i in Item if i.price > 5000)"
-"""), source="shop.yaml")
-    with pytest.raises(StateGenError, match=r"shop\.yaml: entity 'Order', row 'O0001', "
-                                            r"generate\.derive\.total: max\(\) over no Item"):
+"""),
+        source="shop.yaml",
+    )
+    with pytest.raises(
+        StateGenError,
+        match=r"shop\.yaml: entity 'Order', row 'O0001', "
+        r"generate\.derive\.total: max\(\) over no Item",
+    ):
         generate_state(d, 1)
 
 
 def test_derived_value_outside_bounds_is_repaired_or_reported() -> None:
-    d = loads_domain(_shop("""
+    d = loads_domain(
+        _shop("""
     generate:
       derive:
         total: "sum(i.price for i in Item if i.item_id in x.items) - 400"
-"""), source="shop.yaml")
+"""),
+        source="shop.yaml",
+    )
     # total >= 0 cannot hold for cheap orders, and nothing of the row can be re-drawn
-    with pytest.raises(StateGenError, match=r"cannot satisfy the bounds of derived field "
-                                            r"'total' \(it reads no field of the row"):
+    with pytest.raises(
+        StateGenError,
+        match=r"cannot satisfy the bounds of derived field "
+        r"'total' \(it reads no field of the row",
+    ):
         generate_state(d, 2)
 
 
@@ -325,41 +362,58 @@ def test_require_redraws_only_the_violating_rows_fields(seed: int) -> None:
 
 
 def test_unsatisfiable_require_names_file_entity_row_and_condition() -> None:
-    d = loads_domain(LOCAL + """
+    d = loads_domain(
+        LOCAL
+        + """
     generate:
       require: ["x.budget > 1000"]
 tools:
   noop: {returns: "1"}
-""", source="trips.yaml")
+""",
+        source="trips.yaml",
+    )
     with pytest.raises(StateGenError) as info:
         generate_state(d, 3)
     msg = str(info.value)
-    assert msg.startswith("trips.yaml: entity 'Trip', row 'T0001': cannot satisfy "
-                          "generate.require[0] (re-drew budget 50 times)")
+    assert msg.startswith(
+        "trips.yaml: entity 'Trip', row 'T0001': cannot satisfy "
+        "generate.require[0] (re-drew budget 50 times)"
+    )
     assert "condition: x.budget > 1000" in msg and "row: start_date=" in msg
 
 
 def test_require_on_fields_that_cannot_be_redrawn_is_reported() -> None:
-    d = loads_domain(LOCAL + """
+    d = loads_domain(
+        LOCAL
+        + """
     generate:
       require: ["len(x.tags) > 5"]
 tools:
   noop: {returns: "1"}
-""", source="trips.yaml")
-    with pytest.raises(StateGenError, match=r"trips\.yaml: entity 'Trip', row 'T\d+': cannot "
-                                            r"satisfy generate\.require\[0\] \(it reads no field"):
+""",
+        source="trips.yaml",
+    )
+    with pytest.raises(
+        StateGenError,
+        match=r"trips\.yaml: entity 'Trip', row 'T\d+': cannot "
+        r"satisfy generate\.require\[0\] \(it reads no field",
+    ):
         generate_state(d, 3)
 
 
 def test_rules_that_fight_each_other_are_reported() -> None:
-    d = loads_domain(LOCAL + """
+    d = loads_domain(
+        LOCAL
+        + """
     generate:
       require:
         - "x.budget > 500"
         - "x.budget < 400"
 tools:
   noop: {returns: "1"}
-""", source="trips.yaml")
+""",
+        source="trips.yaml",
+    )
     with pytest.raises(StateGenError, match=r"cannot satisfy generate\.require\[\d\]"):
         generate_state(d, 0)
 
@@ -436,12 +490,19 @@ def test_airline_amount_paid_matches_book_reservation() -> None:
     checked = 0
     for key, r in s.tables["Reservation"].items():
         trial = s.copy()
-        args = {"user_id": r["user_id"], "flight_id": r["flight_id"], "cabin": r["cabin"],
-                "passengers": r["passengers"], "bags": r["bags"],
-                "insurance": r["insurance"], "payment_id": r["payment_id"]}
+        args = {
+            "user_id": r["user_id"],
+            "flight_id": r["flight_id"],
+            "cabin": r["cabin"],
+            "passengers": r["passengers"],
+            "bags": r["bags"],
+            "insurance": r["insurance"],
+            "payment_id": r["payment_id"],
+        }
         # make the booking possible whatever the state: open flight, room, money, no twin
         trial.tables["Flight"][r["flight_id"]].update(
-            status="scheduled", economy_seats=30, business_seats=8, baggage_capacity=60)
+            status="scheduled", economy_seats=30, business_seats=8, baggage_capacity=60
+        )
         for other in trial.tables["Reservation"].values():
             other["status"] = "cancelled"
         pm = trial.tables["PaymentMethod"][r["payment_id"]]
@@ -466,12 +527,21 @@ def test_rules_change_only_what_they_must() -> None:
             if name == "airline":
                 for key, f in s.tables["Flight"].items():
                     p = plain.tables["Flight"][key]
-                    for fld in ("flight_number", "origin", "destination", "date",
-                                "departure_time", "status"):
+                    for fld in (
+                        "flight_number",
+                        "origin",
+                        "destination",
+                        "date",
+                        "departure_time",
+                        "status",
+                    ):
                         assert f[fld] == p[fld]
             else:
-                pms = zip(s.tables["PaymentMethod"].values(),
-                          plain.tables["PaymentMethod"].values(), strict=True)
+                pms = zip(
+                    s.tables["PaymentMethod"].values(),
+                    plain.tables["PaymentMethod"].values(),
+                    strict=True,
+                )
                 flipped += sum(a["kind"] != b["kind"] for a, b in pms)
                 total += len(s.tables["PaymentMethod"])
     # a gift card's balance is fixed by re-drawing the balance, rarely by its kind
@@ -519,8 +589,9 @@ def test_generation_is_independent_of_hash_seed() -> None:
     outs = set()
     for hs in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hs}
-        res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, check=True)
+        res = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
         outs.add(res.stdout.strip())
     outs.add(generate_state(load_builtin("airline"), 5).to_json(indent=None))
     assert len(outs) == 1

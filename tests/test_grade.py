@@ -35,8 +35,10 @@ S0: dict[str, Any] = {
 
 
 def _copy(s: dict[str, Any]) -> dict[str, Any]:
-    return {"tables": {e: {k: dict(r) for k, r in t.items()} for e, t in s["tables"].items()},
-            "counters": dict(s["counters"])}
+    return {
+        "tables": {e: {k: dict(r) for k, r in t.items()} for e, t in s["tables"].items()},
+        "counters": dict(s["counters"]),
+    }
 
 
 def _change(entity: str, key: str, field: str, before: Any, after: Any) -> dict[str, Any]:
@@ -88,8 +90,12 @@ def test_any_other_change_fails_and_is_named() -> None:
 
 def test_created_and_deleted_rows() -> None:
     new_row = {"a": "a2", "x": 9}
-    goal = {"changes": [_change("B", "b2", "*", None, new_row),
-                        _change("A", "a2", "*", {"n": 7, "s": "locked"}, None)]}
+    goal = {
+        "changes": [
+            _change("B", "b2", "*", None, new_row),
+            _change("A", "a2", "*", {"n": 7, "s": "locked"}, None),
+        ]
+    }
     s1 = _copy(S0)
     s1["tables"]["B"]["b2"] = dict(new_row)
     del s1["tables"]["A"]["a2"]
@@ -102,8 +108,12 @@ def test_created_and_deleted_rows() -> None:
 
 
 def test_expected_final_is_graded_a_success() -> None:
-    goal = {"changes": [_change("A", "a1", "s", "active", "locked"),
-                        _change("B", "b2", "*", None, {"a": "a1", "x": 0})]}
+    goal = {
+        "changes": [
+            _change("A", "a1", "s", "active", "locked"),
+            _change("B", "b2", "*", None, {"a": "a1", "x": 0}),
+        ]
+    }
     final = expected_final(S0, goal)
     assert final["tables"]["A"]["a1"]["s"] == "locked"
     assert final["tables"]["B"]["b2"] == {"a": "a1", "x": 0}
@@ -152,17 +162,20 @@ def test_every_answer_value_is_needed() -> None:
     assert not grade(S0, S0, goal, "only 12")["success"]
     res = grade(S0, S0, goal, None)
     assert not res["success"]
-    assert all(i["detail"] == "no answer given" for i in res["items"]
-               if i["check"].startswith("answer"))
+    assert all(
+        i["detail"] == "no answer given" for i in res["items"] if i["check"].startswith("answer")
+    )
 
 
 def test_grade_module_imports_nothing_from_the_pipeline() -> None:
     """Environments ship this very file, so it may only use the standard library."""
     tree = ast.parse(Path(graphgen.grading.__file__).read_text(encoding="utf-8"))
-    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
-            for a in n.names}
-    mods |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
-             if isinstance(n, ast.ImportFrom)}
+    mods = {
+        a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    mods |= {
+        (n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+    }
     assert mods <= {"__future__", "re", "typing"}
 
 
@@ -231,14 +244,14 @@ def _check_task(domain_name: str, task: Task) -> None:
     if task.kind == "refusal":
         assert task.refused_call is not None
         with pytest.raises(ToolError) as exc:
-            call_tool(domain, run.final.copy(), task.refused_call.tool,
-                      task.refused_call.args)
+            call_tool(domain, run.final.copy(), task.refused_call.tool, task.refused_call.args)
         assert exc.value.kind == "precondition", task.id
 
 
 @pytest.mark.slow
-@settings(max_examples=50, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(domain_name=st.sampled_from(sorted(SIZES)), seed=st.integers(0, 100_000))
 def test_generated_tasks_replay_and_grade(domain_name: str, seed: int) -> None:
     res = generate(load_builtin(domain_name), SIZES[domain_name], seed)

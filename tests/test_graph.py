@@ -62,7 +62,10 @@ def mg(mock: Domain) -> nx.MultiDiGraph:
 def test_mock_nodes_have_kinds_and_attributes(mg: nx.MultiDiGraph) -> None:
     kinds = dict(mg.nodes(data="kind"))
     assert {n for n, k in kinds.items() if k == "tool"} == {
-        "tool:find_account", "tool:get_account", "tool:deposit", "tool:pay",
+        "tool:find_account",
+        "tool:get_account",
+        "tool:deposit",
+        "tool:pay",
         "tool:lock_account",
     }
     assert mg.nodes["tool:pay"]["write"] is True
@@ -82,10 +85,16 @@ def test_mock_nodes_have_kinds_and_attributes(mg: nx.MultiDiGraph) -> None:
 def test_mock_find_account_feeds_every_account_tool(mg: nx.MultiDiGraph) -> None:
     assert edge(mg, "tool:find_account", "key:Account", "data") is not None
     fed = {v[5:]: d["param"] for _, v, d in mg.out_edges("key:Account", data=True)}
-    assert fed == {"get_account": "account_id", "deposit": "account_id",
-                   "pay": "account_id", "lock_account": "account_id"}
+    assert fed == {
+        "get_account": "account_id",
+        "deposit": "account_id",
+        "pay": "account_id",
+        "lock_account": "account_id",
+    }
     assert edge(mg, "field:Account.email", "tool:find_account", "data") == {
-        "kind": "data", "param": "email"}
+        "kind": "data",
+        "param": "email",
+    }
     # pay returns the new payment's id; get_account's row reveals the email again
     assert edge(mg, "tool:pay", "key:Payment", "data") is not None
     assert edge(mg, "tool:get_account", "field:Account.email", "data") is not None
@@ -93,12 +102,16 @@ def test_mock_find_account_feeds_every_account_tool(mg: nx.MultiDiGraph) -> None
 
 def test_mock_reads_writes_and_queries(mg: nx.MultiDiGraph) -> None:
     assert edge(mg, "state:Account.status", "tool:deposit", "reads") == {
-        "kind": "reads", "via": ["requires"]}
+        "kind": "reads",
+        "via": ["requires"],
+    }
     assert edge(mg, "state:Account.*", "tool:deposit", "reads")["via"] == ["param"]  # type: ignore[index]
     # += reads the old balance (the max bound is checked on the new one)
     assert edge(mg, "state:Account.balance", "tool:deposit", "reads")["via"] == ["effect"]  # type: ignore[index]
     assert edge(mg, "state:Account.balance", "tool:pay", "reads")["via"] == [  # type: ignore[index]
-        "effect", "requires"]
+        "effect",
+        "requires",
+    ]
     assert edge(mg, "tool:deposit", "state:Account.balance", "writes")["ops"] == ["+="]  # type: ignore[index]
     assert edge(mg, "tool:pay", "state:Payment.*", "writes")["ops"] == ["create"]  # type: ignore[index]
     assert edge(mg, "tool:lock_account", "state:Account.status", "writes")["ops"] == ["="]  # type: ignore[index]
@@ -111,8 +124,12 @@ def test_mock_reads_writes_and_queries(mg: nx.MultiDiGraph) -> None:
 
 def test_read_and_write_sets_of_the_ir(mock: Domain) -> None:
     pay = mock.tools["pay"]
-    assert writes(pay) == {FieldRef("Account", "balance"), FieldRef("Payment"),
-                           FieldRef("Payment", "account_id"), FieldRef("Payment", "amount")}
+    assert writes(pay) == {
+        FieldRef("Account", "balance"),
+        FieldRef("Payment"),
+        FieldRef("Payment", "account_id"),
+        FieldRef("Payment", "amount"),
+    }
     assert writes(mock.tools["get_account"]) == set()
     assert reads(pay.requires[1].expr) == {FieldRef("Account", "balance")}
     find = mock.tools["find_account"]
@@ -124,8 +141,12 @@ def test_read_and_write_sets_of_the_ir(mock: Domain) -> None:
         reads(get.returns)
     assert FieldRef("Account", "owner") in reads(get.returns, mock)
     # a literal key can name a missing row, so it reads the row set too
-    lit = ir.FieldOf("Account", ir.Lit("A001", RefT("Account")), "status",
-                     mock.entities["Account"].fields["status"].ty)
+    lit = ir.FieldOf(
+        "Account",
+        ir.Lit("A001", RefT("Account")),
+        "status",
+        mock.entities["Account"].fields["status"].ty,
+    )
     assert reads(lit) == {FieldRef("Account", "status"), FieldRef("Account")}
     assert tool_reads(mock, pay)[FieldRef("Account")] == {"param"}
 
@@ -151,9 +172,15 @@ def test_mock_enables_exactly_deposit_pay_both_ways(mock: Domain, mg: nx.MultiDi
     assert p is not None and p["checks"] == ["effects[0] bound"]
     assert e == {("deposit", "pay"), ("pay", "deposit")}
     # and that enabling is real: a full account cannot take a deposit until it pays
-    st = State({"Account": {"A001": {"email": "a@x.org", "owner": "A", "balance": 99_000,
-                                     "status": "active"}}, "Payment": {}},
-               {"Account": 2, "Payment": 1})
+    st = State(
+        {
+            "Account": {
+                "A001": {"email": "a@x.org", "owner": "A", "balance": 99_000, "status": "active"}
+            },
+            "Payment": {},
+        },
+        {"Account": 2, "Payment": 1},
+    )
     with pytest.raises(ToolError, match="maximum"):
         call_tool(mock, st.copy(), "deposit", {"account_id": "A001", "amount": 5000})
     call_tool(mock, st, "pay", {"account_id": "A001", "amount": 5000})
@@ -201,8 +228,9 @@ def test_value_rules_in_both_directions() -> None:
     d = loads_domain(MOCK_TEXT + UNLOCK_TOOLS, source="mock+unlock")
     e = enables(build_graph(d))
     # status = 'active' satisfies == 'active' and not in ['locked'], but not == 'locked'
-    assert {("unlock_account", t) for t in ("deposit", "pay", "lock_account",
-                                            "close_unless_locked")} <= e
+    assert {
+        ("unlock_account", t) for t in ("deposit", "pay", "lock_account", "close_unless_locked")
+    } <= e
     assert ("unlock_account", "unlock_account") not in e
     assert ("lock_account", "unlock_account") in e
     assert ("lock_account", "close_unless_locked") not in e
@@ -262,8 +290,10 @@ def test_membership_length_and_row_rules() -> None:
     assert {("untag", "needs_no_tag"), ("untag", "tag"), ("untag", "few_tags")} <= e
     assert {("untag", "needs_tag"), ("untag", "untag")}.isdisjoint(e)
     # a new row can be passed to every tool taking a Doc; a delete enables only 'absent'
-    assert {("new_doc", t) for t in ("tag", "untag", "needs_tag", "needs_no_tag",
-                                     "few_tags", "drop_doc")} <= e
+    assert {
+        ("new_doc", t)
+        for t in ("tag", "untag", "needs_tag", "needs_no_tag", "few_tags", "drop_doc")
+    } <= e
     assert ("new_doc", "absent") not in e
     assert {b for a, b in e if a == "drop_doc"} == {"absent"}
 
@@ -272,13 +302,23 @@ def test_membership_length_and_row_rules() -> None:
 
 
 def _pool(st: State, pred: Any) -> list[Any]:
-    vals = {v for t in st.tables.values() for r in t.values() for v in r.values()
-            if not isinstance(v, list) and pred(v)}
+    vals = {
+        v
+        for t in st.tables.values()
+        for r in t.values()
+        for v in r.values()
+        if not isinstance(v, list) and pred(v)
+    }
     return sorted(vals, key=repr)
 
 
-def _args(d: Domain, tool: ToolDef, st: State, rng: random.Random,
-          prefer: dict[str, list[str]] | None = None) -> dict[str, Any]:
+def _args(
+    d: Domain,
+    tool: ToolDef,
+    st: State,
+    rng: random.Random,
+    prefer: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
     """Random arguments drawn from the state; ids in ``prefer`` (rows the enabling call
     touched) are picked half of the time, since enablings mostly act on one row."""
     out: dict[str, Any] = {}
@@ -320,8 +360,9 @@ def _ok(d: Domain, st: State, name: str, args: dict[str, Any]) -> State | None:
     return s
 
 
-def _touched(d: Domain, tool: ToolDef, args: dict[str, Any], before: State,
-             after: State) -> dict[str, list[str]]:
+def _touched(
+    d: Domain, tool: ToolDef, args: dict[str, Any], before: State, after: State
+) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for name, p in tool.params.items():
         if isinstance(p.ty, RefT):
@@ -333,8 +374,9 @@ def _touched(d: Domain, tool: ToolDef, args: dict[str, Any], before: State,
     return out
 
 
-def _witnessed_enablings(d: Domain, st: State, seed: int, steps: int,
-                         probes: int) -> set[tuple[str, str]]:
+def _witnessed_enablings(
+    d: Domain, st: State, seed: int, steps: int, probes: int
+) -> set[tuple[str, str]]:
     """Pairs (A, B) seen in random runs: B fails on s, A succeeds on s, and B with the
     same arguments then succeeds. Every tool is probed ``probes`` times per step."""
     rng = random.Random(seed)
@@ -372,8 +414,9 @@ def test_enables_covers_every_enabling_seen_on_mock_and_tags(mock: Domain) -> No
     assert seen <= enables(build_graph(mock))
 
     tags = loads_domain(TAGS, source="tags")
-    st = State({"Doc": {"D01": {"tags": ["x"], "pages": 1},
-                        "D02": {"tags": [], "pages": 2}}}, {"Doc": 3})
+    st = State(
+        {"Doc": {"D01": {"tags": ["x"], "pages": 1}, "D02": {"tags": [], "pages": 2}}}, {"Doc": 3}
+    )
     seen = _witnessed_enablings(tags, st, seed=2, steps=120, probes=3)
     assert ("tag", "needs_tag") in seen
     assert seen <= enables(build_graph(tags))
@@ -414,8 +457,10 @@ def test_email_not_givable_makes_every_tool_unreachable() -> None:
     assert unreachable_tools(d, g) == sorted(d.tools)
     assert not report(d, g).ok
     # giving out account ids instead makes everything reachable again
-    text2 = text.replace('key: {name: account_id, prefix: "A", width: 3}',
-                         'key: {name: account_id, prefix: "A", width: 3, givable: true}')
+    text2 = text.replace(
+        'key: {name: account_id, prefix: "A", width: 3}',
+        'key: {name: account_id, prefix: "A", width: 3, givable: true}',
+    )
     assert text2 != text
     d2 = loads_domain(text2, source="mock-ids")
     assert unreachable_tools(d2, build_graph(d2)) == []
@@ -457,14 +502,19 @@ def test_retail_concrete_edges(retail: tuple[Domain, nx.MultiDiGraph]) -> None:
     d, g = retail
     assert edge(g, "tool:list_user_orders", "key:Order", "data") is not None
     assert edge(g, "key:Order", "tool:cancel_pending_order", "data") == {
-        "kind": "data", "param": "order_id"}
+        "kind": "data",
+        "param": "order_id",
+    }
     assert edge(g, "tool:cancel_pending_order", "state:Order.status", "writes") is not None
     assert edge(g, "tool:find_user_id_by_email", "key:User", "data") is not None
     # cancelling sets 'cancelled', which no "status == 'pending'" check accepts. Cancel
     # may still enable a pending-order tool, but only through the refunded gift-card
     # balance, never through Order.status.
-    pending = [t.name for t in d.tools.values()
-               if any("status == 'pending'" in c.source for c in t.requires)]
+    pending = [
+        t.name
+        for t in d.tools.values()
+        if any("status == 'pending'" in c.source for c in t.requires)
+    ]
     assert "cancel_pending_order" in pending and len(pending) >= 4
     for t in pending:
         e = edge(g, "tool:cancel_pending_order", f"tool:{t}", "enables")
@@ -472,8 +522,9 @@ def test_retail_concrete_edges(retail: tuple[Domain, nx.MultiDiGraph]) -> None:
     assert ("cancel_pending_order", "cancel_pending_order") not in enables(g)
     assert ("cancel_pending_order", "modify_pending_order_address") not in enables(g)
     # a new order can be passed to every tool that takes an order id
-    takers = [t.name for t in d.tools.values()
-              if any(p.ty == RefT("Order") for p in t.params.values())]
+    takers = [
+        t.name for t in d.tools.values() if any(p.ty == RefT("Order") for p in t.params.values())
+    ]
     assert "get_order_details" in takers
     assert {("place_order", t) for t in takers} <= enables(g)
 
@@ -532,8 +583,9 @@ def test_dot_export_is_deterministic_and_complete(name: str) -> None:
 
 
 @pytest.mark.slow
-def test_png_export(tmp_path: Path, mg: nx.MultiDiGraph,
-                    retail: tuple[Domain, nx.MultiDiGraph]) -> None:
+def test_png_export(
+    tmp_path: Path, mg: nx.MultiDiGraph, retail: tuple[Domain, nx.MultiDiGraph]
+) -> None:
     a, b = tmp_path / "a.png", tmp_path / "b.png"
     assert to_png(mg, a) == a
     to_png(mg, b)

@@ -52,8 +52,15 @@ def _find_function(tree: ast.Module, qualname: str) -> ast.FunctionDef | ast.Asy
     scope: list[ast.stmt] = tree.body
     found: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None = None
     for part in qualname.split("."):
-        found = next((n for n in scope if isinstance(
-            n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == part), None)
+        found = next(
+            (
+                n
+                for n in scope
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                and n.name == part
+            ),
+            None,
+        )
         if found is None:
             raise LookupError(f"no {qualname!r} (missing {part!r})")
         scope = found.body
@@ -65,8 +72,7 @@ def _find_function(tree: ast.Module, qualname: str) -> ast.FunctionDef | ast.Asy
 def _class_names(p: ast.pattern) -> set[str]:
     """The classes a case pattern names at its top (through ``|`` and ``as``)."""
     match p:
-        case ast.MatchClass(cls=ast.Name(id=name)) | ast.MatchClass(cls=ast.Attribute(
-                attr=name)):
+        case ast.MatchClass(cls=ast.Name(id=name)) | ast.MatchClass(cls=ast.Attribute(attr=name)):
             return {name}
         case ast.MatchOr(patterns=ps):
             return set().union(*(_class_names(q) for q in ps))
@@ -77,16 +83,19 @@ def _class_names(p: ast.pattern) -> set[str]:
 
 
 def _is_assert_never_arm(case: ast.match_case) -> bool:
-    wildcard = isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None \
-        and case.pattern.name is None and case.guard is None
+    wildcard = (
+        isinstance(case.pattern, ast.MatchAs)
+        and case.pattern.pattern is None
+        and case.pattern.name is None
+        and case.guard is None
+    )
     if not wildcard or len(case.body) != 1:
         return False
     stmt = case.body[0]
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
     fn = stmt.value.func
-    name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) \
-        else ""
+    name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
     # slicing's _unmodelled takes ``Never`` exactly like assert_never (mypy checks it the
     # same way) but gives up conservatively at run time instead of raising.
     return name in ("assert_never", "_unmodelled")
@@ -108,8 +117,11 @@ def check_walker(source: str, qualname: str, nodes: tuple[str, ...]) -> MatchRep
         named = frozenset(set().union(*(_class_names(c.pattern) for c in m.cases)))
         if not named & set(nodes):
             continue
-        report = MatchReport(named, tuple(n for n in nodes if n not in named),
-                             bool(m.cases) and _is_assert_never_arm(m.cases[-1]))
+        report = MatchReport(
+            named,
+            tuple(n for n in nodes if n not in named),
+            bool(m.cases) and _is_assert_never_arm(m.cases[-1]),
+        )
         if best is None or len(report.missing) < len(best.missing):
             best = report
     return best or MatchReport(frozenset(), nodes, False)
@@ -179,7 +191,8 @@ def _param(w: Walker, *rest: str) -> object:
 def test_walker_names_node(walker: Walker, node: str) -> None:
     report = _report(walker.path, walker.qualname, walker.nodes)
     assert node in report.named, (
-        f"{walker.backend}: {walker.path}::{walker.qualname} has no case for ir.{node}")
+        f"{walker.backend}: {walker.path}::{walker.qualname} has no case for ir.{node}"
+    )
 
 
 @pytest.mark.parametrize("walker", [_param(w) for w in WALKERS])
@@ -187,7 +200,8 @@ def test_walker_ends_in_assert_never(walker: Walker) -> None:
     report = _report(walker.path, walker.qualname, walker.nodes)
     assert report.ends_in_assert_never, (
         f"{walker.backend}: {walker.path}::{walker.qualname} does not end in "
-        "`case _: assert_never(...)`")
+        "`case _: assert_never(...)`"
+    )
 
 
 def test_every_backend_walks_expressions_and_the_unions_are_listed() -> None:
@@ -200,7 +214,7 @@ def test_every_backend_walks_expressions_and_the_unions_are_listed() -> None:
 
 # ------------------------------------------------------------------ the checker itself
 
-_PLANTED = textwrap.dedent('''
+_PLANTED = textwrap.dedent("""
     from typing import assert_never
     from graphgen import ir
     from graphgen.ir import Create, Delete
@@ -247,7 +261,7 @@ _PLANTED = textwrap.dedent('''
                 return 1
             case _:
                 assert_never(eff)
-''')
+""")
 
 
 def test_checker_accepts_a_complete_walker() -> None:

@@ -45,25 +45,109 @@ SCOPE: dict[str, Ty] = {
 
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # e.g. "1for" in fuzz text
 
-PROPS = settings(max_examples=200, deadline=None,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPS = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 # ------------------------------------------------------------------ 1. arbitrary text
 
 TOKENS = [
-    "Account", "Payment", "account_id", "payment_id", "amount", "email", "flag", "status",
-    "balance", "owner", "x", "a", "p", "len", "sum", "count", "any", "all", "min", "max",
-    "create", "append", "remove", "__import__", "__class__", "_x", "lambda", "del",
-    "import", "not", "and", "or", "in", "is", "if", "else", "for", "None", "True", "False",
-    "yield", "await", "async", "(", ")", "[", "]", "{", "}", ".", ",", ":", ";", "=", "==",
-    "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "**", "+=", "-=", ":=", "@", "*",
-    "'active'", "'A001'", '"P001"', "'2024-01-01'", "1", "0", "-3", "1.5", "10**9", "b''",
-    "f'{x}'", "...", "\\", "\n", "#", " ", "  ",
+    "Account",
+    "Payment",
+    "account_id",
+    "payment_id",
+    "amount",
+    "email",
+    "flag",
+    "status",
+    "balance",
+    "owner",
+    "x",
+    "a",
+    "p",
+    "len",
+    "sum",
+    "count",
+    "any",
+    "all",
+    "min",
+    "max",
+    "create",
+    "append",
+    "remove",
+    "__import__",
+    "__class__",
+    "_x",
+    "lambda",
+    "del",
+    "import",
+    "not",
+    "and",
+    "or",
+    "in",
+    "is",
+    "if",
+    "else",
+    "for",
+    "None",
+    "True",
+    "False",
+    "yield",
+    "await",
+    "async",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ".",
+    ",",
+    ":",
+    ";",
+    "=",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "**",
+    "+=",
+    "-=",
+    ":=",
+    "@",
+    "*",
+    "'active'",
+    "'A001'",
+    '"P001"',
+    "'2024-01-01'",
+    "1",
+    "0",
+    "-3",
+    "1.5",
+    "10**9",
+    "b''",
+    "f'{x}'",
+    "...",
+    "\\",
+    "\n",
+    "#",
+    " ",
+    "  ",
 ]
 
 python_ish = st.lists(st.sampled_from(TOKENS), max_size=25).map(" ".join) | st.lists(
-    st.sampled_from(TOKENS), max_size=25).map("".join)
+    st.sampled_from(TOKENS), max_size=25
+).map("".join)
 
 # Inputs that once reached Python's own recursion limit inside the elaborator.
 DEEP_ATTR = "a" + ".b" * 1500 + "._c"
@@ -97,8 +181,13 @@ def test_elaborator_raises_only_expr_error(src: str) -> None:
 @given(pre=python_ish, post=python_ish)
 def test_effects_with_random_context_raise_only_expr_error(pre: str, post: str) -> None:
     # Random text around real effect shapes reaches deeper into the statement parser.
-    for core in ("Account[account_id].balance += ", "p = Payment.create(", "del Account[",
-                 "Account[account_id].status = ", "Account[account_id].owner.append("):
+    for core in (
+        "Account[account_id].balance += ",
+        "p = Payment.create(",
+        "del Account[",
+        "Account[account_id].status = ",
+        "Account[account_id].owner.append(",
+    ):
         _only_expr_error(lambda c=core: EL.effect(pre + c + post, dict(SCOPE)))  # type: ignore[misc]
 
 
@@ -126,8 +215,14 @@ def _fresh(rows: Rows) -> str:
 
 
 @st.composite
-def comp(draw: Draw, entity: str, rows: Rows, depth: int,
-         proj: Callable[[Rows], st.SearchStrategy[str]], genexp: bool = False) -> str:
+def comp(
+    draw: Draw,
+    entity: str,
+    rows: Rows,
+    depth: int,
+    proj: Callable[[Rows], st.SearchStrategy[str]],
+    genexp: bool = False,
+) -> str:
     """``[proj for v in Entity if cond]`` (or the generator form for aggregates)."""
     v = _fresh(rows)
     inner = (*rows, (v, entity))
@@ -141,8 +236,12 @@ def _leaves(ty: str, rows: Rows) -> list[st.SearchStrategy[str]]:
     acc, pay = _vars(rows, "Account"), _vars(rows, "Payment")
     if ty == "int":
         out = [st.integers(-50, 300).map(str), st.just("amount")]
-        out += [st.just(f"{v}.{f}") for e, vs in (("Account", acc), ("Payment", pay))
-                for v in vs for f in INT_FIELDS[e]]
+        out += [
+            st.just(f"{v}.{f}")
+            for e, vs in (("Account", acc), ("Payment", pay))
+            for v in vs
+            for f in INT_FIELDS[e]
+        ]
         return out
     if ty == "bool":
         return [st.sampled_from(["True", "False", "flag"])]
@@ -159,11 +258,17 @@ def _leaves(ty: str, rows: Rows) -> list[st.SearchStrategy[str]]:
     if ty == "pref":
         return [st.just("payment_id"), *(st.just(f"{v}.payment_id") for v in pay)]
     if ty == "list_int":
-        return [st.lists(st.integers(-5, 50).map(str), min_size=1, max_size=3)
-                .map(lambda xs: "[" + ", ".join(xs) + "]")]
+        return [
+            st.lists(st.integers(-5, 50).map(str), min_size=1, max_size=3).map(
+                lambda xs: "[" + ", ".join(xs) + "]"
+            )
+        ]
     if ty == "list_str":
-        return [st.lists(st.sampled_from(["'a'", "'b@x.io'", "email"]), min_size=1, max_size=3)
-                .map(lambda xs: "[" + ", ".join(xs) + "]")]
+        return [
+            st.lists(st.sampled_from(["'a'", "'b@x.io'", "email"]), min_size=1, max_size=3).map(
+                lambda xs: "[" + ", ".join(xs) + "]"
+            )
+        ]
     if ty == "list_aref":
         return [st.just("[account_id]")]
     raise AssertionError(ty)
@@ -176,8 +281,9 @@ def _key_or_lit(ty: str, rows: Rows, depth: int) -> st.SearchStrategy[str]:
 
 
 def _ite(ty: str, rows: Rows, depth: int) -> st.SearchStrategy[str]:
-    return st.tuples(expr(ty, rows, depth - 1), expr("bool", rows, depth - 1),
-                     expr(ty, rows, depth - 1)).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})")
+    return st.tuples(
+        expr(ty, rows, depth - 1), expr("bool", rows, depth - 1), expr(ty, rows, depth - 1)
+    ).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})")
 
 
 def _compound(ty: str, rows: Rows, depth: int) -> list[st.SearchStrategy[str]]:
@@ -192,69 +298,94 @@ def _compound(ty: str, rows: Rows, depth: int) -> list[st.SearchStrategy[str]]:
     if ty == "int":
         return [
             st.tuples(e("int"), st.sampled_from("+-*"), e("int")).map(
-                lambda t: f"({t[0]} {t[1]} {t[2]})"),
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
             e("int").map(lambda x: f"-({x})"),
             _key_or_lit("aref", rows, d).map(lambda k: f"Account[{k}].balance"),
             _key_or_lit("pref", rows, d).map(lambda k: f"Payment[{k}].amount"),
-            comp("Account", rows, depth, lambda r: expr("int", r, d), genexp=True)
-            .map(lambda c: f"sum({c})"),
-            comp("Payment", rows, depth, lambda r: expr("int", r, d), genexp=True)
-            .map(lambda c: f"count({c})"),
-            st.tuples(st.sampled_from(["min", "max"]),
-                      comp("Payment", rows, depth, lambda r: expr("int", r, d), genexp=True))
-            .map(lambda t: f"{t[0]}({t[1]})"),
-            st.sampled_from(["list_int", "list_str", "list_aref"]).flatmap(
-                lambda t: expr(t, rows, d)).map(lambda x: f"len({x})"),
+            comp("Account", rows, depth, lambda r: expr("int", r, d), genexp=True).map(
+                lambda c: f"sum({c})"
+            ),
+            comp("Payment", rows, depth, lambda r: expr("int", r, d), genexp=True).map(
+                lambda c: f"count({c})"
+            ),
+            st.tuples(
+                st.sampled_from(["min", "max"]),
+                comp("Payment", rows, depth, lambda r: expr("int", r, d), genexp=True),
+            ).map(lambda t: f"{t[0]}({t[1]})"),
+            st.sampled_from(["list_int", "list_str", "list_aref"])
+            .flatmap(lambda t: expr(t, rows, d))
+            .map(lambda x: f"len({x})"),
             _ite("int", rows, depth),
         ]
     if ty == "bool":
         return [
             st.tuples(e("int"), st.sampled_from(CMP_OPS), e("int")).map(" ".join),
-            st.tuples(e("int"), st.sampled_from(["<", "<="]), e("int"),
-                      st.sampled_from(["<", "<="]), e("int")).map(" ".join),
+            st.tuples(
+                e("int"),
+                st.sampled_from(["<", "<="]),
+                e("int"),
+                st.sampled_from(["<", "<="]),
+                e("int"),
+            ).map(" ".join),
             st.tuples(e("str"), st.sampled_from(CMP_OPS), e("str")).map(" ".join),
-            st.tuples(e("enum"), st.sampled_from(["==", "!="]),
-                      st.sampled_from(["'active'", "'locked'", "status"])).map(" ".join),
-            st.tuples(e("aref"), st.sampled_from(["==", "!="]), _key_or_lit("aref", rows, d))
-            .map(" ".join),
+            st.tuples(
+                e("enum"),
+                st.sampled_from(["==", "!="]),
+                st.sampled_from(["'active'", "'locked'", "status"]),
+            ).map(" ".join),
+            st.tuples(e("aref"), st.sampled_from(["==", "!="]), _key_or_lit("aref", rows, d)).map(
+                " ".join
+            ),
             st.tuples(_key_or_lit("aref", rows, d), st.sampled_from(["in", "not in"])).map(
-                lambda t: f"{t[0]} {t[1]} Account"),
+                lambda t: f"{t[0]} {t[1]} Account"
+            ),
             st.tuples(_key_or_lit("pref", rows, d), st.sampled_from(["in", "not in"])).map(
-                lambda t: f"{t[0]} {t[1]} Payment"),
+                lambda t: f"{t[0]} {t[1]} Payment"
+            ),
             st.tuples(e("int"), st.sampled_from(["in", "not in"]), e("list_int")).map(" ".join),
             st.tuples(e("str"), st.sampled_from(["in", "not in"]), e("list_str")).map(" ".join),
-            st.tuples(e("aref"), st.sampled_from(["in", "not in"]), e("list_aref"))
-            .map(" ".join),
+            st.tuples(e("aref"), st.sampled_from(["in", "not in"]), e("list_aref")).map(" ".join),
             e("enum").map(lambda x: f"{x} in ['active', 'locked']"),
-            st.tuples(st.sampled_from([" and ", " or "]),
-                      st.lists(e("bool"), min_size=2, max_size=3))
-            .map(lambda t: t[0].join(f"({x})" for x in t[1])),
+            st.tuples(
+                st.sampled_from([" and ", " or "]), st.lists(e("bool"), min_size=2, max_size=3)
+            ).map(lambda t: t[0].join(f"({x})" for x in t[1])),
             e("bool").map(lambda x: f"not ({x})"),
-            st.tuples(st.sampled_from(["any", "all"]),
-                      comp("Account", rows, depth, lambda r: expr("bool", r, d), genexp=True))
-            .map(lambda t: f"{t[0]}({t[1]})"),
+            st.tuples(
+                st.sampled_from(["any", "all"]),
+                comp("Account", rows, depth, lambda r: expr("bool", r, d), genexp=True),
+            ).map(lambda t: f"{t[0]}({t[1]})"),
             _ite("bool", rows, depth),
         ]
     if ty == "str":
-        return [_key_or_lit("aref", rows, d).map(lambda k: f"Account[{k}].email"),
-                _ite("str", rows, depth)]
+        return [
+            _key_or_lit("aref", rows, d).map(lambda k: f"Account[{k}].email"),
+            _ite("str", rows, depth),
+        ]
     if ty == "enum":
-        return [_key_or_lit("aref", rows, d).map(lambda k: f"Account[{k}].status"),
-                _ite("enum", rows, depth)]
+        return [
+            _key_or_lit("aref", rows, d).map(lambda k: f"Account[{k}].status"),
+            _ite("enum", rows, depth),
+        ]
     if ty == "aref":
-        return [_key_or_lit("pref", rows, d).map(lambda k: f"Payment[{k}].account_id"),
-                _ite("aref", rows, depth)]
+        return [
+            _key_or_lit("pref", rows, d).map(lambda k: f"Payment[{k}].account_id"),
+            _ite("aref", rows, depth),
+        ]
     if ty == "pref":
         return []
     if ty == "list_int":
-        return [comp("Account", rows, depth, lambda r: expr("int", r, d)),
-                st.lists(e("int"), min_size=1, max_size=3).map(
-                    lambda xs: "[" + ", ".join(xs) + "]")]
+        return [
+            comp("Account", rows, depth, lambda r: expr("int", r, d)),
+            st.lists(e("int"), min_size=1, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
+        ]
     if ty == "list_str":
         return [comp("Account", rows, depth, lambda r: expr("str", r, d))]
     if ty == "list_aref":
-        return [comp("Account", rows, depth, lambda r: expr("aref", r, d)),
-                comp("Payment", rows, depth, lambda r: expr("aref", r, d))]
+        return [
+            comp("Account", rows, depth, lambda r: expr("aref", r, d)),
+            comp("Payment", rows, depth, lambda r: expr("aref", r, d)),
+        ]
     raise AssertionError(ty)
 
 
@@ -317,8 +448,9 @@ def hand_state(draw: Draw) -> State:
         }
         for i in range(n_pay)
     }
-    return State({"Account": accounts, "Payment": payments},
-                 {"Account": n_acc + 1, "Payment": n_pay + 1})
+    return State(
+        {"Account": accounts, "Payment": payments}, {"Account": n_acc + 1, "Payment": n_pay + 1}
+    )
 
 
 def mock_state() -> st.SearchStrategy[State]:
@@ -354,12 +486,18 @@ def has_type(ty: Ty, v: Any, domain: Domain = MOCK) -> bool:
         return type(v) is list and all(has_type(ty.elem, x) for x in v)
     if isinstance(ty, RowT):
         ent = domain.entities[ty.entity]
-        return (type(v) is dict and set(v) == {ent.key, *ent.fields}
-                and has_type(RefT(ty.entity), v[ent.key])
-                and all(has_type(f.ty, v[f.name]) for f in ent.fields.values()))
+        return (
+            type(v) is dict
+            and set(v) == {ent.key, *ent.fields}
+            and has_type(RefT(ty.entity), v[ent.key])
+            and all(has_type(f.ty, v[f.name]) for f in ent.fields.values())
+        )
     if isinstance(ty, RecordT):
-        return (type(v) is dict and list(v) == [k for k, _ in ty.fields]
-                and all(has_type(t, v[k]) for k, t in ty.fields))
+        return (
+            type(v) is dict
+            and list(v) == [k for k, _ in ty.fields]
+            and all(has_type(t, v[k]) for k, t in ty.fields)
+        )
     raise AssertionError(f"unexpected type {ty}")
 
 
@@ -368,22 +506,45 @@ def test_generator_covers_the_ir() -> None:
     # below would pass vacuously.
     seen: set[str] = set()
 
-    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=300,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(src=any_expr())
     def collect(src: str) -> None:
         seen.update(type(n).__name__ for n in ir.walk(EL.expr(src, SCOPE)))
 
     collect()
-    want = {"Lit", "Var", "FieldOf", "RowOf", "Exists", "Compare", "BoolOp", "Not", "Arith",
-            "Neg", "Contains", "Len", "ListLit", "Comp", "Agg", "IfExp", "DictLit"}
+    want = {
+        "Lit",
+        "Var",
+        "FieldOf",
+        "RowOf",
+        "Exists",
+        "Compare",
+        "BoolOp",
+        "Not",
+        "Arith",
+        "Neg",
+        "Contains",
+        "Len",
+        "ListLit",
+        "Comp",
+        "Agg",
+        "IfExp",
+        "DictLit",
+    }
     assert want <= seen, want - seen
 
 
 @PROPS
 @given(src=any_expr(), st_=mock_state(), env=mock_env())
 def test_well_typed_exprs_parse_and_evaluate_to_their_type(
-        src: str, st_: State, env: dict[str, Any]) -> None:
+    src: str, st_: State, env: dict[str, Any]
+) -> None:
     e = EL.expr(src, SCOPE)  # must not raise: the text is well typed by construction
     before = st_.copy()
     try:
@@ -434,9 +595,15 @@ GOOD_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "amount": st.integers(-5, 6000),
     "email": st.sampled_from(["a@x.io", "b@x.io", "nobody@x.io"]),
 }
-JUNK = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=6),
-                 st.floats(allow_nan=True), st.lists(st.integers(), max_size=2),
-                 st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.text(max_size=6),
+    st.floats(allow_nan=True),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+)
 
 
 @st.composite
@@ -491,11 +658,16 @@ def test_calls_are_atomic(st_: State, calls: list[tuple[str, Any]]) -> None:
 
 
 def test_failed_effect_rolls_back_earlier_effects() -> None:
-    s = State({"Account": {"A001": {"email": "a@x.io", "owner": "Ann", "balance": 10,
-                                    "status": "active"},
-                           "A002": {"email": "a@x.io", "owner": "Bo", "balance": 10,
-                                    "status": "active"}},
-               "Payment": {}}, {"Account": 3, "Payment": 1})
+    s = State(
+        {
+            "Account": {
+                "A001": {"email": "a@x.io", "owner": "Ann", "balance": 10, "status": "active"},
+                "A002": {"email": "a@x.io", "owner": "Bo", "balance": 10, "status": "active"},
+            },
+            "Payment": {},
+        },
+        {"Account": 3, "Payment": 1},
+    )
     before = s.copy()
     # A001 shares its email with A002, so touching A001 fails the unique check after
     # both effects of `pay` have run; both must be undone, counter included.
@@ -511,8 +683,13 @@ def test_call_strategy_reaches_every_outcome() -> None:
     kinds: set[str] = set()
 
     # derandomize: the coverage claim is about this fixed sample, so it cannot flake.
-    @settings(max_examples=600, deadline=None, database=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=600,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(st_=mock_state(), calls=st.lists(call(), min_size=1, max_size=8))
     def collect(st_: State, calls: list[tuple[str, Any]]) -> None:
         for name, args in calls:
@@ -524,6 +701,5 @@ def test_call_strategy_reaches_every_outcome() -> None:
                 kinds.add("write" if MOCK.tools[name].is_write else "read")
 
     collect()
-    want = {"write", "read", "bad_args", "not_found", "unknown_tool", "precondition",
-            "invariant"}
+    want = {"write", "read", "bad_args", "not_found", "unknown_tool", "precondition", "invariant"}
     assert want <= kinds, want - kinds

@@ -59,8 +59,7 @@ def _lazy_hook(stack: list[ast.AST]) -> bool:
     for n in stack:
         if isinstance(n, ast.FunctionDef) and n.name == "__getattr__":
             return True
-        if isinstance(n, ast.If) and isinstance(n.test, ast.Name) \
-                and n.test.id == "TYPE_CHECKING":
+        if isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING":
             return True
     return False
 
@@ -73,8 +72,7 @@ def check_source(module: str, source: str, is_package: bool = False) -> list[str
     for target, line, stack in _imports(ast.parse(source), package):
         head = target.split(".")[0]
         if head in STAGES:
-            problems.append(f"{module}:{line}: bare import of {target!r}; "
-                            f"use 'graphgen.{target}'")
+            problems.append(f"{module}:{line}: bare import of {target!r}; use 'graphgen.{target}'")
             continue
         if head != "graphgen":
             continue
@@ -117,8 +115,11 @@ def layer_violations(root: Path) -> list[str]:
         for path in sorted((root / extra).rglob("*.py")):
             rel = path.relative_to(root)
             src = path.read_text(encoding="utf-8")
-            problems += [p for p in check_source(".".join(rel.with_suffix("").parts), src)
-                         if "bare import" in p]
+            problems += [
+                p
+                for p in check_source(".".join(rel.with_suffix("").parts), src)
+                if "bare import" in p
+            ]
     return problems
 
 
@@ -140,18 +141,18 @@ def test_checker_fails_on_a_planted_violation_inside_a_function(tmp_path: Path) 
     caught, in a source string and in a planted copy of the tree."""
     bad = "def f():\n    from graphgen.verify import x\n    return x\n"
     assert check_source("graphgen.analysis", bad) == [
-        "graphgen.analysis:2: core module imports graphgen.verify (verify)"]
+        "graphgen.analysis:2: core module imports graphgen.verify (verify)"
+    ]
     (tmp_path / "graphgen").mkdir()
     for stage in STAGES:
         (tmp_path / stage).mkdir()
         (tmp_path / "tests").mkdir(exist_ok=True)
     (tmp_path / "graphgen" / "analysis.py").write_text(bad, encoding="utf-8")
-    (tmp_path / "tasks" / "plan.py").write_text("import graphgen.envs.agent\n",
-                                                encoding="utf-8")
-    (tmp_path / "verify" / "ok.py").write_text("from graphgen.tasks import model\n",
-                                               encoding="utf-8")
-    (tmp_path / "tests" / "test_x.py").write_text("from verify.bmc import y\n",
-                                                  encoding="utf-8")
+    (tmp_path / "tasks" / "plan.py").write_text("import graphgen.envs.agent\n", encoding="utf-8")
+    (tmp_path / "verify" / "ok.py").write_text(
+        "from graphgen.tasks import model\n", encoding="utf-8"
+    )
+    (tmp_path / "tests" / "test_x.py").write_text("from verify.bmc import y\n", encoding="utf-8")
     assert layer_violations(tmp_path) == [
         "graphgen.analysis:2: core module imports graphgen.verify (verify)",
         "graphgen.tasks.plan:1: tasks module imports graphgen.envs.agent (envs)",
@@ -169,8 +170,7 @@ def test_checker_rules() -> None:
     lazy = "def __getattr__(name):\n    from graphgen import pipeline\n"
     assert not check_source("graphgen", lazy, is_package=True)
     assert check_source("graphgen", "from graphgen import pipeline\n", is_package=True)
-    assert check_source("graphgen", "def f():\n    from graphgen import cli\n",
-                        is_package=True)
+    assert check_source("graphgen", "def f():\n    from graphgen import cli\n", is_package=True)
     # only the top may import the top
     assert check_source("graphgen.envs.agent", "from graphgen.pipeline import run\n")
     assert not check_source("graphgen.cli", "from graphgen.envs import agent\n")

@@ -25,43 +25,78 @@ MOCK_TEXT = builtin_path("mock").read_text(encoding="utf-8")
 EXPECTED: dict[str, tuple[str, str | None, str | None]] = {
     "syntax_error": ("syntax error", "pay", "Account[account_id].balance >="),
     "yaml_syntax": ("YAML syntax error", None, None),
-    "unknown_field": ("has no field 'balanse'", "deposit",
-                      "Account[account_id].balanse += amount"),
-    "type_mismatch_compare": ("cannot compare str with int", "find_account",
-                              "[a.account_id for a in Account if a.email == 42]"),
-    "effect_wrong_type": ("expected int, got str", "lock_account",
-                          "Account[account_id].balance = 'locked'"),
-    "enum_member": ("'frozen' is not a member of enum Account.status", "deposit",
-                    "Account[account_id].status == 'frozen'"),
-    "effect_enum_member": ("'closed' is not a member of enum Account.status", "lock_account",
-                           "Account[account_id].status = 'closed'"),
+    "unknown_field": ("has no field 'balanse'", "deposit", "Account[account_id].balanse += amount"),
+    "type_mismatch_compare": (
+        "cannot compare str with int",
+        "find_account",
+        "[a.account_id for a in Account if a.email == 42]",
+    ),
+    "effect_wrong_type": (
+        "expected int, got str",
+        "lock_account",
+        "Account[account_id].balance = 'locked'",
+    ),
+    "enum_member": (
+        "'frozen' is not a member of enum Account.status",
+        "deposit",
+        "Account[account_id].status == 'frozen'",
+    ),
+    "effect_enum_member": (
+        "'closed' is not a member of enum Account.status",
+        "lock_account",
+        "Account[account_id].status = 'closed'",
+    ),
     "dunder_import": ("calls are not allowed: __import__", "get_account", "__import__('os')"),
-    "dunder_class": ("forbidden attribute '__class__'", "get_account",
-                     "Account[account_id].__class__"),
+    "dunder_class": (
+        "forbidden attribute '__class__'",
+        "get_account",
+        "Account[account_id].__class__",
+    ),
     "lambda": ("lambda is not allowed", "get_account", "lambda: Account[account_id]"),
     "call_not_allowed": ("calls are not allowed: open", "lock_account", "open('x') == 'active'"),
     "missing_entity_ref": ("unknown type 'Acount'", None, None),
     "duplicate_tool": ("duplicate tool 'deposit'", None, None),
-    "effect_on_key": ("cannot write the key Account.account_id", "lock_account",
-                      "Account[account_id].account_id = 'A999'"),
+    "effect_on_key": (
+        "cannot write the key Account.account_id",
+        "lock_account",
+        "Account[account_id].account_id = 'A999'",
+    ),
     "unknown_param": ("unknown name 'amt'", "pay", "Account[account_id].balance -= amt"),
-    "create_missing_field": ("missing field 'amount'", "pay",
-                             "p = Payment.create(account_id=account_id)"),
-    "placeholder_unknown": ("placeholder {amt} is not a parameter", "pay",
-                            "Pay {amt} from my account."),
-    "requires_not_bool": ("a condition must be bool", "lock_account",
-                          "Account[account_id].balance"),
+    "create_missing_field": (
+        "missing field 'amount'",
+        "pay",
+        "p = Payment.create(account_id=account_id)",
+    ),
+    "placeholder_unknown": (
+        "placeholder {amt} is not a parameter",
+        "pay",
+        "Pay {amt} from my account.",
+    ),
+    "requires_not_bool": (
+        "a condition must be bool",
+        "lock_account",
+        "Account[account_id].balance",
+    ),
     "augassign_on_str": ("+= needs an int field", "deposit", "Account[account_id].owner += 'x'"),
     "bad_param_type": ("unknown type 'integer'", "deposit", None),
     "tool_without_effects_or_returns": ("needs effects or a return value", "lock_account", None),
-    "attribute_escape": ("attribute .real needs a row", "get_account",
-                         "Account[account_id].balance.real"),
+    "attribute_escape": (
+        "attribute .real needs a row",
+        "get_account",
+        "Account[account_id].balance.real",
+    ),
     "unknown_tool_key": ("Extra inputs are not permitted", "lock_account", None),
-    "walrus": ("assignment expressions are not allowed", "pay",
-               "(b := Account[account_id].balance) >= amount"),
+    "walrus": (
+        "assignment expressions are not allowed",
+        "pay",
+        "(b := Account[account_id].balance) >= amount",
+    ),
     "import_effect": ("imports are not allowed", "lock_account", "import os"),
-    "wrong_id_type": ("needs a Account id, got Payment id", "get_account",
-                      "Account[Payment['P001'].payment_id]"),
+    "wrong_id_type": (
+        "needs a Account id, got Payment id",
+        "get_account",
+        "Account[Payment['P001'].payment_id]",
+    ),
 }
 
 # Where the location names something other than a tool, what it must name instead.
@@ -135,11 +170,11 @@ def test_column_points_at_the_culprit() -> None:
     err = _load_error(BROKEN / "unknown_param.yaml")
     (prob,) = err.problems
     assert prob.col is not None
-    assert prob.expr[prob.col - 1:].startswith("amt")
+    assert prob.expr[prob.col - 1 :].startswith("amt")
     err = _load_error(BROKEN / "dunder_class.yaml")
     (prob,) = err.problems
     assert prob.col is not None
-    assert prob.expr[prob.col - 1:].startswith("__class__")
+    assert prob.expr[prob.col - 1 :].startswith("__class__")
 
 
 def _break(text: str, old: str, new: str) -> str:
@@ -148,10 +183,16 @@ def _break(text: str, old: str, new: str) -> str:
 
 
 def test_two_independent_problems_are_both_reported() -> None:
-    text = _break(MOCK_TEXT, '"Account[account_id].balance += amount"',
-                  '"Account[account_id].balanse += amount"')
-    text = _break(text, 'intents: ["Pay {amount} from my account."]',
-                  'intents: ["Pay {amt} from my account."]')
+    text = _break(
+        MOCK_TEXT,
+        '"Account[account_id].balance += amount"',
+        '"Account[account_id].balanse += amount"',
+    )
+    text = _break(
+        text,
+        'intents: ["Pay {amount} from my account."]',
+        'intents: ["Pay {amt} from my account."]',
+    )
     with pytest.raises(DomainError) as info:
         loads_domain(text, source="two_faults.yaml")
     err = info.value
@@ -163,12 +204,14 @@ def test_two_independent_problems_are_both_reported() -> None:
 
 
 def test_two_problems_in_one_tool_are_both_reported() -> None:
-    text = _break(MOCK_TEXT, '{check: "Account[account_id].balance >= amount", '
-                  'message: "insufficient funds"}',
-                  '{check: "Account[account_id].balance >= \'x\'", '
-                  'message: "insufficient funds"}')
-    text = _break(text, '"Account[account_id].balance -= amount"',
-                  '"Account[account_id].email -= amount"')
+    text = _break(
+        MOCK_TEXT,
+        '{check: "Account[account_id].balance >= amount", message: "insufficient funds"}',
+        '{check: "Account[account_id].balance >= \'x\'", message: "insufficient funds"}',
+    )
+    text = _break(
+        text, '"Account[account_id].balance -= amount"', '"Account[account_id].email -= amount"'
+    )
     with pytest.raises(DomainError) as info:
         loads_domain(text, source="one_tool.yaml")
     wheres = [p.where for p in info.value.problems]

@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]  # run subprocesses here, so they imp
 
 
 def _python(code: str) -> str:
-    return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                          text=True, cwd=ROOT).stdout
+    return subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT
+    ).stdout
 
 
 def _doctests(obj: object) -> doctest.TestResults:
@@ -47,8 +48,7 @@ def test_import_graphgen_is_light() -> None:
     """The pipeline is loaded on first use: the package and its IR import no solver,
     no model client and no plotting library."""
     heavy = ("z3", "openai", "matplotlib", "graphgen.pipeline", "graphgen.verify")
-    code = ("import sys, graphgen, graphgen.ir\n"
-            f"print([m for m in {heavy!r} if m in sys.modules])")
+    code = f"import sys, graphgen, graphgen.ir\nprint([m for m in {heavy!r} if m in sys.modules])"
     assert _python(code).strip() == "[]"
 
 
@@ -84,10 +84,12 @@ def test_package_example_as_plain_code(tmp_path: Path) -> None:
 
 
 def test_pipeline_docstring_examples_run() -> None:
-    results = [_doctests(pl), _doctests(graphgen.analysis.report),
-               _doctests(graphgen.extras.require)]
-    results += [_doctests(getattr(pl, name)) for name in pl.__all__
-                if callable(getattr(pl, name))]
+    results = [
+        _doctests(pl),
+        _doctests(graphgen.analysis.report),
+        _doctests(graphgen.extras.require),
+    ]
+    results += [_doctests(getattr(pl, name)) for name in pl.__all__ if callable(getattr(pl, name))]
     assert sum(r.attempted for r in results) >= 20
     assert sum(r.failed for r in results) == 0
 
@@ -105,8 +107,7 @@ def test_defaults_come_from_one_place() -> None:
     sig = inspect.signature(cli.generate)
     for name in ("seed", "max_intents", "walk_ratio", "prove", "jobs", "record_times"):
         assert sig.parameters[name].default == getattr(DEFAULTS, name), name
-    assert inspect.signature(cli.verify_cmd).parameters["timeout_ms"].default == \
-        DEFAULTS.timeout_ms
+    assert inspect.signature(cli.verify_cmd).parameters["timeout_ms"].default == DEFAULTS.timeout_ms
 
 
 def test_bad_options_are_refused_with_the_reason() -> None:
@@ -123,8 +124,23 @@ def test_cli_and_library_write_the_same_bytes(tmp_path: Path) -> None:
     lib = tmp_path / "lib.jsonl"
     cli_file = tmp_path / "cli.jsonl"
     pl.generate("mock", 6, Options(seed=2, max_intents=2, jobs=1), output=lib)
-    res = runner.invoke(cli.app, ["generate", "mock", "-n", "6", "--seed", "2",
-                              "--max-intents", "2", "-j", "2", "-o", str(cli_file)])
+    res = runner.invoke(
+        cli.app,
+        [
+            "generate",
+            "mock",
+            "-n",
+            "6",
+            "--seed",
+            "2",
+            "--max-intents",
+            "2",
+            "-j",
+            "2",
+            "-o",
+            str(cli_file),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert cli_file.read_bytes() == lib.read_bytes()
     first = json.loads(lib.read_text(encoding="utf-8").splitlines()[1])
@@ -166,15 +182,17 @@ def test_evaluate_agents_and_trajectories(tmp_path: Path) -> None:
     traj = tmp_path / "oracle.jsonl"
     ev = pl.evaluate(path, "oracle", limit=3, trajectories=traj)
     assert ev.agent == "oracle" and len(ev.episodes) == 3 and ev.success_rate == 1.0
-    assert [json.loads(x)["task_id"] for x in traj.read_text().splitlines()] == \
-        [e.task_id for e in ev.episodes]
+    assert [json.loads(x)["task_id"] for x in traj.read_text().splitlines()] == [
+        e.task_id for e in ev.episodes
+    ]
     assert pl.evaluate(path, "random", Options(seed=1)).agent == "random"
     with pytest.raises(pl.PipelineError, match="base_url"):
         pl.evaluate(path, "some-model")
 
 
-def test_missing_extras_name_the_install_command(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_extras_name_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without matplotlib only the PNG fails, without openai only a model evaluation."""
     path = tmp_path / "t.jsonl"
     pl.generate("mock", 2, Options(prove=False), output=path)
@@ -220,9 +238,19 @@ def test_version_once() -> None:
 
 
 def test_python_dash_m_graphgen() -> None:
-    out = subprocess.run([sys.executable, "-m", "graphgen", "--version"], check=True,
-                         capture_output=True, text=True, cwd=ROOT).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "graphgen", "--version"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout
     assert out.strip() == f"graphgen {graphgen.__version__}"
-    helptext = subprocess.run([sys.executable, "-m", "graphgen", "--help"], check=True,
-                              capture_output=True, text=True, cwd=ROOT).stdout
+    helptext = subprocess.run(
+        [sys.executable, "-m", "graphgen", "--help"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout
     assert "generate" in helptext and "verify" in helptext

@@ -23,23 +23,29 @@ MOCK = builtin_path("mock").read_text(encoding="utf-8")
 LOCK_REQUIRES = "requires: \"Account[account_id].status == 'active'\""
 
 
-@pytest.mark.parametrize("cond", [
-    "Account[account_id].balance < 0",  # balance has min 0
-    "Account[account_id].status == 'active' and Account[account_id].status == 'locked'",
-    "Account[account_id].balance > 100000",  # above max
-    "not (Account[account_id].status == 'active' or Account[account_id].status == 'locked')",
-])
+@pytest.mark.parametrize(
+    "cond",
+    [
+        "Account[account_id].balance < 0",  # balance has min 0
+        "Account[account_id].status == 'active' and Account[account_id].status == 'locked'",
+        "Account[account_id].balance > 100000",  # above max
+        "not (Account[account_id].status == 'active' or Account[account_id].status == 'locked')",
+    ],
+)
 def test_impossible_preconditions_are_reported(cond: str) -> None:
     d = loads_domain(MOCK.replace(LOCK_REQUIRES, f'requires: "{cond}"'), "variant.yaml")
     assert unsatisfiable_writes(d) == ["lock_account"]
 
 
-@pytest.mark.parametrize("cond", [
-    "Account[account_id].balance < 5",
-    "Account[account_id].status != 'active'",
-    "count(p for p in Payment if p.account_id == account_id) > 3",  # not modelled: free
-    "Account[account_id].email == 'x@y.z' and Account[account_id].balance >= 100000",
-])
+@pytest.mark.parametrize(
+    "cond",
+    [
+        "Account[account_id].balance < 5",
+        "Account[account_id].status != 'active'",
+        "count(p for p in Payment if p.account_id == account_id) > 3",  # not modelled: free
+        "Account[account_id].email == 'x@y.z' and Account[account_id].balance >= 100000",
+    ],
+)
 def test_possible_preconditions_are_not_reported(cond: str) -> None:
     d = loads_domain(MOCK.replace(LOCK_REQUIRES, f'requires: "{cond}"'), "variant.yaml")
     assert unsatisfiable_writes(d) == []
@@ -52,8 +58,9 @@ def test_builtins_have_no_impossible_write(name: str) -> None:
 
 def test_check_command_shows_the_report(tmp_path: Path) -> None:
     bad = tmp_path / "variant.yaml"
-    bad.write_text(MOCK.replace(LOCK_REQUIRES, 'requires: "Account[account_id].balance < 0"'),
-                   encoding="utf-8")
+    bad.write_text(
+        MOCK.replace(LOCK_REQUIRES, 'requires: "Account[account_id].balance < 0"'), encoding="utf-8"
+    )
     res = CliRunner().invoke(app, ["check", str(bad)])
     assert res.exit_code == 0, res.output
     row = next(line for line in res.output.splitlines() if "unsatisfiable" in line)
@@ -65,19 +72,29 @@ def test_check_command_shows_the_report(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ dates, one encoding
 
-DATED = MOCK.replace("      status: {enum: [active, locked]}\n",
-                     "      status: {enum: [active, locked]}\n      opened: date\n")
+DATED = MOCK.replace(
+    "      status: {enum: [active, locked]}\n",
+    "      status: {enum: [active, locked]}\n      opened: date\n",
+)
 # Day windows across a month and a year boundary: exactly one day, or no day at all. As
 # YYYYMMDD numbers the empty windows would still hold integers (20240132 .. 20240200).
 WINDOWS = [
-    ("Account[account_id].opened > '2024-01-31' and Account[account_id].opened < '2024-02-02'",
-     True),
-    ("Account[account_id].opened > '2024-01-31' and Account[account_id].opened < '2024-02-01'",
-     False),
-    ("Account[account_id].opened > '2023-12-31' and Account[account_id].opened < '2024-01-01'",
-     False),
-    ("Account[account_id].opened >= '2023-12-31' and Account[account_id].opened < '2024-01-01'",
-     True),
+    (
+        "Account[account_id].opened > '2024-01-31' and Account[account_id].opened < '2024-02-02'",
+        True,
+    ),
+    (
+        "Account[account_id].opened > '2024-01-31' and Account[account_id].opened < '2024-02-01'",
+        False,
+    ),
+    (
+        "Account[account_id].opened > '2023-12-31' and Account[account_id].opened < '2024-01-01'",
+        False,
+    ),
+    (
+        "Account[account_id].opened >= '2023-12-31' and Account[account_id].opened < '2024-01-01'",
+        True,
+    ),
 ]
 
 
@@ -88,9 +105,21 @@ def _dated(cond: str) -> Domain:
 def _encoder_can_call(domain: Domain, tool: str) -> bool:
     """Whether some state makes ``tool`` succeed, per the symbolic encoding (every cell
     of a one-row universe free)."""
-    state = State({"Account": {"A001": {"email": "a@b.c", "owner": "Ann", "balance": 0,
-                                        "status": "active", "opened": "2024-01-01"}},
-                   "Payment": {}}, {})
+    state = State(
+        {
+            "Account": {
+                "A001": {
+                    "email": "a@b.c",
+                    "owner": "Ann",
+                    "balance": 0,
+                    "status": "active",
+                    "opened": "2024-01-01",
+                }
+            },
+            "Payment": {},
+        },
+        {},
+    )
     uni = Universe.build(domain, state)
     st = SymState.fresh(uni, "pre")
     tdef = domain.tools[tool]

@@ -152,8 +152,7 @@ def _assert_value(domain: Domain, state: State, f: FieldDef, v: Any, where: str)
         _assert_scalar(domain, state, t, f, v, where)
 
 
-def _assert_scalar(domain: Domain, state: State, t: Any, f: FieldDef, v: Any,
-                   where: str) -> None:
+def _assert_scalar(domain: Domain, state: State, t: Any, f: FieldDef, v: Any, where: str) -> None:
     if isinstance(t, RefT):
         assert isinstance(v, str) and v in state.tables[t.entity], f"{where}: dangling {v!r}"
     elif isinstance(t, EnumT):
@@ -206,8 +205,9 @@ def test_independent_of_hash_seed_and_process() -> None:
     outs = set()
     for hs in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hs}
-        res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, check=True)
+        res = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
         outs.add(res.stdout.strip())
     outs.add(generate_state(load_builtin("mock"), 11).to_json(indent=None))
     assert len(outs) == 1
@@ -294,9 +294,11 @@ def _diamond(d: Domain, ename: str, f: FieldDef) -> bool:
     the two consistent (same owner), which takes precedence over spreading."""
     assert isinstance(f.ty, RefT)
     y = d.entities[f.ty.entity]
-    others = [g.ty for g in d.entities[ename].fields.values()
-              if g is not f and isinstance(g.ty, RefT)
-              and g.ty.entity not in (f.ty.entity, ename)]
+    others = [
+        g.ty
+        for g in d.entities[ename].fields.values()
+        if g is not f and isinstance(g.ty, RefT) and g.ty.entity not in (f.ty.entity, ename)
+    ]
     return f.ty.entity != ename and any(h.ty in others for h in y.fields.values())
 
 
@@ -312,8 +314,7 @@ def test_diamond_refs_are_consistent(name: str) -> None:
                 continue
             ydef = d.entities[f.ty.entity]
             for g in edef.fields.values():
-                if (g is f or not isinstance(g.ty, RefT)
-                        or g.ty.entity in (f.ty.entity, ename)):
+                if g is f or not isinstance(g.ty, RefT) or g.ty.entity in (f.ty.entity, ename):
                     continue
                 h = next((h for h in ydef.fields.values() if h.ty == g.ty), None)
                 if h is None:
@@ -341,8 +342,7 @@ def test_rich_domain_realism(rich: Domain) -> None:
             local, _, dom = e["email"].partition("@")
             assert dom in load_vocab("email_domains")
             # derived from the row's own name
-            assert first.lower()[0] in local and (
-                last.lower() in local or last.lower()[0] in local)
+            assert first.lower()[0] in local and (last.lower() in local or last.lower()[0] in local)
             assert re.fullmatch(r"\d{3}-555-01\d\d", e["phone"])
             assert re.fullmatch(r"\d{5}", e["zip_code"])
             assert "1950-01-01" <= e["birth_date"] <= "2005-12-31"
@@ -390,11 +390,21 @@ def test_mock_money_is_realistic() -> None:
 # ------------------------------------------------------------------ vocabularies
 
 
-@pytest.mark.parametrize(("name", "at_least"), [
-    ("first_names", 150), ("last_names", 150), ("cities", 80), ("streets", 60),
-    ("products", 80), ("colors", 10), ("size_labels", 5), ("words", 200),
-    ("airport_codes", 60), ("email_domains", 3),
-])
+@pytest.mark.parametrize(
+    ("name", "at_least"),
+    [
+        ("first_names", 150),
+        ("last_names", 150),
+        ("cities", 80),
+        ("streets", 60),
+        ("products", 80),
+        ("colors", 10),
+        ("size_labels", 5),
+        ("words", 200),
+        ("airport_codes", 60),
+        ("email_domains", 3),
+    ],
+)
 def test_vocab_files(name: str, at_least: int) -> None:
     items = load_vocab(name)
     assert len(items) >= at_least
@@ -412,23 +422,26 @@ def test_unknown_vocab_file() -> None:
         load_vocab("../domains/mock")
 
 
-@pytest.mark.parametrize(("fname", "vocab", "entity", "want"), [
-    ("email", None, "User", "email"),
-    ("contact_email", None, "User", "email"),
-    ("city", None, "User", "city"),
-    ("zip_code", None, "User", "zip"),
-    ("name", None, "Customer", "person_name"),
-    ("name", None, "Product", "product"),
-    ("name", None, "Team", "title"),
-    ("departure_time", None, "Flight", "time"),
-    ("flight_number", None, "Flight", "flight_number"),
-    ("confirmation_code", None, "Booking", "code"),
-    ("whatever", None, "Thing", "word"),
-    ("owner", "person_name", "Account", "person_name"),
-    ("x", "colour", "Item", "color"),
-    ("city", "nonsense_hint", "User", "city"),
-    ("label", "email_domains", "User", "email_domains"),
-])
+@pytest.mark.parametrize(
+    ("fname", "vocab", "entity", "want"),
+    [
+        ("email", None, "User", "email"),
+        ("contact_email", None, "User", "email"),
+        ("city", None, "User", "city"),
+        ("zip_code", None, "User", "zip"),
+        ("name", None, "Customer", "person_name"),
+        ("name", None, "Product", "product"),
+        ("name", None, "Team", "title"),
+        ("departure_time", None, "Flight", "time"),
+        ("flight_number", None, "Flight", "flight_number"),
+        ("confirmation_code", None, "Booking", "code"),
+        ("whatever", None, "Thing", "word"),
+        ("owner", "person_name", "Account", "person_name"),
+        ("x", "colour", "Item", "color"),
+        ("city", "nonsense_hint", "User", "city"),
+        ("label", "email_domains", "User", "email_domains"),
+    ],
+)
 def test_resolve_vocab(fname: str, vocab: str | None, entity: str, want: str) -> None:
     assert resolve_vocab(entity, FieldDef(fname, STR, vocab=vocab)) == want
 
@@ -465,15 +478,21 @@ def _lookup_fields(tool_returns: ir.Expr | None, params: set[str]) -> dict[str, 
     c = tool_returns
     if not (isinstance(c.proj, ir.Var) and c.proj.name == c.var):
         return None
-    parts = list(c.cond.values) if isinstance(c.cond, ir.BoolOp) and c.cond.op == "and" \
-        else [c.cond]
+    parts = (
+        list(c.cond.values) if isinstance(c.cond, ir.BoolOp) and c.cond.op == "and" else [c.cond]
+    )
     out: dict[str, str] = {}
     for p in parts:
         if not (isinstance(p, ir.Compare) and p.op == "=="):
             return None
         for a, b in ((p.left, p.right), (p.right, p.left)):
-            if (isinstance(a, ir.FieldOf) and isinstance(a.key, ir.Var) and a.key.name == c.var
-                    and isinstance(b, ir.Var) and b.name in params):
+            if (
+                isinstance(a, ir.FieldOf)
+                and isinstance(a.key, ir.Var)
+                and a.key.name == c.var
+                and isinstance(b, ir.Var)
+                and b.name in params
+            ):
                 out[b.name] = a.field
                 break
         else:

@@ -103,8 +103,17 @@ def test_every_task_is_well_formed(name: str, n: int) -> None:
             assert not t.goal.changes and t.goal.answer
         for g in t.givens:
             assert stated(t.instruction, g.value), (t.id, g)
-        res_gate = check_candidate(domain, t.kind, State.from_dict(t.initial_state), t.chain,
-                                   t.givens, t.targets, t.instruction, t.goal, t.refused_call)
+        res_gate = check_candidate(
+            domain,
+            t.kind,
+            State.from_dict(t.initial_state),
+            t.chain,
+            t.givens,
+            t.targets,
+            t.instruction,
+            t.goal,
+            t.refused_call,
+        )
         assert res_gate.ok, (t.id, res_gate)
 
 
@@ -125,7 +134,7 @@ def test_no_read_is_repeated_between_writes(name: str, n: int) -> None:
 
 
 def test_targets_naming_another_row_come_with_that_row() -> None:
-    """"my reservation with flight GG123": the agent must be able to tell which flight id
+    """ "my reservation with flight GG123": the agent must be able to tell which flight id
     GG123 is, so the chain looks the flight up (by number, or by reading its row)."""
     domain = load_builtin("airline")
     checked = 0
@@ -141,8 +150,11 @@ def test_targets_naming_another_row_come_with_that_row() -> None:
                 shown = domain.entities[ref_ent].display
                 assert shown is not None
                 display = t.initial_state["tables"][ref_ent][ref_key][shown]
-                looked_up = any(ref_key in c.args.values() or display in c.args.values()
-                                for c in t.chain if not domain.tools[c.tool].is_write)
+                looked_up = any(
+                    ref_key in c.args.values() or display in c.args.values()
+                    for c in t.chain
+                    if not domain.tools[c.tool].is_write
+                )
                 assert looked_up, (t.id, tg.phrase, [c.tool for c in t.chain])
                 checked += 1
     assert checked > 0
@@ -232,8 +244,13 @@ def test_bytes_do_not_depend_on_string_hashing(tmp_path: Path) -> None:
     for hashseed in ("1", "2"):
         out = tmp_path / f"h{hashseed}.jsonl"
         env = {**os.environ, "PYTHONHASHSEED": hashseed}
-        subprocess.run([sys.executable, "-c", _SCRIPT, "airline", "150", str(out)],
-                       check=True, cwd=ROOT, env=env, timeout=120)
+        subprocess.run(
+            [sys.executable, "-c", _SCRIPT, "airline", "150", str(out)],
+            check=True,
+            cwd=ROOT,
+            env=env,
+            timeout=120,
+        )
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
 
@@ -295,8 +312,14 @@ def test_descriptions_match_exactly_their_row(name: str) -> None:
     for seed in (0, 1):
         st = generate_state(domain, seed)
         for ent, table in st.tables.items():
-            owner_field = next((f for f, fd in domain.entities[ent].fields.items()
-                                if isinstance(fd.ty, RefT) and fd.ty.entity == principal), None)
+            owner_field = next(
+                (
+                    f
+                    for f, fd in domain.entities[ent].fields.items()
+                    if isinstance(fd.ty, RefT) and fd.ty.entity == principal
+                ),
+                None,
+            )
             for key in sorted(table)[:12]:
                 owner = (principal, table[key][owner_field]) if owner_field and principal else None
                 for who in (None, owner):
@@ -317,8 +340,10 @@ def test_descriptions_match_exactly_their_row(name: str) -> None:
 def test_describe_gives_up_on_indistinguishable_rows() -> None:
     domain = load_builtin("mock")
     row = {"email": "a@example.com", "owner": "Ann Lee", "balance": 5, "status": "active"}
-    st = State({"Account": {"A001": dict(row), "A002": dict(row)}, "Payment": {}},
-               {"Account": 3, "Payment": 1})
+    st = State(
+        {"Account": {"A001": dict(row), "A002": dict(row)}, "Payment": {}},
+        {"Account": 3, "Payment": 1},
+    )
     assert describe(domain, st, "Account", "A001", random.Random(1)) is None
     st.tables["Account"]["A002"]["balance"] = 6
     t = describe(domain, st, "Account", "A001", random.Random(1))
@@ -327,8 +352,14 @@ def test_describe_gives_up_on_indistinguishable_rows() -> None:
 
 @pytest.mark.parametrize(
     ("name", "text"),
-    [("placed_on", "placed on"), ("PaymentMethod", "payment method"), ("User", "user"),
-     ("flight_number", "flight number"), ("status", "status"), ("Order", "order")],
+    [
+        ("placed_on", "placed on"),
+        ("PaymentMethod", "payment method"),
+        ("User", "user"),
+        ("flight_number", "flight number"),
+        ("status", "status"),
+        ("Order", "order"),
+    ],
 )
 def test_humanize(name: str, text: str) -> None:
     assert humanize(name) == text
@@ -379,9 +410,9 @@ def test_proven_task_sets_are_byte_identical_across_jobs(tmp_path: Path) -> None
     r2 = generate(load_builtin("mock"), 40, 6, task_checks=[proof_check], jobs=2)
     write_taskset(two, r2.manifest, r2.tasks)
     assert one.read_bytes() == two.read_bytes()
-    assert all(t.certificate is not None and all(p.ok and p.ms == 0.0
-                                                 for p in t.certificate.proofs)
-               for t in r1.tasks)
-    timed = generate(load_builtin("mock"), 5, 6, task_checks=[proof_check],
-                     record_times=True)
+    assert all(
+        t.certificate is not None and all(p.ok and p.ms == 0.0 for p in t.certificate.proofs)
+        for t in r1.tasks
+    )
+    timed = generate(load_builtin("mock"), 5, 6, task_checks=[proof_check], record_times=True)
     assert any(p.ms > 0 for t in timed.tasks for p in t.certificate.proofs)  # type: ignore[union-attr]

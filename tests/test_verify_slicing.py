@@ -50,8 +50,10 @@ def _sort_values(domain: Domain, state: State, s: Sort) -> list[Any]:
     if s.kind == "key":
         return sorted(state.tables.get(s.name, {}))
     ent, _, f = s.name.partition(".")
-    return sorted({r[f] for r in state.tables.get(ent, {}).values()
-                   if not isinstance(r.get(f), list)}, key=repr)
+    return sorted(
+        {r[f] for r in state.tables.get(ent, {}).values() if not isinstance(r.get(f), list)},
+        key=repr,
+    )
 
 
 def draw_givens(data: Any, domain: Domain, state: State) -> list[tuple[Sort, Any]]:
@@ -61,18 +63,21 @@ def draw_givens(data: Any, domain: Domain, state: State) -> list[tuple[Sort, Any
         vals = _sort_values(domain, state, s)
         if vals and data.draw(st.integers(0, 2), label=f"give {s}") > 0:
             out.append((s, data.draw(st.sampled_from(vals), label=str(s))))
-    for v in data.draw(st.lists(st.sampled_from([1, 2, 5, 50, 100]), min_size=1, max_size=3),
-                       label="ints"):
+    for v in data.draw(
+        st.lists(st.sampled_from([1, 2, 5, 50, 100]), min_size=1, max_size=3), label="ints"
+    ):
         out.append((Sort("free", "int"), v))
     out.append((Sort("free", "bool"), data.draw(st.booleans(), label="b")))
-    out.append((Sort("free", "str"), data.draw(st.sampled_from(["zz-new", "Main St"]),
-                                               label="str")))
+    out.append(
+        (Sort("free", "str"), data.draw(st.sampled_from(["zz-new", "Main St"]), label="str"))
+    )
     out.append((Sort("free", "date"), "2026-12-01"))
     return out
 
 
-def _known_args(domain: Domain, tool_name: str, know: dict[Sort, set[Any]],
-                rng: random.Random) -> dict[str, Any] | None:
+def _known_args(
+    domain: Domain, tool_name: str, know: dict[Sort, set[Any]], rng: random.Random
+) -> dict[str, Any] | None:
     tool = domain.tools[tool_name]
     args: dict[str, Any] = {}
     for p in tool.params.values():
@@ -94,8 +99,9 @@ def _known_args(domain: Domain, tool_name: str, know: dict[Sort, set[Any]],
     return args
 
 
-def knowable_chain(data: Any, domain: Domain, state: State, givens: list[tuple[Sort, Any]],
-                   max_len: int) -> list[tuple[str, dict[str, Any]]]:
+def knowable_chain(
+    data: Any, domain: Domain, state: State, givens: list[tuple[Sort, Any]], max_len: int
+) -> list[tuple[str, dict[str, Any]]]:
     """A random chain in which every argument is known when it is used."""
     know: dict[Sort, set[Any]] = {}
     for s, v in givens:
@@ -104,8 +110,7 @@ def knowable_chain(data: Any, domain: Domain, state: State, givens: list[tuple[S
     chain: list[tuple[str, dict[str, Any]]] = []
     rng = random.Random(data.draw(st.integers(0, 2**32), label="rng"))
     for _ in range(data.draw(st.integers(1, max_len), label="length")):
-        ready = [n for n in sorted(domain.tools)
-                 if _known_args(domain, n, know, rng) is not None]
+        ready = [n for n in sorted(domain.tools) if _known_args(domain, n, know, rng) is not None]
         if not ready:
             break
         writes = [n for n in ready if domain.tools[n].is_write]
@@ -130,8 +135,9 @@ def knowable_chain(data: Any, domain: Domain, state: State, givens: list[tuple[S
     return chain
 
 
-def _run(domain: Domain, state: State, chain: list[tuple[str, dict[str, Any]]]
-         ) -> tuple[list[Any], State]:
+def _run(
+    domain: Domain, state: State, chain: list[tuple[str, dict[str, Any]]]
+) -> tuple[list[Any], State]:
     cur = state.copy()
     outs: list[Any] = []
     for name, args in chain:
@@ -142,8 +148,13 @@ def _run(domain: Domain, state: State, chain: list[tuple[str, dict[str, Any]]]
     return outs, cur
 
 
-def _check_claims(domain: Domain, state: State, givens: list[tuple[Sort, Any]],
-                  chain: list[tuple[str, dict[str, Any]]], flow: Flow) -> None:
+def _check_claims(
+    domain: Domain,
+    state: State,
+    givens: list[tuple[Sort, Any]],
+    chain: list[tuple[str, dict[str, Any]]],
+    flow: Flow,
+) -> None:
     """What the analysis claims about a knowable chain holds on the full state."""
     assert flow.know is not None and flow.written is not None
     cur = state.copy()
@@ -225,17 +236,26 @@ def _answers(domain: Domain, task: Task, slice_rows: bool) -> tuple[Any, ...]:
     return (m, tuple((r.name, r.ok) for r in p.all()))
 
 
-@pytest.mark.parametrize(("name", "sizes", "n", "max_len"), [
-    ("mock", {}, 10, 9),
-    ("retail", {"User": 3, "PaymentMethod": 5, "Product": 3, "Item": 6, "Order": 6}, 8, 4),
-    ("airline", {"User": 3, "PaymentMethod": 4, "Airport": 3, "Flight": 5, "Reservation": 6},
-     8, 5),
-])
-def test_proofs_agree_with_and_without_slicing(name: str, sizes: dict[str, int], n: int,
-                                               max_len: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "sizes", "n", "max_len"),
+    [
+        ("mock", {}, 10, 9),
+        ("retail", {"User": 3, "PaymentMethod": 5, "Product": 3, "Item": 6, "Order": 6}, 8, 4),
+        (
+            "airline",
+            {"User": 3, "PaymentMethod": 4, "Airport": 3, "Flight": 5, "Reservation": 6},
+            8,
+            5,
+        ),
+    ],
+)
+def test_proofs_agree_with_and_without_slicing(
+    name: str, sizes: dict[str, int], n: int, max_len: int
+) -> None:
     domain = load_builtin(name)
-    tasks = [t for t in generate(domain, n, 3, GenOptions(sizes=sizes)).tasks
-             if len(t.chain) <= max_len]
+    tasks = [
+        t for t in generate(domain, n, 3, GenOptions(sizes=sizes)).tasks if len(t.chain) <= max_len
+    ]
     assert len(tasks) >= 3
     kinds = set()
     for t in tasks:
@@ -298,17 +318,24 @@ def grid_state() -> State:
 
 
 def test_conjunctions_of_selective_conjuncts_intersect() -> None:
-    flow = analyze_flow(GRID, grid_state(), tools=[GRID.tools["find"]],
-                        givens=[(Sort("field", "Spot.a"), "x"), (Sort("field", "Spot.b"), "p")])
+    flow = analyze_flow(
+        GRID,
+        grid_state(),
+        tools=[GRID.tools["find"]],
+        givens=[(Sort("field", "Spot.a"), "x"), (Sort("field", "Spot.b"), "p")],
+    )
     assert set(flow.state.tables["Spot"]) == {"S01", "S05"}  # a == x and b == p only
     assert flow.state.tables["Owner"] == {}
     assert flow.know is not None and flow.know[Sort("key", "Spot")] == {"S01", "S05"}
 
 
 def test_a_conjunct_that_can_raise_first_keeps_the_table_whole() -> None:
-    domain = loads_domain(GRID_YAML.replace(
-        "if s.a == a and s.b == b]", "if Owner[s.owner].name == 'ann' and s.a == a]"),
-        source="<grid2>")
+    domain = loads_domain(
+        GRID_YAML.replace(
+            "if s.a == a and s.b == b]", "if Owner[s.owner].name == 'ann' and s.a == a]"
+        ),
+        source="<grid2>",
+    )
     givens = [(Sort("field", "Spot.a"), "x"), (Sort("field", "Spot.b"), "p")]
     # every Spot.owner names an existing Owner that nothing deletes: the read cannot
     # raise, so the selective conjunct after it still selects
@@ -325,13 +352,15 @@ def test_a_field_behind_a_total_reference_selects() -> None:
     """``Owner[s.owner].name == name`` picks the spots of the owners with that name."""
     state = grid_state()
     tools = [GRID.tools["by_owner"], GRID.tools["rename"]]
-    flow = analyze_flow(GRID, state, tools=tools[:1], givens=[(Sort("field", "Owner.name"),
-                                                                "bob")])
+    flow = analyze_flow(GRID, state, tools=tools[:1], givens=[(Sort("field", "Owner.name"), "bob")])
     assert set(flow.state.tables["Spot"]) == {"S04"}
     assert set(flow.state.tables["Owner"]) == {"O02"}
     # once owners can be renamed to 'bob', their spots can match too
-    givens = [(Sort("field", "Owner.name"), "bob"), (Sort("free", "str"), "bob"),
-              (Sort("key", "Owner"), "O01")]
+    givens = [
+        (Sort("field", "Owner.name"), "bob"),
+        (Sort("free", "str"), "bob"),
+        (Sort("key", "Owner"), "O01"),
+    ]
     flow = analyze_flow(GRID, state, tools=tools, givens=givens)
     assert set(flow.state.tables["Spot"]) == {"S01", "S02", "S03", "S04", "S05"}
     chain = [("rename", {"o": "O01", "name": "bob"}), ("by_owner", {"name": "bob"})]
@@ -339,21 +368,27 @@ def test_a_field_behind_a_total_reference_selects() -> None:
 
 
 def test_int_comparisons_do_not_select() -> None:
-    flow = analyze_flow(GRID, grid_state(), tools=[GRID.tools["big"]],
-                        givens=[(Sort("field", "Spot.a"), "y")])
+    flow = analyze_flow(
+        GRID, grid_state(), tools=[GRID.tools["big"]], givens=[(Sort("field", "Spot.a"), "y")]
+    )
     assert set(flow.state.tables["Spot"]) == {"S03", "S04"}  # by a, not by n
-    domain = loads_domain(GRID_YAML.replace("if s.n > 3 and s.a == a)", "if s.n > 3)"),
-                          source="<grid3>")
-    flow = analyze_flow(domain, grid_state(), tools=[domain.tools["big"]],
-                        givens=[(Sort("field", "Spot.a"), "y")])
+    domain = loads_domain(
+        GRID_YAML.replace("if s.n > 3 and s.a == a)", "if s.n > 3)"), source="<grid3>"
+    )
+    flow = analyze_flow(
+        domain, grid_state(), tools=[domain.tools["big"]], givens=[(Sort("field", "Spot.a"), "y")]
+    )
     assert len(flow.state.tables["Spot"]) == 5  # no selective conjunct: all rows
 
 
 def test_unique_fields_keep_the_rows_a_write_can_clash_with() -> None:
     state = grid_state()
     tools = [GRID.tools["find"], GRID.tools["retag"]]
-    givens = [(Sort("field", "Spot.a"), "y"), (Sort("field", "Spot.b"), "q"),
-              (Sort("free", "str"), "t0")]
+    givens = [
+        (Sort("field", "Spot.a"), "y"),
+        (Sort("field", "Spot.b"), "q"),
+        (Sort("free", "str"), "t0"),
+    ]
     flow = analyze_flow(GRID, state, tools=tools, givens=givens)
     # S04 can be retagged to 't0', which S01 holds: the uniqueness check reads S01
     assert set(flow.state.tables["Spot"]) == {"S01", "S04"}
@@ -364,8 +399,12 @@ def test_unique_fields_keep_the_rows_a_write_can_clash_with() -> None:
 
 def test_tools_whose_arguments_cannot_be_known_are_not_callable() -> None:
     tools = [GRID.tools["find"], GRID.tools["owner_of"], GRID.tools["rename"]]
-    flow = analyze_flow(GRID, grid_state(), tools=tools,
-                        givens=[(Sort("field", "Spot.a"), "y"), (Sort("field", "Spot.b"), "q")])
+    flow = analyze_flow(
+        GRID,
+        grid_state(),
+        tools=tools,
+        givens=[(Sort("field", "Spot.a"), "y"), (Sort("field", "Spot.b"), "q")],
+    )
     assert flow.callable == {"find", "owner_of"}  # rename needs a str nobody gave
     assert set(flow.state.tables["Owner"]) == {"O02"}  # the owner of S04 only
     assert flow.written == {}
@@ -378,8 +417,17 @@ def test_templates_that_write_outside_the_claimed_cells_are_refused() -> None:
     acc = sorted(state.tables["Account"])[0]
     row = state.tables["Account"][acc]
     givens = [Given(sort="key:Account", value=acc), Given(sort="free:int", value=7)]
-    goal = ChangesGoal([Change(entity="Account", key=acc, field="balance",
-                               before=row["balance"], after=row["balance"] + 7)])
+    goal = ChangesGoal(
+        [
+            Change(
+                entity="Account",
+                key=acc,
+                field="balance",
+                before=row["balance"],
+                after=row["balance"] + 7,
+            )
+        ]
+    )
     assert search(DOMAINS["mock"], state, givens, goal, 2).status == "sat"
     bmc = Bmc(DOMAINS["mock"], state, givens, 2, seeds=goal.seeds())
     assert bmc.flow is not None and bmc.flow.written is not None
@@ -442,8 +490,9 @@ def _mock_flow(tool: ToolDef) -> Flow:
     domain = load_builtin("mock")
     state = base_state("mock", 0)
     email = next(iter(state.tables["Account"].values()))["email"]
-    return analyze_flow(domain, state, tools=[tool],
-                        givens=[(Sort("field", "Account.email"), email)])
+    return analyze_flow(
+        domain, state, tools=[tool], givens=[(Sort("field", "Account.email"), email)]
+    )
 
 
 @pytest.mark.parametrize("where", ["returns", "requires", "effects"])
@@ -456,15 +505,12 @@ def test_a_node_the_analysis_does_not_model_keeps_the_whole_state(where: str) ->
     assert find.returns is not None
     match where:
         case "returns":  # an id list the analysis cannot see into: it reveals ids
-            odd = dataclasses.replace(find, returns=_ForeignExpr(find.returns,
-                                                                 find.returns.ty))
+            odd = dataclasses.replace(find, returns=_ForeignExpr(find.returns, find.returns.ty))
         case "requires":
-            cond = ir.Compare("==", _ForeignExpr(ir.Var("email", STR), STR),
-                              ir.Lit("x", STR), BOOL)
+            cond = ir.Compare("==", _ForeignExpr(ir.Var("email", STR), STR), ir.Lit("x", STR), BOOL)
             odd = dataclasses.replace(find, requires=(ir.Check(cond, "odd"),))
         case _:
-            odd = dataclasses.replace(find, effects=(
-                ir.Stmt(_ForeignEffect("Account"), "odd"),))  # type: ignore[arg-type]
+            odd = dataclasses.replace(find, effects=(ir.Stmt(_ForeignEffect("Account"), "odd"),))  # type: ignore[arg-type]
     flow = _mock_flow(odd)
     assert flow.whole
     assert flow.state == state

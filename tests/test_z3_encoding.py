@@ -165,16 +165,22 @@ def kitchen_state(seed: int) -> State:
     for i in range(1, n_shelf + 1):
         shelves[f"S{i:02d}"] = {
             "label": rng.choice(["top", "mid", "low"]) if rng.random() < 0.2 else f"shelf{i}",
-            "opened": rng.choice(_DATES), "capacity": rng.randint(0, 4),
+            "opened": rng.choice(_DATES),
+            "capacity": rng.randint(0, 4),
             "tags": sorted(set(rng.sample(_WORDS, rng.randint(0, 3)))),
             "items": sorted(set(rng.sample(jar_ids, min(len(jar_ids), rng.randint(0, 2))))),
-            "kind": rng.choice(["dry", "cold"]), "sealed": rng.random() < 0.3}
+            "kind": rng.choice(["dry", "cold"]),
+            "sealed": rng.random() < 0.3,
+        }
     for j in jar_ids:
         shelf = rng.choice(sorted(shelves)) if rng.random() < 0.9 else "S09"
-        jars[j] = {"shelf": shelf, "weight": rng.randint(0, 300),
-                   "name": rng.choice(_WORDS), "best_before": rng.choice(_DATES)}
-    return State({"Shelf": shelves, "Jar": jars},
-                 {"Shelf": n_shelf + 1, "Jar": n_jar + 1})
+        jars[j] = {
+            "shelf": shelf,
+            "weight": rng.randint(0, 300),
+            "name": rng.choice(_WORDS),
+            "best_before": rng.choice(_DATES),
+        }
+    return State({"Shelf": shelves, "Jar": jars}, {"Shelf": n_shelf + 1, "Jar": n_jar + 1})
 
 
 def mock_state(seed: int, accounts: int | None = None) -> State:
@@ -184,11 +190,19 @@ def mock_state(seed: int, accounts: int | None = None) -> State:
         return generate_state(MOCK, seed, sizes)
     rng = random.Random(seed)  # pragma: no cover
     n = accounts or 6
-    acc = {f"A{i:03d}": {"email": f"user{i}@example.org", "owner": f"Owner {i}",
-                         "balance": rng.randint(0, 3000),
-                         "status": rng.choice(["active", "locked"])} for i in range(1, n + 1)}
-    pay = {f"P{i:03d}": {"account_id": f"A{rng.randint(1, n):03d}", "amount": rng.randint(1, 99)}
-           for i in range(1, 4)}
+    acc = {
+        f"A{i:03d}": {
+            "email": f"user{i}@example.org",
+            "owner": f"Owner {i}",
+            "balance": rng.randint(0, 3000),
+            "status": rng.choice(["active", "locked"]),
+        }
+        for i in range(1, n + 1)
+    }
+    pay = {
+        f"P{i:03d}": {"account_id": f"A{rng.randint(1, n):03d}", "amount": rng.randint(1, 99)}
+        for i in range(1, 4)
+    }
     return State({"Account": acc, "Payment": pay}, {"Account": n + 1, "Payment": 4})
 
 
@@ -215,8 +229,16 @@ def _pool(domain: Domain, state: State, p: Any) -> list[Any]:
     """Candidate values for parameter ``p``: mostly from the current state, plus some
     that must fail (missing ids, out-of-bound ints, non-members, bad dates, bad types)."""
     ty = p.ty
-    strings = sorted({x for t in state.tables.values() for r in t.values() for v in r.values()
-                      for x in (v if isinstance(v, list) else [v]) if isinstance(x, str)})
+    strings = sorted(
+        {
+            x
+            for t in state.tables.values()
+            for r in t.values()
+            for v in r.values()
+            for x in (v if isinstance(v, list) else [v])
+            if isinstance(x, str)
+        }
+    )
     if isinstance(ty, RefT):
         edef = domain.entities[ty.entity]
         keys = sorted(state.tables[ty.entity])
@@ -231,8 +253,15 @@ def _pool(domain: Domain, state: State, p: Any) -> list[Any]:
     if ty == INT:
         lo = p.min if p.min is not None else -3
         hi = p.max if p.max is not None else 500
-        ints = sorted({v for t in state.tables.values() for r in t.values() for v in r.values()
-                       if isinstance(v, int) and not isinstance(v, bool)})[:6]
+        ints = sorted(
+            {
+                v
+                for t in state.tables.values()
+                for r in t.values()
+                for v in r.values()
+                if isinstance(v, int) and not isinstance(v, bool)
+            }
+        )[:6]
         return [lo, lo + 1, hi, lo - 1, hi + 1, 1, 7, 50, *ints]
     if ty == BOOL:
         return [True, False]
@@ -275,8 +304,9 @@ def draw_chain(data: Any, domain: Domain, state: State, max_len: int) -> list[tu
     return chain
 
 
-def interpret(domain: Domain, state: State, chain: list[tuple[str, dict]]
-              ) -> tuple[list[bool], State]:
+def interpret(
+    domain: Domain, state: State, chain: list[tuple[str, dict]]
+) -> tuple[list[bool], State]:
     cur = state.copy()
     oks = []
     for name, args in chain:
@@ -358,25 +388,55 @@ def test_generated_task_chains_agree(name: str) -> None:
 def test_kitchen_chains_succeed_sometimes() -> None:
     """The differential test is only meaningful if calls both succeed and fail."""
     state = kitchen_state(1)
-    oks, _ = interpret(KITCHEN, state, [("summary", {"shelf": "S01"}),
-                                         ("tag", {"shelf": "S01", "t": "zz"}),
-                                         ("tag", {"shelf": "S01", "t": "zz"})])
+    oks, _ = interpret(
+        KITCHEN,
+        state,
+        [
+            ("summary", {"shelf": "S01"}),
+            ("tag", {"shelf": "S01", "t": "zz"}),
+            ("tag", {"shelf": "S01", "t": "zz"}),
+        ],
+    )
     assert oks == [True, True, False]
-    assert run_concrete(KITCHEN, state, [("tag", {"shelf": "S01", "t": "zz"}),
-                                         ("tag", {"shelf": "S01", "t": "zz"})])[0] == [True, False]
+    assert run_concrete(
+        KITCHEN, state, [("tag", {"shelf": "S01", "t": "zz"}), ("tag", {"shelf": "S01", "t": "zz"})]
+    )[0] == [True, False]
 
 
 def test_min_over_nothing_fails_in_both() -> None:
-    state = State({"Shelf": {"S01": {"label": "x", "opened": "2026-01-01", "capacity": 1,
-                                     "tags": [], "items": [], "kind": "dry", "sealed": False}},
-                   "Jar": {}}, {"Shelf": 2, "Jar": 1})
-    chain = [("heaviest", {"shelf": "S01"}), ("earliest", {"shelf": "S01"}),
-             ("new_jar", {"shelf": "S01", "name": "jam", "weight": 5}),
-             ("heaviest", {"shelf": "S01"}), ("earliest", {"shelf": "S01"})]
+    state = State(
+        {
+            "Shelf": {
+                "S01": {
+                    "label": "x",
+                    "opened": "2026-01-01",
+                    "capacity": 1,
+                    "tags": [],
+                    "items": [],
+                    "kind": "dry",
+                    "sealed": False,
+                }
+            },
+            "Jar": {},
+        },
+        {"Shelf": 2, "Jar": 1},
+    )
+    chain = [
+        ("heaviest", {"shelf": "S01"}),
+        ("earliest", {"shelf": "S01"}),
+        ("new_jar", {"shelf": "S01", "name": "jam", "weight": 5}),
+        ("heaviest", {"shelf": "S01"}),
+        ("earliest", {"shelf": "S01"}),
+    ]
     assert interpret(KITCHEN, state, chain)[0] == [False, False, True, True, True]
     for tpl in (False, True):
         assert run_concrete(KITCHEN, state, chain, via_template=tpl)[0] == [
-            False, False, True, True, True]
+            False,
+            False,
+            True,
+            True,
+            True,
+        ]
 
 
 def test_preexisting_duplicate_blocks_touching_writes() -> None:
@@ -428,35 +488,54 @@ def test_slice_is_flat_when_accounts_grow() -> None:
 
 
 def _acct(state: State, status: str = "active", min_balance: int = 0) -> str:
-    return next(k for k, r in sorted(state.tables["Account"].items())
-                if r["status"] == status and r["balance"] >= min_balance)
+    return next(
+        k
+        for k, r in sorted(state.tables["Account"].items())
+        if r["status"] == status and r["balance"] >= min_balance
+    )
 
 
 def test_search_finds_a_known_argument_chain() -> None:
     state = mock_state(0)
     a = _acct(state)
     row = state.tables["Account"][a]
-    goal = ChangesGoal([Change(entity="Account", key=a, field="balance",
-                               before=row["balance"], after=row["balance"] + 100)])
-    email = [Given(sort="field:Account.email", value=row["email"]),
-             Given(sort="free:int", value=100)]
+    goal = ChangesGoal(
+        [
+            Change(
+                entity="Account",
+                key=a,
+                field="balance",
+                before=row["balance"],
+                after=row["balance"] + 100,
+            )
+        ]
+    )
+    email = [
+        Given(sort="field:Account.email", value=row["email"]),
+        Given(sort="free:int", value=100),
+    ]
     assert search(MOCK, state, email, goal, 1).status == "unsat"  # the id must be looked up
     r = search(MOCK, state, email, goal, 3)
     assert r.status == "sat" and r.chain is not None and r.chain[-1].tool == "deposit"
     r2 = search(MOCK, state, email, goal, 3, length=2)
-    assert r2.chain == [Call(tool="find_account", args={"email": row["email"]}),
-                        Call(tool="deposit", args={"account_id": a, "amount": 100})]
+    assert r2.chain == [
+        Call(tool="find_account", args={"email": row["email"]}),
+        Call(tool="deposit", args={"account_id": a, "amount": 100}),
+    ]
     by_key = [Given(sort="key:Account", value=a), Given(sort="free:int", value=100)]
     r1 = search(MOCK, state, by_key, goal, 1)
-    assert r1.status == "sat" and r1.chain == [Call(tool="deposit",
-                                                    args={"account_id": a, "amount": 100})]
+    assert r1.status == "sat" and r1.chain == [
+        Call(tool="deposit", args={"account_id": a, "amount": 100})
+    ]
     # an amount nobody stated cannot be used
     assert search(MOCK, state, email[:1], goal, 3).status == "unsat"
 
 
 # ------------------------------------------------------------------ proofs
 
-UNLOCK_YAML = builtin_path("mock").read_text(encoding="utf-8") + """
+UNLOCK_YAML = (
+    builtin_path("mock").read_text(encoding="utf-8")
+    + """
   unlock_account:
     description: Unlock a locked account.
     params:
@@ -464,16 +543,37 @@ UNLOCK_YAML = builtin_path("mock").read_text(encoding="utf-8") + """
     requires: "Account[account_id].status == 'locked'"
     effects: "Account[account_id].status = 'active'"
 """
+)
 
 
-def _task(state: State, chain: list[Call], goal: Goal, givens: list[Given], *,
-          kind: str = "action", min_calls: int | None = None, targets: list[Target] | None = None,
-          refused: Call | None = None) -> Task:
-    return Task(id="t", domain="mock", domain_hash="", seed=0, kind=kind,  # type: ignore[arg-type]
-                instruction="", givens=givens, initial_state=state.to_dict(), chain=chain,
-                goal=goal, min_calls=len(chain) if min_calls is None else min_calls,
-                difficulty=len(chain), tools_used=sorted({c.tool for c in chain}),
-                targets=targets or [], refused_call=refused)
+def _task(
+    state: State,
+    chain: list[Call],
+    goal: Goal,
+    givens: list[Given],
+    *,
+    kind: str = "action",
+    min_calls: int | None = None,
+    targets: list[Target] | None = None,
+    refused: Call | None = None,
+) -> Task:
+    return Task(
+        id="t",
+        domain="mock",
+        domain_hash="",
+        seed=0,
+        kind=kind,  # type: ignore[arg-type]
+        instruction="",
+        givens=givens,
+        initial_state=state.to_dict(),
+        chain=chain,
+        goal=goal,
+        min_calls=len(chain) if min_calls is None else min_calls,
+        difficulty=len(chain),
+        tools_used=sorted({c.tool for c in chain}),
+        targets=targets or [],
+        refused_call=refused,
+    )
 
 
 def _proofs(domain: Domain, task: Task) -> dict[str, Any]:
@@ -487,22 +587,44 @@ def deposit_case() -> tuple[State, str, list[Given], list[Call], Goal]:
     state = mock_state(0)
     a = _acct(state)
     row = state.tables["Account"][a]
-    givens = [Given(sort="field:Account.email", value=row["email"]),
-              Given(sort="free:int", value=100)]
-    chain = [Call(tool="find_account", args={"email": row["email"]}),
-             Call(tool="deposit", args={"account_id": a, "amount": 100})]
-    goal = Goal(changes=[Change(entity="Account", key=a, field="balance",
-                                before=row["balance"], after=row["balance"] + 100)])
+    givens = [
+        Given(sort="field:Account.email", value=row["email"]),
+        Given(sort="free:int", value=100),
+    ]
+    chain = [
+        Call(tool="find_account", args={"email": row["email"]}),
+        Call(tool="deposit", args={"account_id": a, "amount": 100}),
+    ]
+    goal = Goal(
+        changes=[
+            Change(
+                entity="Account",
+                key=a,
+                field="balance",
+                before=row["balance"],
+                after=row["balance"] + 100,
+            )
+        ]
+    )
     return state, a, givens, chain, goal
 
 
 def test_good_task_is_accepted(deposit_case: Any) -> None:
     state, a, givens, chain, goal = deposit_case
-    target = Target(entity="Account", key=a, phrase="my account",
-                    description=f"x.email == {state.tables['Account'][a]['email']!r}")
+    target = Target(
+        entity="Account",
+        key=a,
+        phrase="my account",
+        description=f"x.email == {state.tables['Account'][a]['email']!r}",
+    )
     proofs = _proofs(MOCK, _task(state, chain, goal, givens, targets=[target]))
-    assert set(proofs) == {"reference_chain", "goal_not_initial", "min_calls",
-                           "unique_targets", "unique_final_state"}
+    assert set(proofs) == {
+        "reference_chain",
+        "goal_not_initial",
+        "min_calls",
+        "unique_targets",
+        "unique_final_state",
+    }
     assert all(p.ok for p in proofs.values()), proofs
     assert all(p.ms >= 0 for p in proofs.values())
 
@@ -511,22 +633,35 @@ def test_information_task_is_accepted() -> None:
     state = mock_state(0)
     a = _acct(state)
     row = state.tables["Account"][a]
-    chain = [Call(tool="find_account", args={"email": row["email"]}),
-             Call(tool="get_account", args={"account_id": a})]
-    task = _task(state, chain, Goal(answer=[row["balance"]]),
-                 [Given(sort="field:Account.email", value=row["email"])], kind="information")
+    chain = [
+        Call(tool="find_account", args={"email": row["email"]}),
+        Call(tool="get_account", args={"account_id": a}),
+    ]
+    task = _task(
+        state,
+        chain,
+        Goal(answer=[row["balance"]]),
+        [Given(sort="field:Account.email", value=row["email"])],
+        kind="information",
+    )
     proofs = _proofs(MOCK, task)
     assert all(p.ok for p in proofs.values()), proofs
     # asking for the email the user gave: already known
-    bad = _task(state, chain, Goal(answer=[row["email"]]),
-                [Given(sort="field:Account.email", value=row["email"])], kind="information")
+    bad = _task(
+        state,
+        chain,
+        Goal(answer=[row["email"]]),
+        [Given(sort="field:Account.email", value=row["email"])],
+        kind="information",
+    )
     assert not _proofs(MOCK, bad)["goal_not_initial"].ok
 
 
 def test_goal_already_true_is_rejected(deposit_case: Any) -> None:
     state, a, givens, chain, _ = deposit_case
-    goal = Goal(changes=[Change(entity="Account", key=a, field="status", before="active",
-                                after="active")])
+    goal = Goal(
+        changes=[Change(entity="Account", key=a, field="status", before="active", after="active")]
+    )
     proofs = _proofs(MOCK, _task(state, chain, goal, givens))
     assert not proofs["goal_not_initial"].ok
 
@@ -537,8 +672,9 @@ def test_shortcut_below_min_calls_is_rejected(deposit_case: Any) -> None:
     proofs = _proofs(MOCK, _task(state, longer, goal, givens))
     assert proofs["reference_chain"].ok
     assert not proofs["min_calls"].ok
-    assert "shortcut" in proofs["min_calls"].detail and "disagrees" not in proofs[
-        "min_calls"].detail
+    assert (
+        "shortcut" in proofs["min_calls"].detail and "disagrees" not in proofs["min_calls"].detail
+    )
 
 
 def test_shortest_solution_is_found(deposit_case: Any) -> None:
@@ -559,10 +695,15 @@ def test_two_minimal_solutions_with_different_ends_are_rejected() -> None:
     a = _acct(state, min_balance=10)
     row = state.tables["Account"][a]
     new = MOCK.entities["Payment"].make_id(state.counters["Payment"])
-    givens = [Given(sort="field:Account.email", value=row["email"]),
-              Given(sort="free:int", value=5), Given(sort="free:int", value=10)]
-    chain = [Call(tool="find_account", args={"email": row["email"]}),
-             Call(tool="pay", args={"account_id": a, "amount": 5})]
+    givens = [
+        Given(sort="field:Account.email", value=row["email"]),
+        Given(sort="free:int", value=5),
+        Given(sort="free:int", value=10),
+    ]
+    chain = [
+        Call(tool="find_account", args={"email": row["email"]}),
+        Call(tool="pay", args={"account_id": a, "amount": 5}),
+    ]
     # only the payment's account is part of the goal: paying 5 or 10 both reach it
     goal = Goal(changes=[Change(entity="Payment", key=new, field="account_id", after=a)])
     proofs = _proofs(MOCK, _task(state, chain, goal, givens))
@@ -570,8 +711,9 @@ def test_two_minimal_solutions_with_different_ends_are_rejected() -> None:
     assert not proofs["unique_final_state"].ok
     assert "amount" in proofs["unique_final_state"].detail
     # stating the amount of the payment too makes the end state unique
-    full = Goal(changes=[Change(entity="Payment", key=new, field="*",
-                                after={"account_id": a, "amount": 5})])
+    full = Goal(
+        changes=[Change(entity="Payment", key=new, field="*", after={"account_id": a, "amount": 5})]
+    )
     assert _proofs(MOCK, _task(state, chain, full, givens))["unique_final_state"].ok
 
 
@@ -584,12 +726,17 @@ def test_wrong_reference_chain_is_rejected(deposit_case: Any) -> None:
     assert "goal" in proofs["reference_chain"].detail
     locked = _acct(state, status="locked")
     lrow = state.tables["Account"][locked]
-    failing = [Call(tool="find_account", args={"email": lrow["email"]}),
-               Call(tool="deposit", args={"account_id": locked, "amount": 100})]
-    gv2 = [Given(sort="field:Account.email", value=lrow["email"]),
-           Given(sort="free:int", value=100)]
-    goal2 = Goal(changes=[Change(entity="Account", key=locked, field="balance",
-                                 after=lrow["balance"] + 100)])
+    failing = [
+        Call(tool="find_account", args={"email": lrow["email"]}),
+        Call(tool="deposit", args={"account_id": locked, "amount": 100}),
+    ]
+    gv2 = [
+        Given(sort="field:Account.email", value=lrow["email"]),
+        Given(sort="free:int", value=100),
+    ]
+    goal2 = Goal(
+        changes=[Change(entity="Account", key=locked, field="balance", after=lrow["balance"] + 100)]
+    )
     p2 = _proofs(MOCK, _task(state, failing, goal2, gv2))
     assert not p2["reference_chain"].ok and "fails" in p2["reference_chain"].detail
 
@@ -607,11 +754,16 @@ def test_targets_must_be_unique(deposit_case: Any) -> None:
     row = state.tables["Account"][a]
     same_status = [k for k, r in state.tables["Account"].items() if r["status"] == row["status"]]
     assert len(same_status) > 1
-    vague = Target(entity="Account", key=a, phrase="the active account",
-                   description=f"x.status == {row['status']!r}")
+    vague = Target(
+        entity="Account",
+        key=a,
+        phrase="the active account",
+        description=f"x.status == {row['status']!r}",
+    )
     other = next(k for k in state.tables["Account"] if k != a)
-    wrong = Target(entity="Account", key=other, phrase="x",
-                   description=f"x.email == {row['email']!r}")
+    wrong = Target(
+        entity="Account", key=other, phrase="x", description=f"x.email == {row['email']!r}"
+    )
     for t in (vague, wrong):
         p = _proofs(MOCK, _task(state, chain, goal, givens, targets=[t]))["unique_targets"]
         assert not p.ok
@@ -621,8 +773,10 @@ def test_refusal_impossible_and_possible() -> None:
     state = mock_state(0)
     locked = _acct(state, status="locked")
     lrow = state.tables["Account"][locked]
-    givens = [Given(sort="field:Account.email", value=lrow["email"]),
-              Given(sort="free:int", value=100)]
+    givens = [
+        Given(sort="field:Account.email", value=lrow["email"]),
+        Given(sort="free:int", value=100),
+    ]
     chain = [Call(tool="find_account", args={"email": lrow["email"]})]
     refused = Call(tool="deposit", args={"account_id": locked, "amount": 100})
     task = _task(state, chain, Goal(answer=["locked"]), givens, kind="refusal", refused=refused)
@@ -636,11 +790,14 @@ def test_refusal_impossible_and_possible() -> None:
     # a "refusal" whose call would simply succeed is caught too
     active = _acct(state)
     arow = state.tables["Account"][active]
-    easy = _task(state, [Call(tool="find_account", args={"email": arow["email"]})],
-                 Goal(answer=[]), [Given(sort="field:Account.email", value=arow["email"]),
-                                   Given(sort="free:int", value=100)],
-                 kind="refusal", refused=Call(tool="deposit",
-                                              args={"account_id": active, "amount": 100}))
+    easy = _task(
+        state,
+        [Call(tool="find_account", args={"email": arow["email"]})],
+        Goal(answer=[]),
+        [Given(sort="field:Account.email", value=arow["email"]), Given(sort="free:int", value=100)],
+        kind="refusal",
+        refused=Call(tool="deposit", args={"account_id": active, "amount": 100}),
+    )
     assert not _proofs(MOCK, easy)["refusal_impossible"].ok
 
 
@@ -658,14 +815,27 @@ def test_proof_results_do_not_depend_on_unrelated_rows(deposit_case: Any) -> Non
         state = mock_state(0, n)
         a = _acct(state)
         row = state.tables["Account"][a]
-        givens = [Given(sort="field:Account.email", value=row["email"]),
-                  Given(sort="free:int", value=100)]
-        chain = [Call(tool="find_account", args={"email": row["email"]}),
-                 Call(tool="deposit", args={"account_id": a, "amount": 100})]
-        goal = Goal(changes=[Change(entity="Account", key=a, field="balance",
-                                    before=row["balance"], after=row["balance"] + 100)])
-        outs.append([(p.name, p.ok) for p in prove_task(MOCK, _task(state, chain, goal,
-                                                                    givens)).proofs])
+        givens = [
+            Given(sort="field:Account.email", value=row["email"]),
+            Given(sort="free:int", value=100),
+        ]
+        chain = [
+            Call(tool="find_account", args={"email": row["email"]}),
+            Call(tool="deposit", args={"account_id": a, "amount": 100}),
+        ]
+        goal = Goal(
+            changes=[
+                Change(
+                    entity="Account",
+                    key=a,
+                    field="balance",
+                    before=row["balance"],
+                    after=row["balance"] + 100,
+                )
+            ]
+        )
+        outs.append(
+            [(p.name, p.ok) for p in prove_task(MOCK, _task(state, chain, goal, givens)).proofs]
+        )
     assert outs[0] == outs[1]
     assert all(ok for _, ok in outs[0])
-

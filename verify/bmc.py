@@ -118,8 +118,9 @@ def typed_givens(domain: Domain, givens: Iterable[Given]) -> list[tuple[Sort, Ty
 # ------------------------------------------------------------------ knowledge sites
 
 
-def reveal_sites(domain: Domain, e: ir.Expr | None, t: Ty, v: SymVal, g: Term,
-                 out: list[tuple[Term, Sort, Term]]) -> None:
+def reveal_sites(
+    domain: Domain, e: ir.Expr | None, t: Ty, v: SymVal, g: Term, out: list[tuple[Term, Sort, Term]]
+) -> None:
     """What an output ``v`` of expression ``e`` (type ``t``) reveals, as guarded
     (guard, sort, value) sites: the symbolic mirror of ``knowledge._facts``."""
     if isinstance(e, ir.FieldOf) and not isinstance(t, ListT):
@@ -157,6 +158,7 @@ def reveal_sites(domain: Domain, e: ir.Expr | None, t: Ty, v: SymVal, g: Term,
 
 
 # ------------------------------------------------------------------ relevance
+
 
 def relevant_tools(domain: Domain, reads: set[FieldRef], outputs: bool) -> list[str]:
     """The tools that can matter for a goal reading ``reads`` (and, when ``outputs``,
@@ -233,8 +235,7 @@ class GoalView:
             if any(x not in el for x in value) or list(value) != sorted(set(value)):
                 return FALSE
             want = set(value)
-            parts = [p if x in want else not_(p) for (p, _), x in zip(cur.items, el,
-                                                                      strict=True)]
+            parts = [p if x in want else not_(p) for (p, _), x in zip(cur.items, el, strict=True)]
             return and_(self.exists(ent, key), *parts)
         t = self.uni.encode_value(ty, value)
         if t is None:
@@ -246,8 +247,7 @@ class GoalView:
         for _, _, gv in self.bmc.givens:
             if same_value(gv, value):
                 return TRUE
-        if self.bmc.answers is not None and not any(
-                same_value(a, value) for a in self.bmc.answers):
+        if self.bmc.answers is not None and not any(same_value(a, value) for a in self.bmc.answers):
             raise ValueError(f"answer {value!r} was not announced to the unrolling")
         parts = []
         for guard, ty, term in self.bmc.leaves_until(self.horizon):
@@ -431,10 +431,20 @@ class Bmc:
     after ``h`` steps is the final state of every chain of at most ``h`` calls.
     """
 
-    def __init__(self, domain: Domain, state: State, givens: Iterable[Given], k: int, *,
-                 tools: Sequence[str] | None = None, seeds: Iterable[str] = (),
-                 extra: Iterable[tuple[Ty, Any]] = (), extra_scans: Sequence[ir.Comp] = (),
-                 slice_rows: bool = True, answers: Sequence[Any] | None = None) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        state: State,
+        givens: Iterable[Given],
+        k: int,
+        *,
+        tools: Sequence[str] | None = None,
+        seeds: Iterable[str] = (),
+        extra: Iterable[tuple[Ty, Any]] = (),
+        extra_scans: Sequence[ir.Comp] = (),
+        slice_rows: bool = True,
+        answers: Sequence[Any] | None = None,
+    ) -> None:
         """``answers``: the values goals may ask to be *shown* (:meth:`GoalView.known`);
         only outputs that can show one are tracked. None: track every output."""
         self.domain = domain
@@ -447,19 +457,30 @@ class Bmc:
         self.full_state = state
         self.flow: Flow | None = None
         if slice_rows:
-            rows = [(e, s) for e in domain.entities for s in sorted(seeds)
-                    if s in state.tables.get(e, {})]
-            self.flow = analyze_flow(domain, state, tools=self.tools,
-                                     givens=[(s, v) for s, _, v in self.givens], rows=rows,
-                                     creates=self.creates, extra_scans=extra_scans)
+            rows = [
+                (e, s)
+                for e in domain.entities
+                for s in sorted(seeds)
+                if s in state.tables.get(e, {})
+            ]
+            self.flow = analyze_flow(
+                domain,
+                state,
+                tools=self.tools,
+                givens=[(s, v) for s, _, v in self.givens],
+                rows=rows,
+                creates=self.creates,
+                extra_scans=extra_scans,
+            )
             self.state = self.flow.state
             # a tool with an argument no chain can know is never called
             self.tools = [t for t in self.tools if t.name in self.flow.callable]
             self.creates = self._creates(k)
         else:
             self.state = state
-        self.uni = Universe.build(domain, self.state, self.creates,
-                                  [(t, v) for _, t, v in self.givens] + list(extra))
+        self.uni = Universe.build(
+            domain, self.state, self.creates, [(t, v) for _, t, v in self.givens] + list(extra)
+        )
         if self.flow is not None and not self.flow.whole:
             self.uni.bounds = self.flow
             self.uni.list_elements = self._list_elems(self.flow)
@@ -473,8 +494,8 @@ class Bmc:
         for ent, edef in self.domain.entities.items():
             for f, fd in edef.fields.items():
                 if not isinstance(fd.ty, ListT) or not (
-                        fd.ty.elem in (PRIMS["str"], PRIMS["date"])
-                        or isinstance(fd.ty.elem, RefT)):
+                    fd.ty.elem in (PRIMS["str"], PRIMS["date"]) or isinstance(fd.ty.elem, RefT)
+                ):
                     continue
                 can: set[Any] = set(flow.values.get((ent, f), frozenset()))
                 for row in self.state.tables.get(ent, {}).values():
@@ -533,11 +554,20 @@ class Bmc:
         ``k`` (default: this one's k) calls: reads create nothing and change nothing, so
         the slice and key bounds, computed for more tools, still cover them."""
         other = object.__new__(Bmc)
-        other.__dict__.update({
-            "domain": self.domain, "k": self.k if k is None else k, "givens": self.givens,
-            "creates": self.creates, "full_state": self.full_state, "flow": self.flow,
-            "state": self.state, "uni": self.uni, "answers": self.answers,
-            "tools": [t for t in self.tools if not t.is_write]})
+        other.__dict__.update(
+            {
+                "domain": self.domain,
+                "k": self.k if k is None else k,
+                "givens": self.givens,
+                "creates": self.creates,
+                "full_state": self.full_state,
+                "flow": self.flow,
+                "state": self.state,
+                "uni": self.uni,
+                "answers": self.answers,
+                "tools": [t for t in self.tools if not t.is_write],
+            }
+        )
         other._setup()
         return other
 
@@ -594,8 +624,9 @@ class Bmc:
             return tpl
         tpl = ToolTemplate(self.uni, self.tools[j], f"T{j}", self._pre, self._mask)
         if not set(tpl.changed_idx) <= set(self._mask):
-            raise EncodeError(f"tool {tpl.tool.name!r} can write cells the value-flow "
-                              f"analysis found constant")
+            raise EncodeError(
+                f"tool {tpl.tool.name!r} can write cells the value-flow analysis found constant"
+            )
         sites: list[tuple[Term, Sort, Term]] = []
         lv: list[tuple[Term, Ty, Term]] = []
         ret, rty = tpl.call.ret, tpl.call.ret_ty
@@ -607,8 +638,9 @@ class Bmc:
         self._site_tpl[j] = sites
         self._leaf_tpl[j] = lv
         # the site and leaf terms the template outputs besides its transition
-        self._extra[j] = ([x for g, _, v in sites for x in (g, v)]
-                          + [x for g, _, v in lv for x in (g, v)])
+        self._extra[j] = [x for g, _, v in sites for x in (g, v)] + [
+            x for g, _, v in lv for x in (g, v)
+        ]
         self.templates[j] = tpl
         return tpl
 
@@ -708,8 +740,13 @@ class Bmc:
         if t > 0:
             self._add(implies(act, self.steps[-1].act))
         chosen = [and_(act, eq(sel, self.uni.index_term(j))) for j in range(n)]
-        args = [{p.name: self.uni.z3_var(p.ty, f"s{t}.{tool.name}.{p.name}")
-                 for p in tool.params.values()} for tool in self.tools]
+        args = [
+            {
+                p.name: self.uni.z3_var(p.ty, f"s{t}.{tool.name}.{p.name}")
+                for p in tool.params.values()
+            }
+            for tool in self.tools
+        ]
         self.steps.append(_Step(act, sel, chosen, args))
         cur = self.states[-1]
         cur_terms = cur.terms()
@@ -718,8 +755,7 @@ class Bmc:
         new_leaves: list[tuple[Term, Ty, Term]] = []
         knowns: list[Term] = []
         for j, tool in enumerate(self.tools):
-            knowns.append(and_(*(self._known(p, args[j][p.name])
-                                 for p in tool.params.values())))
+            knowns.append(and_(*(self._known(p, args[j][p.name]) for p in tool.params.values())))
             if not is_f(knowns[j]):
                 self._template(j)
         # one substitution for every template: the shared pre-state's variables to this
@@ -747,8 +783,7 @@ class Bmc:
             for i, (_, s, _) in enumerate(self._site_tpl[j]):
                 new_sites.append((and_(ch, subs[2 * i]), s, subs[2 * i + 1]))
             for i, (_, ty, _) in enumerate(self._leaf_tpl[j]):
-                new_leaves.append((and_(ch, subs[2 * (ns + i)]), ty,
-                                   subs[2 * (ns + i) + 1]))
+                new_leaves.append((and_(ch, subs[2 * (ns + i)]), ty, subs[2 * (ns + i) + 1]))
         nxt = list(cur_terms)
         writers: dict[int, list[int]] = {}
         for j, pj in enumerate(posts):
@@ -784,7 +819,7 @@ class Bmc:
     def leaves_until(self, h: int) -> list[tuple[Term, Ty, Term]]:
         """The output leaves (guard, type, value) of the first ``h`` steps."""
         self.ensure(h)
-        return self.leaf_sites[:self._leaf_count[min(h, len(self.steps))]]
+        return self.leaf_sites[: self._leaf_count[min(h, len(self.steps))]]
 
     # ------------------------------------------------------------ assumptions
 
@@ -817,8 +852,10 @@ class Bmc:
         h = self.k if horizon is None else horizon
         self.ensure(h)
         reads = [j for j, t in enumerate(self.tools) if not t.is_write]
-        return self.lit(f"read_only@{h}", and_(*(
-            implies(s.act, or_(*(s.chosen[j] for j in reads))) for s in self.steps[:h])))
+        return self.lit(
+            f"read_only@{h}",
+            and_(*(implies(s.act, or_(*(s.chosen[j] for j in reads))) for s in self.steps[:h])),
+        )
 
     def pinned(self, chain: Sequence[Call], name: str = "pinned") -> Term | None:
         """Assumption: the chain is exactly ``chain`` (None if it cannot be expressed:
@@ -852,8 +889,9 @@ class Bmc:
         """The goal over the state and knowledge after ``horizon`` steps (default k)."""
         return goal.build(GoalView(self, horizon))
 
-    def check(self, assumptions: Sequence[Term], timeout_ms: int = 5000
-              ) -> tuple[Status, z3.ModelRef | None, float]:
+    def check(
+        self, assumptions: Sequence[Term], timeout_ms: int = 5000
+    ) -> tuple[Status, z3.ModelRef | None, float]:
         """Check the unrolling under ``assumptions``: (status, model if sat, ms).
 
         The limit is z3's *resource* limit (``rlimit``), which counts solver work, not
@@ -894,9 +932,12 @@ class Bmc:
                 break
             j = m.eval(s.sel, model_completion=True).as_long()
             tool = self.tools[j]
-            args = {p.name: self.uni.decode_value(p.ty, m.eval(s.args[j][p.name],
-                                                                model_completion=True))
-                    for p in tool.params.values()}
+            args = {
+                p.name: self.uni.decode_value(
+                    p.ty, m.eval(s.args[j][p.name], model_completion=True)
+                )
+                for p in tool.params.values()
+            }
             out.append(Call(tool=tool.name, args=args))
         return out
 
@@ -933,15 +974,28 @@ class Bmc:
         ids creates can make (to compare with decoded states). Other universe keys are
         ids that rows of the slice refer to; their rows never change, so the encoding
         holds them as absent constants and does not decode them."""
-        tables = {e: {k: dict(r) for k, r in sorted(st.tables.get(e, {}).items())
-                      if k in self.state.tables.get(e, {}) or k in self._created[e]}
-                  for e in self.domain.entities}
+        tables = {
+            e: {
+                k: dict(r)
+                for k, r in sorted(st.tables.get(e, {}).items())
+                if k in self.state.tables.get(e, {}) or k in self._created[e]
+            }
+            for e in self.domain.entities
+        }
         return State(tables, dict(st.counters))
 
 
-def search(domain: Domain, state: State, givens: Iterable[Given], goal: GoalPredicate, k: int, *,
-           tools: Sequence[str] | None = None, timeout_ms: int = 5000,
-           length: int | None = None) -> SearchResult:
+def search(
+    domain: Domain,
+    state: State,
+    givens: Iterable[Given],
+    goal: GoalPredicate,
+    k: int,
+    *,
+    tools: Sequence[str] | None = None,
+    timeout_ms: int = 5000,
+    length: int | None = None,
+) -> SearchResult:
     """Is there a chain of at most ``k`` (exactly ``length``, if given) successful calls
     with known arguments after which ``goal`` holds? A witness chain when sat.
 
@@ -956,8 +1010,15 @@ def search(domain: Domain, state: State, givens: Iterable[Given], goal: GoalPred
     if tools is None and length is None:
         rel = goal.relevance(domain)
         tools = relevant_tools(domain, *rel) if rel is not None else None
-    bmc = Bmc(domain, state, givens, max(k, length or 0), tools=tools, seeds=goal.seeds(),
-              extra=goal.typed_values(domain))
+    bmc = Bmc(
+        domain,
+        state,
+        givens,
+        max(k, length or 0),
+        tools=tools,
+        seeds=goal.seeds(),
+        extra=goal.typed_values(domain),
+    )
     assume = [bmc.lit("goal", bmc.goal_term(goal))]
     if length is not None:
         assume += bmc.length_is(length)
@@ -967,6 +1028,15 @@ def search(domain: Domain, state: State, givens: Iterable[Given], goal: GoalPred
     return SearchResult(status, chain, (time.perf_counter() - t0) * 1000, reason)
 
 
-__all__ = ["Bmc", "ChangesGoal", "FnGoal", "GoalPredicate", "GoalView", "SearchResult",
-           "reveal_sites", "search", "sort_type", "typed_givens"]
-
+__all__ = [
+    "Bmc",
+    "ChangesGoal",
+    "FnGoal",
+    "GoalPredicate",
+    "GoalView",
+    "SearchResult",
+    "reveal_sites",
+    "search",
+    "sort_type",
+    "typed_givens",
+]

@@ -60,8 +60,7 @@ class CallEncoding:
     valid_args: Term = TRUE
 
 
-def _membership(uni: Universe, ent: str, f: str, v: SymVal, where: str
-                ) -> tuple[list[Term], Term]:
+def _membership(uni: Universe, ent: str, f: str, v: SymVal, where: str) -> tuple[list[Term], Term]:
     """A list value stored into list field ``ent.f``, as membership Bools, and the
     condition under which an item is outside the field's element universe (the store
     then counts as a failure; see :meth:`Universe.field_elements`).
@@ -72,8 +71,10 @@ def _membership(uni: Universe, ent: str, f: str, v: SymVal, where: str
     if not isinstance(v, ListVal):
         raise EncodeError(f"{where}: a list field needs a list value")
     if len(v.items) > 1 and not all(z3.is_int_value(x) for _, x in v.items):
-        raise EncodeError(f"{where}: storing a list of several computed items is not "
-                          f"supported (order and repeats cannot be encoded)")
+        raise EncodeError(
+            f"{where}: storing a list of several computed items is not "
+            f"supported (order and repeats cannot be encoded)"
+        )
     terms = uni.field_element_terms(ent, f)
     mem = [or_(*(and_(p, eq(x, t)) for p, x in v.items)) for t in terms]
     out = FALSE
@@ -98,14 +99,14 @@ def _param_valid(uni: Universe, st: SymState, tool: ToolDef, p: Any, v: Term) ->
     return and_(*parts)
 
 
-def encode_call(uni: Universe, st: SymState, tool: ToolDef,
-                args: Mapping[str, Term]) -> CallEncoding:
+def encode_call(
+    uni: Universe, st: SymState, tool: ToolDef, args: Mapping[str, Term]
+) -> CallEncoding:
     """The transition of one call of ``tool`` with argument terms ``args`` (one per
     parameter, already of the right z3 sort) on state ``st``."""
     src = uni.domain.source
     env: dict[str, SymVal] = dict(args)
-    valid = and_(*(_param_valid(uni, st, tool, p, args[p.name])
-                   for p in tool.params.values()))
+    valid = and_(*(_param_valid(uni, st, tool, p, args[p.name]) for p in tool.params.values()))
     conds: list[Term] = [valid]
     pre = Evaluator(uni, st)  # one memo for every precondition: they read one state
     for i, chk in enumerate(tool.requires):
@@ -131,8 +132,14 @@ def _touch(uni: Universe, touched: dict[str, list[Term]], ent: str, u: int, c: T
     col[u] = or_(col[u], c)
 
 
-def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
-           touched: dict[str, list[Term]], where: str) -> tuple[SymState, Term]:
+def _apply(
+    uni: Universe,
+    st: SymState,
+    eff: ir.Effect,
+    env: dict[str, SymVal],
+    touched: dict[str, list[Term]],
+    where: str,
+) -> tuple[SymState, Term]:
     """Apply one effect; return the new state and the condition under which it raises."""
     evaluator = Evaluator(uni, st, where)
     new = st.copy()
@@ -155,8 +162,9 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
                 if isinstance(fd.ty, ListT):
                     col[u] = [ite(hit, m, o) for m, o in zip(mem, old[u], strict=True)]
                 else:
-                    new_value = (value if op == "=" else
-                                 arith("+" if op == "+=" else "-", old[u], value))
+                    new_value = (
+                        value if op == "=" else arith("+" if op == "+=" else "-", old[u], value)
+                    )
                     col[u] = ite(hit, new_value, old[u])
                 _touch(uni, touched, ent, u, hit)
             new.cells[ent] = {**new.cells[ent], f: col}
@@ -191,8 +199,7 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
             return new, or_(key_err, missing, value_err, bad, unrep)
         case ir.Create(entity=ent, bind=b, values=vs):
             edef = uni.domain.entities[ent]
-            vals: dict[str, tuple[SymVal, Term]] = {f: evaluator.evaluate(x, env)
-                                                   for f, x in vs}
+            vals: dict[str, tuple[SymVal, Term]] = {f: evaluator.evaluate(x, env) for f, x in vs}
             mems: dict[str, list[Term]] = {}
             for f, fd in edef.fields.items():
                 if isinstance(fd.ty, ListT):
@@ -213,8 +220,9 @@ def _apply(uni: Universe, st: SymState, eff: ir.Effect, env: dict[str, SymVal],
                 ex[u] = ite(cond, TRUE, ex[u])
                 for f, fd in edef.fields.items():
                     if isinstance(fd.ty, ListT):
-                        cols[f][u] = [ite(cond, m, o) for m, o in zip(mems[f], cols[f][u],
-                                                                      strict=True)]
+                        cols[f][u] = [
+                            ite(cond, m, o) for m, o in zip(mems[f], cols[f][u], strict=True)
+                        ]
                     else:
                         cols[f][u] = ite(cond, vals[f][0], cols[f][u])
                 _touch(uni, touched, ent, u, cond)

@@ -45,8 +45,7 @@ def rejection_reason(results: list[ProofResult]) -> str:
     return ""
 
 
-def certify(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
-            ) -> Task | str:
+def certify(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Task | str:
     """The task with its proven ``min_calls`` and certificate, or why it is rejected."""
     prover = Prover(domain, task, None, timeout_ms)
     if task.kind != "refusal":
@@ -59,8 +58,12 @@ def certify(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
     why = rejection_reason(results)
     if why:
         return why
-    cert = Certificate(k=prover.k, proofs=results, z3_version=z3.get_version_string(),
-                       checker_version=CHECKER_VERSION)
+    cert = Certificate(
+        k=prover.k,
+        proofs=results,
+        z3_version=z3.get_version_string(),
+        checker_version=CHECKER_VERSION,
+    )
     return task.model_copy(update={"certificate": cert})
 
 
@@ -69,8 +72,9 @@ def proof_check(domain: Domain, task: Task) -> Task | str:
     return certify(domain, task)
 
 
-def recheck(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
-            ) -> tuple[str, Certificate | None]:
+def recheck(
+    domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
+) -> tuple[str, Certificate | None]:
     """Re-verify a task from scratch, ignoring its certificate: ("" , cert) if it holds."""
     if task.domain != domain.name or task.domain_hash != domain.content_hash:
         return "domain_changed", None
@@ -78,14 +82,27 @@ def recheck(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
         initial = State.from_dict(task.initial_state)
     except ValueError:
         return "dry_run_bad_state", None
-    gate = check_candidate(domain, task.kind, initial, task.chain, task.givens, task.targets,
-                           task.instruction, task.goal, task.refused_call)
+    gate = check_candidate(
+        domain,
+        task.kind,
+        initial,
+        task.chain,
+        task.givens,
+        task.targets,
+        task.instruction,
+        task.goal,
+        task.refused_call,
+    )
     if not gate.ok:
         return f"dry_run_{gate.reason}", None
     if task.difficulty != len(task.chain) or task.min_calls > len(task.chain):
         return "bad_metadata", None
     prover = Prover(domain, task, None, timeout_ms)
     results = prover.all()
-    cert = Certificate(k=prover.k, proofs=results, z3_version=z3.get_version_string(),
-                       checker_version=CHECKER_VERSION)
+    cert = Certificate(
+        k=prover.k,
+        proofs=results,
+        z3_version=z3.get_version_string(),
+        checker_version=CHECKER_VERSION,
+    )
     return rejection_reason(results), cert

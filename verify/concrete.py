@@ -17,8 +17,13 @@ from graphgen.verify.terms import EncodeError, is_f, is_t
 from graphgen.verify.universe import Universe
 
 
-def run_concrete(domain: Domain, state: State, calls: Sequence[tuple[str, Mapping[str, Any]]],
-                 *, via_template: bool = False) -> tuple[list[bool], State]:
+def run_concrete(
+    domain: Domain,
+    state: State,
+    calls: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    via_template: bool = False,
+) -> tuple[list[bool], State]:
     """Run a chain through the encoding with concrete tools and arguments.
 
     Failing calls leave the state unchanged (atomic), as in the interpreter. Returns the

@@ -47,9 +47,23 @@ def free_vars(e: ir.Expr) -> frozenset[str]:
         case ir.Comp(var=var, cond=cond, proj=proj):
             inner = free_vars(proj) | (free_vars(cond) if cond is not None else frozenset())
             out = inner - {var}
-        case (ir.Lit() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp()
-              | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
-              | ir.Agg() | ir.IfExp() | ir.DictLit()):
+        case (
+            ir.Lit()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.Agg()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
             # binds nothing: the variables of its sub-expressions
             out = frozenset().union(*(free_vars(c) for c in ir.children(e)))
         case _:
@@ -69,9 +83,25 @@ def canon(e: ir.Expr) -> int:
     if hit is not None and hit[0] is e:
         return hit[1]
     match e:
-        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
-              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len()
-              | ir.ListLit() | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.Comp()
+            | ir.Agg()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
             # Each of these is a frozen dataclass whose fields are sub-expressions, tuples
             # of sub-expressions, or plain values: its fields spell out its structure. A
             # new node must be checked against that before it joins this arm.
@@ -153,8 +183,10 @@ class Evaluator:
                 kv, ke = self.evaluate(k, env)
                 candidates = uni.key_candidates(k, ent)
                 miss = not_(exists_at(uni, st, ent, kv, candidates))
-                fields = {f: read_field(uni, st, ent, kv, f, candidates)
-                          for f in uni.domain.entities[ent].fields}
+                fields = {
+                    f: read_field(uni, st, ent, kv, f, candidates)
+                    for f in uni.domain.entities[ent].fields
+                }
                 return RowVal(ent, kv, fields), or_(ke, miss)
             case ir.Exists(entity=ent, key=k):
                 kv, ke = self.evaluate(k, env)
@@ -176,8 +208,9 @@ class Evaluator:
                 errs: list[Term] = []
                 for sub in vs:
                     v, err = self.evaluate(sub, env)
-                    errs.append(and_(*vals, err) if op == "and" else
-                                and_(*(not_(x) for x in vals), err))
+                    errs.append(
+                        and_(*vals, err) if op == "and" else and_(*(not_(x) for x in vals), err)
+                    )
                     vals.append(v)
                 return (and_(*vals) if op == "and" else or_(*vals)), or_(*errs)
             case ir.Not(operand=o):
@@ -231,8 +264,7 @@ class Evaluator:
             case _:
                 assert_never(e)
 
-    def comp(self, c: ir.Comp, env: Mapping[str, SymVal]) -> tuple[list[tuple[Term, SymVal]],
-                                                                    Term]:
+    def comp(self, c: ir.Comp, env: Mapping[str, SymVal]) -> tuple[list[tuple[Term, SymVal]], Term]:
         """The guarded items of a comprehension, rows in key order, and its error."""
         items: list[tuple[Term, SymVal]] = []
         errs: list[Term] = []
@@ -246,8 +278,13 @@ class Evaluator:
                 self._active.discard(c.var)
         return items, or_(*errs)
 
-    def _scan(self, c: ir.Comp, inner: dict[str, SymVal], items: list[tuple[Term, SymVal]],
-              errs: list[Term]) -> None:
+    def _scan(
+        self,
+        c: ir.Comp,
+        inner: dict[str, SymVal],
+        items: list[tuple[Term, SymVal]],
+        errs: list[Term],
+    ) -> None:
         for i, ex in enumerate(self.st.exists[c.entity]):
             if is_f(ex):
                 continue

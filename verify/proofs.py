@@ -105,8 +105,10 @@ def requested_change(domain: Domain, initial: State, call: Call) -> list[Change]
         apply_unchecked(domain, probe, call.tool, dict(call.args))
     except (ToolError, KeyError) as exc:
         return f"its effects cannot apply: {exc}"
-    return [Change(entity=e, key=k, field=f, before=a, after=b)
-            for e, k, f, a, b in diff(initial, probe)]
+    return [
+        Change(entity=e, key=k, field=f, before=a, after=b)
+        for e, k, f, a, b in diff(initial, probe)
+    ]
 
 
 # ------------------------------------------------------------------ the prover
@@ -115,8 +117,15 @@ def requested_change(domain: Domain, initial: State, call: Call) -> list[Change]
 class Prover:
     """Builds one unrolling for a task and answers every proof obligation on it."""
 
-    def __init__(self, domain: Domain, task: Task, k: int | None = None,
-                 timeout_ms: int = DEFAULT_TIMEOUT_MS, *, slice_rows: bool = True) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        task: Task,
+        k: int | None = None,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        *,
+        slice_rows: bool = True,
+    ) -> None:
         """``slice_rows=False`` encodes the whole state with every cell symbolic (no
         value-flow analysis): the same answers, slower; for testing the slicing."""
         self.domain = domain
@@ -124,8 +133,7 @@ class Prover:
         self.task = task
         self.timeout_ms = timeout_ms
         self.initial = State.from_dict(task.initial_state)
-        self.k = max(k if k is not None else len(task.chain) + 2, task.min_calls,
-                     len(task.chain))
+        self.k = max(k if k is not None else len(task.chain) + 2, task.min_calls, len(task.chain))
         self.refusal = task.kind == "refusal"
         answers = [] if self.refusal else list(task.goal.answer)
         self.goal = ChangesGoal(list(task.goal.changes), answers)
@@ -148,8 +156,7 @@ class Prover:
     def _seeds_and_extra(self) -> tuple[set[str], list[tuple[Ty, Any]]]:
         seeds = set(self.goal.seeds())
         extra = list(self.goal.typed_values(self.domain))
-        calls = list(self.task.chain) + ([self.task.refused_call] if self.task.refused_call
-                                         else [])
+        calls = list(self.task.chain) + ([self.task.refused_call] if self.task.refused_call else [])
         for c in calls:
             tool = self.domain.tools.get(c.tool)
             for p, v in c.args.items():
@@ -170,8 +177,9 @@ class Prover:
         shortest solution, and proof 5 only looks at shortest solutions (given proof 3).
         """
         names: set[str] = {c.tool for c in self.task.chain if c.tool in self.domain.tools}
-        goals = [self.goal] + ([ChangesGoal(self.requested)]
-                               if isinstance(self.requested, list) else [])
+        goals = [self.goal] + (
+            [ChangesGoal(self.requested)] if isinstance(self.requested, list) else []
+        )
         for g in goals:
             reads, outputs = g.relevance(self.domain) or (set(), True)
             names.update(relevant_tools(self.domain, reads, outputs))
@@ -180,8 +188,11 @@ class Prover:
             # Proof 6 also asks whether the refused call itself can become valid: keep it
             # and every tool that can change what its checks read or reveal its arguments.
             names.add(refused.tool)
-            names.update(relevant_tools(
-                self.domain, cells_read(self.domain, self.domain.tools[refused.tool]), True))
+            names.update(
+                relevant_tools(
+                    self.domain, cells_read(self.domain, self.domain.tools[refused.tool]), True
+                )
+            )
         return [n for n in self.domain.tools if n in names]
 
     def build(self, steps: int | None = None) -> Bmc | None:
@@ -190,15 +201,22 @@ class Prover:
         query about writes needs no more; chains of reads up to k get their own
         unrolling, :meth:`goal_not_initial`). Fewer steps also mean fewer rows the
         chains can create. Built once, or again when more steps are asked for."""
-        want = min(self.k, steps if steps is not None else
-                   self.k if self.refusal else self.horizon)
+        want = min(self.k, steps if steps is not None else self.k if self.refusal else self.horizon)
         if (self.bmc is None or self.bmc.k < want) and not self.build_error:
             t0 = time.perf_counter()
             seeds, extra = self._seeds_and_extra()
             try:
-                self.bmc = Bmc(self.domain, self.initial, self.task.givens, want,
-                               tools=self.tool_set(), seeds=seeds, extra=extra,
-                               answers=self.goal.answers, slice_rows=self.slice_rows)
+                self.bmc = Bmc(
+                    self.domain,
+                    self.initial,
+                    self.task.givens,
+                    want,
+                    tools=self.tool_set(),
+                    seeds=seeds,
+                    extra=extra,
+                    answers=self.goal.answers,
+                    slice_rows=self.slice_rows,
+                )
                 self._reads = None
                 # answers are per unrolling, keyed by its id, which a new one may reuse
                 self._unsat.clear()
@@ -231,8 +249,7 @@ class Prover:
             self.last_unknown = None
             return "unsat", None
         for gen, m in reversed(self._models.get(id(bmc), [])):
-            if all(is_t(m.eval(a, model_completion=True))
-                   for a in [*bmc.added[gen:], *assume]):
+            if all(is_t(m.eval(a, model_completion=True)) for a in [*bmc.added[gen:], *assume]):
                 self.last_unknown = None
                 return "sat", m
         t0 = time.perf_counter()
@@ -258,15 +275,18 @@ class Prover:
         cause, detail = self.last_unknown
         return ProofResult.inconclusive(name, cause, detail)
 
-    def _witness(self, model: Any, goal: ChangesGoal | None = None,
-                 bmc: Bmc | None = None) -> str:
+    def _witness(self, model: Any, goal: ChangesGoal | None = None, bmc: Bmc | None = None) -> str:
         """The model's chain as text, replayed by the interpreter: a disagreement (the
         chain fails, or misses ``goal``) is reported, since it means an encoding bug."""
         bmc = bmc or self.bmc
         assert bmc is not None
         chain = bmc.extract(model)
-        text = " → ".join(f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})"
-                          for c in chain) or "(no calls)"
+        text = (
+            " → ".join(
+                f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})" for c in chain
+            )
+            or "(no calls)"
+        )
         run = replay(self.domain, self.initial, self.task.givens, chain)
         goal = goal or self.goal
         failed = run.first_problem()
@@ -290,32 +310,39 @@ class Prover:
         run = self.run
         if self.run_failed:
             return _res("reference_chain", False, f"dry-run: {self.run_failed}")
-        if not goal_holds(self.goal, run.final, shown_values(self.domain, run),
-                          self.task.givens):
+        if not goal_holds(self.goal, run.final, shown_values(self.domain, run), self.task.givens):
             return _res("reference_chain", False, "dry-run: the goal does not hold after it")
         bmc = self.build()
         if bmc is None:
             return _res("reference_chain", False, self.build_error)
         pin = bmc.pinned(self.task.chain)
         if pin is None:
-            return _res("reference_chain", False, "the chain cannot be expressed in the "
-                        "encoding (a value outside the universe)")
+            return _res(
+                "reference_chain",
+                False,
+                "the chain cannot be expressed in the encoding (a value outside the universe)",
+            )
         n = len(self.task.chain)
-        status, model = self._check([pin, self._goal_lit(max(n, self.horizon)),
-                                     *bmc.length_is(n)])
+        status, model = self._check([pin, self._goal_lit(max(n, self.horizon)), *bmc.length_is(n)])
         if status == "unknown":
             return self._undecided("reference_chain")
         if status == "unsat":
-            return _res("reference_chain", False, "encoding disagrees with the dry-run: z3 "
-                        "finds the pinned chain invalid or short of the goal")
+            return _res(
+                "reference_chain",
+                False,
+                "encoding disagrees with the dry-run: z3 "
+                "finds the pinned chain invalid or short of the goal",
+            )
         got = bmc.final_state(model, max(n, self.horizon))
         want = bmc.restrict(run.final)
         if got != want:
             bad = diff(want, got)[:3]
-            return _res("reference_chain", False,
-                        f"encoding and dry-run end in different states: {bad}")
-        return _res("reference_chain", True,
-                    f"{len(self.task.chain)} calls valid, goal reached; z3 agrees")
+            return _res(
+                "reference_chain", False, f"encoding and dry-run end in different states: {bad}"
+            )
+        return _res(
+            "reference_chain", True, f"{len(self.task.chain)} calls valid, goal reached; z3 agrees"
+        )
 
     def goal_not_initial(self) -> ProofResult:
         """(2) the goal is false initially and reads alone cannot reach it."""
@@ -331,11 +358,15 @@ class Prover:
         if status == "unknown":
             return self._undecided("goal_not_initial")
         if status == "sat":
-            return _res("goal_not_initial", False,
-                        "z3 finds the goal true initially (encoding disagrees)")
+            return _res(
+                "goal_not_initial", False, "z3 finds the goal true initially (encoding disagrees)"
+            )
         if not self.goal.changes:
-            return _res("goal_not_initial", True,
-                        "goal false initially; read-only part n/a (answered by reads)")
+            return _res(
+                "goal_not_initial",
+                True,
+                "goal false initially; read-only part n/a (answered by reads)",
+            )
         # Chains of reads only, on an unrolling of the same universe with the read tools
         # alone (reads change no cell, so its steps are unrolled only if the goal needs
         # what outputs show).
@@ -346,10 +377,16 @@ class Prover:
         if status == "unknown":
             return self._undecided("goal_not_initial")
         if status == "sat":
-            return _res("goal_not_initial", False,
-                        f"read-only chain reaches the goal: {self._witness(model, bmc=reads)}")
-        return _res("goal_not_initial", True,
-                    f"goal false initially; no read-only chain of <= {self.k} calls reaches it")
+            return _res(
+                "goal_not_initial",
+                False,
+                f"read-only chain reaches the goal: {self._witness(model, bmc=reads)}",
+            )
+        return _res(
+            "goal_not_initial",
+            True,
+            f"goal false initially; no read-only chain of <= {self.k} calls reaches it",
+        )
 
     def min_calls(self) -> ProofResult:
         """(3) nothing shorter than min_calls reaches the goal; min_calls does."""
@@ -364,8 +401,7 @@ class Prover:
             if status == "unknown":
                 return self._undecided("min_calls")
             if status == "sat":
-                return _res("min_calls", False,
-                            f"shortcut below {m} calls: {self._witness(model)}")
+                return _res("min_calls", False, f"shortcut below {m} calls: {self._witness(model)}")
         status, model = self._check([self._goal_lit(), *bmc.length_is(m)])
         if status == "unknown":
             return self._undecided("min_calls")
@@ -404,9 +440,12 @@ class Prover:
             return self._undecided("unique_final_state")
         if status == "sat":
             d = diff(bmc.restrict(self.run.final), bmc.final_state(model, h))[:3]
-            return _res("unique_final_state", False,
-                        f"another {m}-call solution ends elsewhere: {self._witness(model)}; "
-                        f"differences {d}")
+            return _res(
+                "unique_final_state",
+                False,
+                f"another {m}-call solution ends elsewhere: {self._witness(model)}; "
+                f"differences {d}",
+            )
         return _res("unique_final_state", True, f"all {m}-call solutions end in one state")
 
     def refusal_impossible(self) -> ProofResult:
@@ -427,19 +466,27 @@ class Prover:
         if made_valid is not None:
             return made_valid
         if isinstance(req, str):
-            return _res("refusal_impossible", True, f"the refused call asks for nothing "
-                        f"achievable ({req}), and no chain of < {self.k} calls lets it "
-                        f"succeed")
+            return _res(
+                "refusal_impossible",
+                True,
+                f"the refused call asks for nothing "
+                f"achievable ({req}), and no chain of < {self.k} calls lets it "
+                f"succeed",
+            )
         goal = ChangesGoal(req)
         lit = bmc.lit(f"requested@{self.k}", bmc.goal_term(goal, self.k))
         status, model = self._check([lit])
         if status == "unknown":
             return self._undecided("refusal_impossible")
         if status == "sat":
-            return _res("refusal_impossible", False,
-                        f"the requested change is reachable: {self._witness(model, goal)}")
-        return _res("refusal_impossible", True,
-                    f"no chain of <= {self.k} calls makes the requested change")
+            return _res(
+                "refusal_impossible",
+                False,
+                f"the requested change is reachable: {self._witness(model, goal)}",
+            )
+        return _res(
+            "refusal_impossible", True, f"no chain of <= {self.k} calls makes the requested change"
+        )
 
     def _refused_call_valid(self, call: Call) -> ProofResult | None:
         """A failed proof if some chain of < k calls can be followed by ``call`` itself
@@ -467,8 +514,11 @@ class Prover:
             if status == "sat":
                 chain = bmc.extract(model)
                 text = " → ".join(c.tool for c in chain)
-                return _res("refusal_impossible", False,
-                            f"the refused call succeeds after other calls: {text}")
+                return _res(
+                    "refusal_impossible",
+                    False,
+                    f"the refused call succeeds after other calls: {text}",
+                )
         return None
 
     def shortest(self, upto: int | None = None) -> tuple[int | None, list[Call] | None, str]:
@@ -541,10 +591,11 @@ class Prover:
         chain = list(self.task.chain)
         i = len(chain) - 1
         while i >= 0:
-            cand = chain[:i] + chain[i + 1:]
+            cand = chain[:i] + chain[i + 1 :]
             run = replay(self.domain, start, self.task.givens, cand)
             if not run.first_problem() and goal_holds(
-                    self.goal, run.final, shown_values(self.domain, run), self.task.givens):
+                self.goal, run.final, shown_values(self.domain, run), self.task.givens
+            ):
                 chain = cand
             i -= 1
         return chain
@@ -552,8 +603,12 @@ class Prover:
     def all(self) -> list[ProofResult]:
         """Every applicable proof, timed."""
         steps: list[Callable[[], ProofResult]] = [
-            self.reference_chain, self.goal_not_initial, self.min_calls,
-            self.unique_targets, self.unique_final_state]
+            self.reference_chain,
+            self.goal_not_initial,
+            self.min_calls,
+            self.unique_targets,
+            self.unique_final_state,
+        ]
         if self.refusal:
             steps.append(self.refusal_impossible)
         out = []
@@ -590,8 +645,9 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
     # z3 on the slice: scanning with this filter reaches every row it can match.
     scan = ir.Comp("x", t.entity, cond, ir.Var("x", RefT(t.entity)), RowT(t.entity))
     try:
-        sl = analyze_flow(domain, initial, tools=[], rows=[(t.entity, t.key)],
-                          extra_scans=[scan]).state
+        sl = analyze_flow(
+            domain, initial, tools=[], rows=[(t.entity, t.key)], extra_scans=[scan]
+        ).state
         uni = Universe.build(domain, sl, None, [(RefT(t.entity), t.key)])
         st = SymState.from_state(uni, sl)
         items, err = Evaluator(uni, st, f"target {t.phrase!r}").comp(scan, {})
@@ -606,8 +662,11 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
             z3_keys.append(uni.decode_value(RefT(t.entity), z3.simplify(key)))
     # the interpreter on the full table, as an independent check of the slice
     try:
-        full_keys = [k for k in sorted(initial.tables.get(t.entity, {}))
-                     if evaluate(cond, initial, {"x": k}, domain)]
+        full_keys = [
+            k
+            for k in sorted(initial.tables.get(t.entity, {}))
+            if evaluate(cond, initial, {"x": k}, domain)
+        ]
     except ToolError as exc:
         return f"description raises: {exc.message}"
     if z3_keys != full_keys:
@@ -620,28 +679,43 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
 # ------------------------------------------------------------------ entry points
 
 
-def prove_task(domain: Domain, task: Task, k: int | None = None,
-               timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Certificate:
+def prove_task(
+    domain: Domain, task: Task, k: int | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS
+) -> Certificate:
     """Run every applicable proof for ``task`` (bound ``k``, default chain length + 2)."""
     try:
         p = Prover(domain, task, k, timeout_ms)
     except (ValueError, GraphgenError, KeyError) as exc:  # e.g. a malformed initial state
         bad = ProofResult.refuted("input", f"cannot read the task: {exc}")
-        return Certificate(k=k or 0, proofs=[bad], z3_version=z3.get_version_string(),
-                           checker_version=CHECKER_VERSION)
+        return Certificate(
+            k=k or 0,
+            proofs=[bad],
+            z3_version=z3.get_version_string(),
+            checker_version=CHECKER_VERSION,
+        )
     proofs = p.all()
-    return Certificate(k=p.k, proofs=proofs, z3_version=z3.get_version_string(),
-                       checker_version=CHECKER_VERSION)
+    return Certificate(
+        k=p.k, proofs=proofs, z3_version=z3.get_version_string(), checker_version=CHECKER_VERSION
+    )
 
 
-def shortest_solution(domain: Domain, task: Task, k: int | None = None,
-                      timeout_ms: int = DEFAULT_TIMEOUT_MS
-                      ) -> tuple[int | None, list[Call] | None, str]:
+def shortest_solution(
+    domain: Domain, task: Task, k: int | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS
+) -> tuple[int | None, list[Call] | None, str]:
     """The proven length of the shortest chain reaching ``task``'s goal (within k), a
     witness of that length, and "" — or (None, None, why) when there is none or a query
     was inconclusive. What a generator should record as ``min_calls``."""
     return Prover(domain, task, k, timeout_ms).shortest()
 
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "Prover", "check_target", "goal_holds", "prove_task",
-           "requested_change", "shortest_solution", "shown_values", "target_condition"]
+__all__ = [
+    "DEFAULT_TIMEOUT_MS",
+    "Prover",
+    "check_target",
+    "goal_holds",
+    "prove_task",
+    "requested_change",
+    "shortest_solution",
+    "shown_values",
+    "target_condition",
+]

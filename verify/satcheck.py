@@ -71,8 +71,7 @@ class _Abstraction:
                 return self._lit(e)
             case ir.Var(name=n):
                 p = self.tool.params.get(n)
-                return self._fresh(f"param:{n}", e.ty, p.min if p else None,
-                                   p.max if p else None)
+                return self._fresh(f"param:{n}", e.ty, p.min if p else None, p.max if p else None)
             case ir.FieldOf(entity=ent, key=k, field=f):
                 fd = self.domain.entities[ent].fields.get(f)
                 lo, hi = (fd.min, fd.max) if fd is not None else (None, None)
@@ -86,8 +85,11 @@ class _Abstraction:
                 if a.ty == STR:  # interned ids carry no order: any outcome is possible
                     return self._opaque(e)
                 ops: dict[str, Callable[[Any, Any], Any]] = {
-                    "<": lambda p, q: p < q, "<=": lambda p, q: p <= q,
-                    ">": lambda p, q: p > q, ">=": lambda p, q: p >= q}
+                    "<": lambda p, q: p < q,
+                    "<=": lambda p, q: p <= q,
+                    ">": lambda p, q: p > q,
+                    ">=": lambda p, q: p >= q,
+                }
                 return ops[op](x, y)
             case ir.BoolOp(op=op, values=vs):
                 parts = [self.encode(v) for v in vs]
@@ -105,8 +107,15 @@ class _Abstraction:
                 v = self._opaque(e)
                 self.side.append(v >= 0)
                 return v
-            case (ir.RowOf() | ir.Exists() | ir.Contains() | ir.ListLit() | ir.Comp() | ir.Agg()
-                  | ir.DictLit()):
+            case (
+                ir.RowOf()
+                | ir.Exists()
+                | ir.Contains()
+                | ir.ListLit()
+                | ir.Comp()
+                | ir.Agg()
+                | ir.DictLit()
+            ):
                 return self._opaque(e)
             case _:
                 assert_never(e)

@@ -141,9 +141,25 @@ def _check_modelled(e: ir.Expr) -> None:
     """Give up on any node of ``e`` outside :data:`graphgen.ir.Expr`, before a walker
     that cannot give up (``ir.children``, ``free_vars``) meets it."""
     match e:
-        case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
-              | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len()
-              | ir.ListLit() | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.Comp()
+            | ir.Agg()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
             for sub in ir.children(e):
                 _check_modelled(sub)
         case _:
@@ -177,8 +193,9 @@ def _join(a: Any, b: Any) -> Any:
     if isinstance(a, ARow) and isinstance(b, ARow) and a.entity == b.entity:
         return ARow(a.entity, a.keys | b.keys)
     if isinstance(a, ARec) and isinstance(b, ARec):
-        return ARec({k: _join(a.fields.get(k), b.fields.get(k))
-                     for k in a.fields.keys() | b.fields.keys()})
+        return ARec(
+            {k: _join(a.fields.get(k), b.fields.get(k)) for k in a.fields.keys() | b.fields.keys()}
+        )
     raise _GiveUp(f"cannot join {type(a).__name__} and {type(b).__name__}")
 
 
@@ -239,9 +256,15 @@ class Flow:
 
 
 class _Flow:
-    def __init__(self, domain: Domain, state: State, tools: Sequence[ToolDef],
-                 creates: Mapping[str, int], everywhere: set[str],
-                 all_known: bool = False) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        state: State,
+        tools: Sequence[ToolDef],
+        creates: Mapping[str, int],
+        everywhere: set[str],
+        all_known: bool = False,
+    ) -> None:
         self.domain = domain
         self.state = state
         self.tools = list(tools)
@@ -249,19 +272,30 @@ class _Flow:
         self.all_known = all_known
         self.some: set[Sort] = set()  # sorts at which some value can be known
         self.called: set[str] = set()  # tools some chain can call
-        self.static_writes = {(s.effect.entity, s.effect.field) for t in self.tools
-                              for s in t.effects
-                              if isinstance(s.effect, ir.Assign | ir.ListEdit)}
+        self.static_writes = {
+            (s.effect.entity, s.effect.field)
+            for t in self.tools
+            for s in t.effects
+            if isinstance(s.effect, ir.Assign | ir.ListEdit)
+        }
         self._fixed: dict[str, dict[str, list[ir.Expr]]] = {}
         self._passed: dict[tuple[int, str], bool] = {}
         self.param_values: dict[tuple[str, str], set[str]] = {}  # filtered arguments
-        self.deleted = {s.effect.entity for t in self.tools for s in t.effects
-                        if isinstance(s.effect, ir.Delete)}
+        self.deleted = {
+            s.effect.entity
+            for t in self.tools
+            for s in t.effects
+            if isinstance(s.effect, ir.Delete)
+        }
         self.total = self._total_refs()
         self.tables = {e: state.tables.get(e, {}) for e in domain.entities}
         self.created: dict[str, list[str]] = {}
-        made = {s.effect.entity for t in self.tools for s in t.effects
-                if isinstance(s.effect, ir.Create)}
+        made = {
+            s.effect.entity
+            for t in self.tools
+            for s in t.effects
+            if isinstance(s.effect, ir.Create)
+        }
         for ent, edef in domain.entities.items():
             n0 = state.counters.get(ent, 1)
             n = int(creates.get(ent, 0)) if ent in made else 0
@@ -324,9 +358,22 @@ class _Flow:
                 return e not in self.deleted and val in self.state.tables.get(e, {})
             case ir.IfExp(then=a, orelse=b):
                 return self._existing(a, total) and self._existing(b, total)
-            case (ir.Lit() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
-                  | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Comp()
-                  | ir.Agg() | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.RowOf()
+                | ir.Exists()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Comp()
+                | ir.Agg()
+                | ir.DictLit()
+            ):
                 return False  # not shown to name a row: the reference is not total
             case _:
                 _unmodelled(v)
@@ -342,11 +389,27 @@ class _Flow:
             case ir.FieldOf(entity=e, key=k2, field=f):
                 return (e, f) in self.total and self._safe_key(e, k2, loops)
             case ir.IfExp(cond=c, then=a, orelse=b):
-                return (self.error_free(c, loops) and self._safe_key(ent, a, loops)
-                        and self._safe_key(ent, b, loops))
-            case (ir.Lit() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not()
-                  | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.Comp()
-                  | ir.Agg() | ir.DictLit()):
+                return (
+                    self.error_free(c, loops)
+                    and self._safe_key(ent, a, loops)
+                    and self._safe_key(ent, b, loops)
+                )
+            case (
+                ir.Lit()
+                | ir.RowOf()
+                | ir.Exists()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Comp()
+                | ir.Agg()
+                | ir.DictLit()
+            ):
                 return False  # not shown to name an existing row: the read may raise
             case _:
                 _unmodelled(k)
@@ -363,8 +426,19 @@ class _Flow:
             case ir.Comp(var=v, cond=c, proj=p):
                 inner = loops | {v}
                 return (c is None or self.error_free(c, inner)) and self.error_free(p, inner)
-            case (ir.Exists() | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg()
-                  | ir.Contains() | ir.Len() | ir.ListLit() | ir.IfExp() | ir.DictLit()):
+            case (
+                ir.Exists()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 # these raise only through a sub-expression
                 return all(self.error_free(x, loops) for x in ir.children(e))
             case _:
@@ -385,23 +459,46 @@ class _Flow:
                 if isinstance(fd.ty, ListT):
                     return (f, True) if _stringish(fd.ty.elem) else None
                 return (f, False) if _stringish(fd.ty) else None
-            case ir.FieldOf(entity=target, key=ir.FieldOf(entity=row_ent, key=ir.Var(name=n),
-                                                          field=ref), field=g):
-                if (row_ent == ent and n == var and (ent, ref) in self.total
-                        and target not in self.deleted):
+            case ir.FieldOf(
+                entity=target,
+                key=ir.FieldOf(entity=row_ent, key=ir.Var(name=n), field=ref),
+                field=g,
+            ):
+                if (
+                    row_ent == ent
+                    and n == var
+                    and (ent, ref) in self.total
+                    and target not in self.deleted
+                ):
                     fd = self.domain.entities[target].fields[g]
                     if _stringish(fd.ty) and not isinstance(fd.ty, ListT):
                         return (f"{ref}>{g}", False)
                 return None
-            case (ir.Lit() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare() | ir.BoolOp()
-                  | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit()
-                  | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.FieldOf()
+                | ir.RowOf()
+                | ir.Exists()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Comp()
+                | ir.Agg()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 return None  # reads no field of the loop row that the analysis follows
             case _:
                 _unmodelled(e)
 
-    def _requirements(self, e: ir.Expr, var: str, ent: str, loops: frozenset[str]
-                      ) -> list[list[Alt]] | None:
+    def _requirements(
+        self, e: ir.Expr, var: str, ent: str, loops: frozenset[str]
+    ) -> list[list[Alt]] | None:
         """Requirements on a row, each a list of alternatives ``(field, is_list, X, X is
         a list)``: a row that matches no alternative of some requirement makes ``e``
         false without raising. None when there is none."""
@@ -409,18 +506,25 @@ class _Flow:
             case ir.Compare(op="==", left=a, right=b):
                 for x, y in ((a, b), (b, a)):
                     lf = self._loop_field(x, var, ent)
-                    if (lf is not None and not lf[1] and not _mentions(y, var)
-                            and self.error_free(y, loops)):
+                    if (
+                        lf is not None
+                        and not lf[1]
+                        and not _mentions(y, var)
+                        and self.error_free(y, loops)
+                    ):
                         return [[(lf[0], False, y, False)]]
                 return None
             case ir.Contains(item=a, container=b, negated=False):
                 lf = self._loop_field(a, var, ent)
-                if (lf is not None and not lf[1] and not _mentions(b, var)
-                        and self.error_free(b, loops)):
+                if (
+                    lf is not None
+                    and not lf[1]
+                    and not _mentions(b, var)
+                    and self.error_free(b, loops)
+                ):
                     return [[(lf[0], False, b, True)]]
                 lf = self._loop_field(b, var, ent)
-                if (lf is not None and lf[1] and not _mentions(a, var)
-                        and self.error_free(a, loops)):
+                if lf is not None and lf[1] and not _mentions(a, var) and self.error_free(a, loops):
                     return [[(lf[0], True, a, False)]]
                 return None
             case ir.BoolOp(op="and", values=vs):
@@ -445,9 +549,25 @@ class _Flow:
                         return None
                     alts += r[0]
                 return [alts]
-            case (ir.Lit() | ir.Var() | ir.FieldOf() | ir.RowOf() | ir.Exists() | ir.Compare()
-                  | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains() | ir.Len()
-                  | ir.ListLit() | ir.Comp() | ir.Agg() | ir.IfExp() | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.Var()
+                | ir.FieldOf()
+                | ir.RowOf()
+                | ir.Exists()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Comp()
+                | ir.Agg()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 return None  # no requirement: the scan keeps every row it can reach
             case _:
                 _unmodelled(e)
@@ -572,8 +692,15 @@ class _Flow:
                 return AList(out)
             case ir.DictLit(keys=ks, values=vs):
                 return ARec({k: self.value_of(v, env) for k, v in zip(ks, vs, strict=True)})
-            case (ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith() | ir.Neg() | ir.Contains()
-                  | ir.Len()):
+            case (
+                ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+            ):
                 # bool or int values, never tracked; their operands still probe rows
                 for x in ir.children(e):
                     self.value_of(x, env)
@@ -766,9 +893,20 @@ class _Flow:
                 return (ent, f) not in self.static_writes
             case ir.Comp() | ir.Agg() | ir.Exists() | ir.RowOf():
                 return False  # scans and existence see rows created or deleted
-            case (ir.Lit() | ir.Var() | ir.Compare() | ir.BoolOp() | ir.Not() | ir.Arith()
-                  | ir.Neg() | ir.Contains() | ir.Len() | ir.ListLit() | ir.IfExp()
-                  | ir.DictLit()):
+            case (
+                ir.Lit()
+                | ir.Var()
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.IfExp()
+                | ir.DictLit()
+            ):
                 return True
             case _:
                 _unmodelled(n)
@@ -816,8 +954,12 @@ class _Flow:
                 out = set()
             return AList(out)
         if isinstance(e, ir.DictLit):
-            return ARec({k: self._value_remembering_items(v, env) for k, v in zip(e.keys, e.values,
-                                                                  strict=True)})
+            return ARec(
+                {
+                    k: self._value_remembering_items(v, env)
+                    for k, v in zip(e.keys, e.values, strict=True)
+                }
+            )
         return self.value_of(e, env)
 
     def effect(self, eff: ir.Effect, env: dict[str, Any]) -> None:
@@ -881,8 +1023,12 @@ class _Flow:
                     if got:
                         self.include(ent, got)
 
-    def run(self, givens: Iterable[tuple[Sort, Any]], rows: Iterable[tuple[str, str]],
-            extra_scans: Sequence[ir.Comp]) -> None:
+    def run(
+        self,
+        givens: Iterable[tuple[Sort, Any]],
+        rows: Iterable[tuple[str, str]],
+        extra_scans: Sequence[ir.Comp],
+    ) -> None:
         for s, v in givens:
             if not s.always_known:
                 self.some.add(s)
@@ -917,11 +1063,18 @@ def _flat(v: Any) -> Iterable[Any]:
         yield v
 
 
-def analyze_flow(domain: Domain, state: State, *, tools: Sequence[ToolDef] | None = None,
-                 givens: Iterable[tuple[Sort, Any]] = (), everywhere: Iterable[str] = (),
-                 all_known: bool = False, rows: Iterable[tuple[str, str]] = (),
-                 creates: Mapping[str, int] | None = None,
-                 extra_scans: Sequence[ir.Comp] = ()) -> Flow:
+def analyze_flow(
+    domain: Domain,
+    state: State,
+    *,
+    tools: Sequence[ToolDef] | None = None,
+    givens: Iterable[tuple[Sort, Any]] = (),
+    everywhere: Iterable[str] = (),
+    all_known: bool = False,
+    rows: Iterable[tuple[str, str]] = (),
+    creates: Mapping[str, int] | None = None,
+    extra_scans: Sequence[ir.Comp] = (),
+) -> Flow:
     """Slice ``state`` for chains of ``tools`` (default: all) from the knowledge
     ``givens`` (sort, value), with ``everywhere`` strings known at every sort (and, when
     ``all_known``, any int/bool argument), keeping the rows ``rows`` names; ``creates[E]``
@@ -933,14 +1086,24 @@ def analyze_flow(domain: Domain, state: State, *, tools: Sequence[ToolDef] | Non
             _check_tool_modelled(t)
         for c in extra_scans:
             _check_modelled(c)
-        analysis = _Flow(domain, state, chosen, creates or {},
-                         {s for s in everywhere if isinstance(s, str)}, all_known)
+        analysis = _Flow(
+            domain,
+            state,
+            chosen,
+            creates or {},
+            {s for s in everywhere if isinstance(s, str)},
+            all_known,
+        )
         analysis.run(list(givens), list(rows), extra_scans)
     except _GiveUp:
-        return Flow(state.copy(), None, None, whole=True,
-                    callable=frozenset(t.name for t in chosen))
-    tables = {e: {k: dict(state.tables[e][k]) for k in sorted(analysis.kept_rows[e])}
-              for e in domain.entities if e in state.tables}
+        return Flow(
+            state.copy(), None, None, whole=True, callable=frozenset(t.name for t in chosen)
+        )
+    tables = {
+        e: {k: dict(state.tables[e][k]) for k in sorted(analysis.kept_rows[e])}
+        for e in domain.entities
+        if e in state.tables
+    }
     for e in domain.entities:
         tables.setdefault(e, {})
     know = {s: frozenset(v) for s, v in analysis.know.items()}
@@ -948,22 +1111,39 @@ def analyze_flow(domain: Domain, state: State, *, tools: Sequence[ToolDef] | Non
     key_vals = {i: (n, frozenset(v)) for i, (n, v) in analysis.key_vals.items()}
     params = {k: frozenset(v) for k, v in analysis.param_values.items()}
     values = {ck: frozenset(v) for ck, v in analysis.written_values.items()}
-    return Flow(State(tables, dict(state.counters)), know, written, key_vals,
-                everywhere=frozenset(analysis.everywhere), callable=frozenset(analysis.called),
-                params=params, values=values)
+    return Flow(
+        State(tables, dict(state.counters)),
+        know,
+        written,
+        key_vals,
+        everywhere=frozenset(analysis.everywhere),
+        callable=frozenset(analysis.called),
+        params=params,
+        values=values,
+    )
 
 
-def slice_state(domain: Domain, state: State, seeds: Iterable[str],
-                creates: Mapping[str, int] | None = None,
-                extra_scans: Sequence[ir.Comp] = ()) -> State:
+def slice_state(
+    domain: Domain,
+    state: State,
+    seeds: Iterable[str],
+    creates: Mapping[str, int] | None = None,
+    extra_scans: Sequence[ir.Comp] = (),
+) -> State:
     """The slice of ``state`` for chains of any tools whose string arguments are among
     ``seeds`` (each known at every sort); rows keyed by a seed are kept too.
     ``creates[E]`` is how many E rows a chain may create."""
     seeds = {s for s in seeds if isinstance(s, str)}
-    rows = [(e, s) for e in domain.entities for s in seeds
-            if s in state.tables.get(e, {})]
-    return analyze_flow(domain, state, everywhere=seeds, all_known=True, rows=rows,
-                        creates=creates, extra_scans=extra_scans).state
+    rows = [(e, s) for e in domain.entities for s in seeds if s in state.tables.get(e, {})]
+    return analyze_flow(
+        domain,
+        state,
+        everywhere=seeds,
+        all_known=True,
+        rows=rows,
+        creates=creates,
+        extra_scans=extra_scans,
+    ).state
 
 
 __all__ = ["AList", "ARec", "ARow", "Flow", "analyze_flow", "slice_state"]

@@ -46,8 +46,9 @@ class SymState:
 
     def copy(self) -> SymState:
         """A shallow copy: lists are replaced, never mutated, by updates."""
-        return SymState(dict(self.exists), {e: dict(c) for e, c in self.cells.items()},
-                        dict(self.created))
+        return SymState(
+            dict(self.exists), {e: dict(c) for e, c in self.cells.items()}, dict(self.created)
+        )
 
     @classmethod
     def from_state(cls, uni: Universe, st: State) -> SymState:
@@ -79,8 +80,9 @@ class SymState:
             for f, fd in edef.fields.items():
                 if isinstance(fd.ty, ListT):
                     n = len(uni.field_elements(ent, f))
-                    cells[ent][f] = [[fresh_bool(f"{tag}.{ent}.{f}") for _ in range(n)]
-                                     for _ in keys]
+                    cells[ent][f] = [
+                        [fresh_bool(f"{tag}.{ent}.{f}") for _ in range(n)] for _ in keys
+                    ]
                 else:
                     cells[ent][f] = [uni.z3_var(fd.ty, f"{tag}.{ent}.{f}") for _ in keys]
         created = {e: fresh_int(f"{tag}.{e}.created") for e in uni.domain.entities}
@@ -106,7 +108,7 @@ class SymState:
         terms = self.terms()
         for i in positions:
             t = terms[i]
-            terms[i] = (fresh_bool(tag) if isinstance(t, z3.BoolRef) else fresh_int(tag))
+            terms[i] = fresh_bool(tag) if isinstance(t, z3.BoolRef) else fresh_int(tag)
         return self.rebuild(terms)
 
     def terms(self) -> list[Term]:
@@ -171,12 +173,16 @@ def _const_cell(uni: Universe, ent: str, key: str, f: str, ty: Ty, v: Any) -> Ce
         if v is None:
             return [FALSE] * len(el)
         if not isinstance(v, list) or list(v) != sorted(set(v)):
-            raise EncodeError(f"{ent} {key!r} {f}: a list field must be a sorted list without "
-                              f"repeats (lists are sets kept sorted), got {v!r}")
+            raise EncodeError(
+                f"{ent} {key!r} {f}: a list field must be a sorted list without "
+                f"repeats (lists are sets kept sorted), got {v!r}"
+            )
         vs = set(v)
         if not vs <= set(el):
-            raise EncodeError(f"{ent} {key!r} {f}: items {sorted(vs - set(el))!r} are outside "
-                              f"the field's element universe")
+            raise EncodeError(
+                f"{ent} {key!r} {f}: items {sorted(vs - set(el))!r} are outside "
+                f"the field's element universe"
+            )
         return [TRUE if x in vs else FALSE for x in el]
     if v is None:  # no row at this key: any value does, it is never read
         return FALSE if ty == BOOL else uni.index_term(0)
@@ -191,8 +197,9 @@ def _const_cell(uni: Universe, ent: str, key: str, f: str, ty: Ty, v: Any) -> Ce
 # ------------------------------------------------------------------ reading the state
 
 
-def exists_at(uni: Universe, st: SymState, ent: str, key: Term,
-              candidates: Sequence[int] | None = None) -> Term:
+def exists_at(
+    uni: Universe, st: SymState, ent: str, key: Term, candidates: Sequence[int] | None = None
+) -> Term:
     """Does a row of ``ent`` with key ``key`` exist? ``candidates``: the only keys ``key``
     can be when it matters (default: the live keys; any other key has no row)."""
     col = st.exists[ent]
@@ -203,8 +210,9 @@ def exists_at(uni: Universe, st: SymState, ent: str, key: Term,
     return or_(*(and_(eq(key, uni.index_term(i)), col[i]) for i in idx))
 
 
-def select(uni: Universe, col: Sequence[Term], key: Term,
-           candidates: Sequence[int] | None = None) -> Term:
+def select(
+    uni: Universe, col: Sequence[Term], key: Term, candidates: Sequence[int] | None = None
+) -> Term:
     """``col[key]``; an arbitrary value when ``key`` is none of ``candidates`` (default: every
     position), which callers flag as an error (the row does not exist)."""
     c = int_const(key)
@@ -219,8 +227,14 @@ def select(uni: Universe, col: Sequence[Term], key: Term,
     return out
 
 
-def read_field(uni: Universe, st: SymState, ent: str, key: Term, f: str,
-               candidates: Sequence[int] | None = None) -> SymVal:
+def read_field(
+    uni: Universe,
+    st: SymState,
+    ent: str,
+    key: Term,
+    f: str,
+    candidates: Sequence[int] | None = None,
+) -> SymVal:
     """The value of field ``f`` of row ``key`` (a ListVal for list fields); ``candidates`` as
     for :func:`exists_at`."""
     fd = uni.domain.entities[ent].fields[f]

@@ -36,8 +36,14 @@ class ToolTemplate:
     """One tool's transition built once over a fully symbolic pre-state and symbolic
     arguments; :meth:`instantiate` specialises it to any state and arguments."""
 
-    def __init__(self, uni: Universe, tool: ToolDef, tag: str = "",
-                 pre: SymState | None = None, variables: Sequence[int] | None = None) -> None:
+    def __init__(
+        self,
+        uni: Universe,
+        tool: ToolDef,
+        tag: str = "",
+        pre: SymState | None = None,
+        variables: Sequence[int] | None = None,
+    ) -> None:
         """``pre``: the pre-state to build over (default: every cell a fresh constant);
         ``variables``: the positions of ``pre`` that are constants to substitute (the
         others must hold in every state the template is instantiated on)."""
@@ -49,11 +55,11 @@ class ToolTemplate:
         self.call = encode_call(uni, self.pre, tool, self.args)
         self._pre_terms = self.pre.terms()
         self._post_terms = self.call.post.terms()
-        self._vars = (list(range(len(self._pre_terms))) if variables is None
-                      else list(variables))
+        self._vars = list(range(len(self._pre_terms))) if variables is None else list(variables)
         # Which positions the call can change: unchanged cells are the very pre terms.
-        self.changed = [not same(a, b)
-                        for a, b in zip(self._pre_terms, self._post_terms, strict=True)]
+        self.changed = [
+            not same(a, b) for a, b in zip(self._pre_terms, self._post_terms, strict=True)
+        ]
         self.changed_idx = [i for i, ch in enumerate(self.changed) if ch]
         self._pack_cache: dict[tuple[int, ...], tuple[Term, int]] = {}
         self._pack_bool: dict[tuple[int, ...], list[bool]] = {}
@@ -90,9 +96,13 @@ class ToolTemplate:
         self._keep.append(list(extra))  # ids in the cache key stay valid
         return app, n
 
-    def instantiate_with(self, subst: Substitution, args: Mapping[str, Term],
-                         extra: Sequence[Term], cur: Sequence[Term]
-                         ) -> tuple[Term, list[Term], list[Term]]:
+    def instantiate_with(
+        self,
+        subst: Substitution,
+        args: Mapping[str, Term],
+        extra: Sequence[Term],
+        cur: Sequence[Term],
+    ) -> tuple[Term, list[Term], list[Term]]:
         """:meth:`instantiate` with the state part of the substitution prepared once
         (:class:`Substitution`, shared by every template over the same pre-state);
         ``args`` must be among its pairs."""
@@ -113,13 +123,17 @@ class ToolTemplate:
             z3.Z3_dec_ref(ctx, inst)
         idx = self.changed_idx
         post = list(cur)
-        for i, t in zip(idx, subs[1:1 + len(idx)], strict=True):
+        for i, t in zip(idx, subs[1 : 1 + len(idx)], strict=True):
             post[i] = t
-        return subs[0], post, subs[1 + len(idx):]
+        return subs[0], post, subs[1 + len(idx) :]
 
-    def instantiate(self, st: SymState, args: Mapping[str, Term],
-                    extra: Sequence[Term] = (), terms: Sequence[Term] | None = None
-                    ) -> tuple[Term, list[Term], list[Term]]:
+    def instantiate(
+        self,
+        st: SymState,
+        args: Mapping[str, Term],
+        extra: Sequence[Term] = (),
+        terms: Sequence[Term] | None = None,
+    ) -> tuple[Term, list[Term], list[Term]]:
         """``(ok, post_terms, extra_terms)`` for ``st``/``args``: post terms in
         :meth:`SymState.terms` order (unchanged positions are ``st``'s own terms), and
         ``extra`` (other terms over the template's variables) substituted likewise.
@@ -132,9 +146,10 @@ class ToolTemplate:
         app, n = self._packed(extra)
         inst = substitute_all([app], pairs)[0]
         ctx = CONTEXT.ref()
-        subs = [z3.z3._to_expr_ref(z3.Z3_get_app_arg(ctx, inst.as_ast(), i), CONTEXT)
-                for i in range(n)]
+        subs = [
+            z3.z3._to_expr_ref(z3.Z3_get_app_arg(ctx, inst.as_ast(), i), CONTEXT) for i in range(n)
+        ]
         post = list(cur)
-        for i, t in zip(idx, subs[1:1 + len(idx)], strict=True):
+        for i, t in zip(idx, subs[1 : 1 + len(idx)], strict=True):
             post[i] = t
-        return subs[0], post, subs[1 + len(idx):]
+        return subs[0], post, subs[1 + len(idx) :]

@@ -103,8 +103,13 @@ class Universe:
         self._index_terms = [int_val(i) for i in range(top + 1)]
 
     @classmethod
-    def build(cls, domain: Domain, state: State, creates: Mapping[str, int] | None = None,
-              extra: Iterable[tuple[Ty, Any]] = ()) -> Universe:
+    def build(
+        cls,
+        domain: Domain,
+        state: State,
+        creates: Mapping[str, int] | None = None,
+        extra: Iterable[tuple[Ty, Any]] = (),
+    ) -> Universe:
         """The universe of ``state`` plus ``creates[E]`` future ids of E and ``extra``
         typed values (givens, arguments, goal values) that must be representable."""
         refs: dict[str, set[str]] = {e: set() for e in domain.entities}
@@ -154,8 +159,9 @@ class Universe:
             table = state.tables.get(ent, {})
             made = set(created[ent])
             live[ent] = [i for i, k in enumerate(ks) if k in table or k in made]
-        return cls(domain, keys, sorted(strings), sorted(dates), sorted(ints), counter0,
-                   created, live)
+        return cls(
+            domain, keys, sorted(strings), sorted(dates), sorted(ints), counter0, created, live
+        )
 
     # -------------------------------------------------------------- codec
 

@@ -88,18 +88,21 @@ def merge(c: Term, a: SymVal, b: SymVal) -> SymVal:
     if is_f(c):
         return b
     if isinstance(a, ListVal) and isinstance(b, ListVal):
-        return ListVal([(and_(c, p), x) for p, x in a.items]
-                       + [(and_(not_(c), p), x) for p, x in b.items])
+        return ListVal(
+            [(and_(c, p), x) for p, x in a.items] + [(and_(not_(c), p), x) for p, x in b.items]
+        )
     if isinstance(a, RowVal) and isinstance(b, RowVal):
-        return RowVal(a.entity, ite(c, a.key, b.key),
-                      {f: merge(c, a.fields[f], b.fields[f]) for f in a.fields})
+        return RowVal(
+            a.entity,
+            ite(c, a.key, b.key),
+            {f: merge(c, a.fields[f], b.fields[f]) for f in a.fields},
+        )
     if isinstance(a, RecVal) and isinstance(b, RecVal):
         return RecVal({f: merge(c, a.fields[f], b.fields[f]) for f in a.fields})
     return ite(c, a, b)
 
 
-def leaves(domain: Domain, v: SymVal, ty: Ty, guard: Term = TRUE
-           ) -> list[tuple[Term, Ty, Term]]:
+def leaves(domain: Domain, v: SymVal, ty: Ty, guard: Term = TRUE) -> list[tuple[Term, Ty, Term]]:
     """Every scalar shown in an output, with its type and the guard under which it is."""
     out: list[tuple[Term, Ty, Term]] = []
     if isinstance(v, ListVal):

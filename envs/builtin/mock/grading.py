@@ -71,8 +71,9 @@ def changes_hold(state: dict[str, Any], changes: list[dict[str, Any]]) -> bool:
     return True
 
 
-def grade(initial: dict[str, Any], final: dict[str, Any], goal: dict[str, Any],
-          answer: str | None = None) -> dict[str, Any]:
+def grade(
+    initial: dict[str, Any], final: dict[str, Any], goal: dict[str, Any], answer: str | None = None
+) -> dict[str, Any]:
     """Grade a final state (and the agent's answer text) against a task's goal.
 
     ``goal`` is ``{"changes": [{entity, key, field, before, after}], "answer": [values]}``.
@@ -97,22 +98,41 @@ def grade(initial: dict[str, Any], final: dict[str, Any], goal: dict[str, Any],
             # still hold at the end (the request pins it), though it is not a change.
             row = _rows(final).get(e, {}).get(k)
             now = "missing" if row is None else repr(row.get(f))
-            items.append({"check": f"keep {e} {k} {f}", "ok": row is not None
-                          and row.get(f) == c.get("after"),
-                          "detail": f"want {c.get('after')!r}, got {now}"})
+            items.append(
+                {
+                    "check": f"keep {e} {k} {f}",
+                    "ok": row is not None and row.get(f) == c.get("after"),
+                    "detail": f"want {c.get('after')!r}, got {now}",
+                }
+            )
             continue
         got = actual.get((e, k, f))
         ok = got is not None and got[1] == c.get("after")
         shown = "missing" if got is None else repr(got[1])
-        items.append({"check": f"change {e} {k} {f}", "ok": ok,
-                      "detail": f"want {c.get('after')!r}, got {shown}"})
+        items.append(
+            {
+                "check": f"change {e} {k} {f}",
+                "ok": ok,
+                "detail": f"want {c.get('after')!r}, got {shown}",
+            }
+        )
     extra = sorted(set(actual) - set(expected))
-    items.append({"check": "no other changes", "ok": not extra,
-                  "detail": ", ".join(f"{e} {k} {f}" for e, k, f in extra[:10])})
+    items.append(
+        {
+            "check": "no other changes",
+            "ok": not extra,
+            "detail": ", ".join(f"{e} {k} {f}" for e, k, f in extra[:10]),
+        }
+    )
     text = (answer or "").lower()
     for v in goal.get("answer", []):
-        items.append({"check": f"answer mentions {v!r}", "ok": _mentions(text, v),
-                      "detail": "" if answer else "no answer given"})
+        items.append(
+            {
+                "check": f"answer mentions {v!r}",
+                "ok": _mentions(text, v),
+                "detail": "" if answer else "no answer given",
+            }
+        )
     return {"success": all(i["ok"] for i in items), "items": items}
 
 

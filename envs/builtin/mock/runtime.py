@@ -47,21 +47,29 @@ class ToolError(Exception):
 
 
 def _bad(tool: str, name: str, want: str, value: object) -> ToolError:
-    return ToolError(f"{tool}: argument {name} must be {want}, got {value!r}", tool=tool,
-                     kind="bad_args")
+    return ToolError(
+        f"{tool}: argument {name} must be {want}, got {value!r}", tool=tool, kind="bad_args"
+    )
 
 
-def check_int(tool: str, name: str, value: object, minimum: int | None = None,
-              maximum: int | None = None) -> None:
+def check_int(
+    tool: str, name: str, value: object, minimum: int | None = None, maximum: int | None = None
+) -> None:
     """An integer (not a bool) within the optional bounds."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise _bad(tool, name, "an integer", value)
     if minimum is not None and value < minimum:
-        raise ToolError(f"{tool}: argument {name} must be at least {minimum}, got {value}",
-                        tool=tool, kind="bad_args")
+        raise ToolError(
+            f"{tool}: argument {name} must be at least {minimum}, got {value}",
+            tool=tool,
+            kind="bad_args",
+        )
     if maximum is not None and value > maximum:
-        raise ToolError(f"{tool}: argument {name} must be at most {maximum}, got {value}",
-                        tool=tool, kind="bad_args")
+        raise ToolError(
+            f"{tool}: argument {name} must be at most {maximum}, got {value}",
+            tool=tool,
+            kind="bad_args",
+        )
 
 
 def check_bool(tool: str, name: str, value: object) -> None:
@@ -99,8 +107,9 @@ def check_enum(tool: str, name: str, value: object, members: tuple[str, ...]) ->
         raise _bad(tool, name, "one of " + ", ".join(map(repr, members)), value)
 
 
-def check_ref(tool: str, name: str, value: object, table: Mapping[str, object],
-              entity: str) -> None:
+def check_ref(
+    tool: str, name: str, value: object, table: Mapping[str, object], entity: str
+) -> None:
     """The id of an existing row of ``entity``."""
     check_str(tool, name, value)
     if value not in table:
@@ -113,20 +122,26 @@ def check_call(tool: str, params: tuple[str, ...], arguments: object) -> Mapping
         raise ToolError(f"{tool}: arguments must be a JSON object", tool=tool, kind="bad_args")
     unknown = sorted(set(arguments) - set(params))
     if unknown:
-        raise ToolError(f"{tool}: unknown argument(s) {', '.join(unknown)}; expected "
-                        f"{', '.join(params) or 'none'}", tool=tool, kind="bad_args")
+        raise ToolError(
+            f"{tool}: unknown argument(s) {', '.join(unknown)}; expected "
+            f"{', '.join(params) or 'none'}",
+            tool=tool,
+            kind="bad_args",
+        )
     missing = [p for p in params if p not in arguments]
     if missing:
-        raise ToolError(f"{tool}: missing argument(s) {', '.join(missing)}", tool=tool,
-                        kind="bad_args")
+        raise ToolError(
+            f"{tool}: missing argument(s) {', '.join(missing)}", tool=tool, kind="bad_args"
+        )
     return arguments
 
 
 # ------------------------------------------------------------------ failed preconditions
 
 
-def fact(table: Mapping[str, object], entity: str, field: str,
-         key: str | Callable[[], str]) -> str | None:
+def fact(
+    table: Mapping[str, object], entity: str, field: str, key: str | Callable[[], str]
+) -> str | None:
     """``Entity 'id' has field = value`` for a failure message, or None if unreadable."""
     try:
         k = key() if callable(key) else key
@@ -136,8 +151,9 @@ def fact(table: Mapping[str, object], entity: str, field: str,
     return f"{entity} {k!r} has {field} = {value!r}"
 
 
-def precondition_failed(tool: str, message: str, source: str,
-                        facts: Iterable[str | None] = (), /, **values: object) -> ToolError:
+def precondition_failed(
+    tool: str, message: str, source: str, facts: Iterable[str | None] = (), /, **values: object
+) -> ToolError:
     """The error for a false precondition: why, the condition, and the values it read.
 
     ``message`` is the author's template, filled in with ``values`` (the parameters).
@@ -202,8 +218,9 @@ class Journal:
         error."""
         old: list[Item] = getattr(row, field)
         if value in old:
-            raise ToolError(f"{value!r} is already in {entity} {key!r} {field}",
-                            kind="precondition")
+            raise ToolError(
+                f"{value!r} is already in {entity} {key!r} {field}", kind="precondition"
+            )
         self.set(entity, key, row, field)
         setattr(row, field, sorted([*old, value]))
 
@@ -211,8 +228,7 @@ class Journal:
         """Take ``value`` out of a list field; a value that is not there is an error."""
         old: list[Item] = getattr(row, field)
         if value not in old:
-            raise ToolError(f"{value!r} is not in {entity} {key!r} {field}",
-                            kind="precondition")
+            raise ToolError(f"{value!r} is not in {entity} {key!r} {field}", kind="precondition")
         new = list(old)
         new.remove(value)
         self.set(entity, key, row, field)
@@ -223,8 +239,9 @@ class Journal:
         n = self.counters[entity]
         key = id_format.format(n)
         if key in table:
-            raise ToolError(f"{entity} id {key!r} already exists (the id counter is behind)",
-                            kind="invariant")
+            raise ToolError(
+                f"{entity} id {key!r} already exists (the id counter is behind)", kind="invariant"
+            )
 
         def undo() -> None:
             del table[key]
@@ -258,21 +275,28 @@ class Journal:
 # ------------------------------------------------------------------ invariants
 
 
-def check_bounds(entity: str, key: str, field: str, value: int, minimum: int | None,
-                 maximum: int | None) -> None:
+def check_bounds(
+    entity: str, key: str, field: str, value: int, minimum: int | None, maximum: int | None
+) -> None:
     """An int field stays within its declared bounds."""
     if minimum is not None and value < minimum:
-        raise ToolError(f"{entity} {key!r} {field} would be {value}, below the minimum "
-                        f"{minimum}", kind="invariant")
+        raise ToolError(
+            f"{entity} {key!r} {field} would be {value}, below the minimum {minimum}",
+            kind="invariant",
+        )
     if maximum is not None and value > maximum:
-        raise ToolError(f"{entity} {key!r} {field} would be {value}, above the maximum "
-                        f"{maximum}", kind="invariant")
+        raise ToolError(
+            f"{entity} {key!r} {field} would be {value}, above the maximum {maximum}",
+            kind="invariant",
+        )
 
 
-def check_unique(entity: str, key: str, field: str, value: object,
-                 others: Iterable[tuple[str, object]]) -> None:
+def check_unique(
+    entity: str, key: str, field: str, value: object, others: Iterable[tuple[str, object]]
+) -> None:
     """No other row of the table has the same value in a ``unique`` field."""
     for other_key, other_value in sorted(others, key=lambda kv: kv[0]):
         if other_key != key and other_value == value:
-            raise ToolError(f"{entity} {field} {value!r} is already used by {other_key!r}",
-                            kind="invariant")
+            raise ToolError(
+                f"{entity} {field} {value!r} is already used by {other_key!r}", kind="invariant"
+            )

@@ -81,8 +81,13 @@ class ToolEnvironment(Generic[S]):
         """Run tool ``name``; its result as JSON data, or a ToolError."""
         raise NotImplementedError
 
-    def grade_state(self, initial: dict[str, Any], final: dict[str, Any], goal: dict[str, Any],
-                    answer: str | None) -> dict[str, Any]:
+    def grade_state(
+        self,
+        initial: dict[str, Any],
+        final: dict[str, Any],
+        goal: dict[str, Any],
+        answer: str | None,
+    ) -> dict[str, Any]:
         """The grade of a final state and answer against ``goal``."""
         raise NotImplementedError
 
@@ -98,8 +103,9 @@ class ToolEnvironment(Generic[S]):
         """The name of the action that ends an episode."""
         return str(self.finish_tool["function"]["name"])
 
-    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-              ) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """Start an episode; returns the first observation (the instruction) and info.
 
         ``options={"task": task}`` picks the task; without it the last task starts again.
@@ -125,8 +131,13 @@ class ToolEnvironment(Generic[S]):
         if self.db is None:
             raise RuntimeError("call reset() before step()")
         if self.terminated or self.truncated:
-            return ("Error: the episode is over; call reset()", 0.0, self.terminated,
-                    self.truncated, {"tool": "", "step": self.steps, "error": "episode_over"})
+            return (
+                "Error: the episode is over; call reset()",
+                0.0,
+                self.terminated,
+                self.truncated,
+                {"tool": "", "step": self.steps, "error": "episode_over"},
+            )
         self.steps += 1
         name, arguments, error = self._parse(action)
         info: dict[str, Any] = {"tool": name, "step": self.steps, "error": None}
@@ -145,8 +156,9 @@ class ToolEnvironment(Generic[S]):
                 observation = f"Error: {exc.message}"
                 info["error"] = exc.kind
             else:
-                observation = result if isinstance(result, str) else json.dumps(
-                    result, ensure_ascii=False)
+                observation = (
+                    result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+                )
         if not self.terminated and self.steps >= self.max_steps:
             self.truncated = True
         reward = 0.0
@@ -160,8 +172,7 @@ class ToolEnvironment(Generic[S]):
         if self.task is None or self.db is None:
             raise RuntimeError("call reset() before grade()")
         goal = self.task.get("goal") or {"changes": [], "answer": []}
-        return self.grade_state(self.task["initial_state"], self.db.to_state(), goal,
-                                self.answer)
+        return self.grade_state(self.task["initial_state"], self.db.to_state(), goal, self.answer)
 
     def get_reward(self) -> float:
         """1.0 if the episode's grade is a success, else 0.0."""
@@ -178,8 +189,11 @@ class ToolEnvironment(Generic[S]):
             try:
                 action = json.loads(action)
             except json.JSONDecodeError as exc:
-                return "", None, ("bad_action",
-                                  f"the action is not valid JSON ({exc.msg}); {shape}")
+                return (
+                    "",
+                    None,
+                    ("bad_action", f"the action is not valid JSON ({exc.msg}); {shape}"),
+                )
         call = action.get("function", action) if isinstance(action, Mapping) else None
         if not isinstance(call, Mapping) or not isinstance(call.get("name", ""), str):
             return "", None, ("bad_action", shape)
@@ -189,6 +203,5 @@ class ToolEnvironment(Generic[S]):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
-                return name, None, ("bad_json",
-                                    f"{name}: arguments are not valid JSON ({exc.msg})")
+                return name, None, ("bad_json", f"{name}: arguments are not valid JSON ({exc.msg})")
         return name, arguments, None
