@@ -5,6 +5,10 @@ imports gymnasium. Observations and actions are text (``gymnasium.spaces.Text``)
 action is the JSON text of a tool call ``{"name": tool, "arguments": {...}}``, which the
 compiled environment parses (malformed text is an ``Error:`` observation, as any bad call).
 
+Importing this module registers every built-in domain under the id ``graphgen/<name>-v0``,
+so ``gymnasium.make("graphgen/retail-v0", tasks=tasks)`` builds one (``tasks`` as the
+compiled environment takes them, e.g. ``graphgen.envs.agent.env_task(task)``).
+
 Gymnasium's Text spaces hold a fixed character set: here printable ASCII, newline and tab.
 Any other character of an observation is written as its Python escape (``\\u00e9``), which
 keeps the text readable and the observation inside the space.
@@ -15,6 +19,9 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
+
+from graphgen.domains import builtin_names, resolve
+from graphgen.envs.load import load_env_module
 
 try:
     import gymnasium
@@ -86,3 +93,32 @@ class GymEnvironment(gymnasium.Env[str, str]):
     def close(self) -> None:
         """Close the compiled environment."""
         self.env.close()
+
+
+def make_domain_env(domain: str, tasks: Sequence[Mapping[str, Any]]) -> GymEnvironment:
+    """A :class:`GymEnvironment` over the compiled package of ``domain`` (a built-in name or a
+    domain file): the entry point behind the registered ``graphgen/<name>-v0`` ids."""
+    package = load_env_module(resolve(domain))
+    return GymEnvironment(package.Environment(), tasks)
+
+
+def env_id(domain: str) -> str:
+    """The Gymnasium id a built-in domain is registered under."""
+    return f"graphgen/{domain}-v0"
+
+
+def register_builtins() -> list[str]:
+    """Register every built-in domain with Gymnasium (idempotent); returns the ids."""
+    ids = []
+    for name in builtin_names():
+        ids.append(env_id(name))
+        if ids[-1] not in gymnasium.registry:
+            gymnasium.register(
+                id=ids[-1],
+                entry_point="graphgen.envs.gym:make_domain_env",
+                kwargs={"domain": name},
+            )
+    return ids
+
+
+register_builtins()
