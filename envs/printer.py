@@ -125,9 +125,6 @@ class PyPrinter(Printer):
     def row_of(self, e: ir.RowOf, rows: frozenset[str]) -> str:
         return f"{self.db}.{self.names.record[e.entity]}({self.expr(e.key, rows)})"
 
-    def comp(self, c: ir.Comp, rows: frozenset[str]) -> str:
-        return f"[{self.comp_body(c, rows)}]"
-
     def agg(self, a: ir.Agg, rows: frozenset[str]) -> str:
         c = a.comp
         proj = None

@@ -16,25 +16,25 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 TaskKind = Literal["action", "information", "refusal"]
 
 
-class _M(BaseModel):
+class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Call(_M):
+class Call(_Strict):
     """One tool call of a chain."""
 
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
 
 
-class Given(_M):
+class Given(_Strict):
     """A value the instruction states, at its knowledge sort (e.g. ``field:User.email``)."""
 
     sort: str
     value: Any
 
 
-class Change(_M):
+class Change(_Strict):
     """One expected difference between the initial and final state.
 
     ``field`` is ``'*'`` for a whole row: ``before`` None = created, ``after`` None =
@@ -48,7 +48,7 @@ class Change(_M):
     after: Any = None
 
 
-class Target(_M):
+class Target(_Strict):
     """An entity the instruction refers to, and how (the referring expression)."""
 
     entity: str
@@ -57,7 +57,7 @@ class Target(_M):
     description: str = Field(description="the expression (IR source) that picks it out")
 
 
-class Goal(_M):
+class Goal(_Strict):
     """What success means: exact state changes, plus answer values for information."""
 
     changes: list[Change] = Field(default_factory=list)
@@ -79,7 +79,7 @@ class Inconclusive(StrEnum):
     UNKNOWN = "unknown"  # any other reason z3 reports (an incomplete theory, ...)
 
 
-class ProofResult(_M):
+class ProofResult(_Strict):
     """One proof obligation's outcome.
 
     ``status`` (and ``cause`` when inconclusive) is what every tally reads. Only ``ok``
@@ -128,7 +128,7 @@ class ProofResult(_M):
         return cls(name=name, ok=False, detail=detail, status=ProofStatus.INCONCLUSIVE, cause=cause)
 
 
-class Certificate(_M):
+class Certificate(_Strict):
     """What ``verify`` proved about a task, within bound ``k``."""
 
     k: int
@@ -137,7 +137,7 @@ class Certificate(_M):
     checker_version: str
 
 
-class Task(_M):
+class Task(_Strict):
     """A provably solvable (or provably refusable) tool-use task."""
 
     id: str
@@ -160,7 +160,7 @@ class Task(_M):
     certificate: Certificate | None = None
 
 
-class Manifest(_M):
+class Manifest(_Strict):
     """First line of a task-set file: how it was made and what it holds."""
 
     format: Literal["graphgen-taskset"] = "graphgen-taskset"

@@ -195,12 +195,14 @@ def test_different_seeds_differ(name: str, seed: int) -> None:
     assert generate_state(d, seed).to_json() != generate_state(d, seed + 1).to_json()
 
 
-def test_independent_of_hash_seed_and_process() -> None:
-    """String hashing is randomized per process; the state must not depend on it."""
+@pytest.mark.parametrize(("name", "seed"), [("mock", 11), ("airline", 5)])
+def test_independent_of_hash_seed_and_process(name: str, seed: int) -> None:
+    """String hashing is randomized per process; the state must not depend on it (airline
+    also runs its generate: rules)."""
     code = (
         "from graphgen.domains import load_builtin\n"
         "from graphgen.stategen import generate_state\n"
-        "print(generate_state(load_builtin('mock'), 11).to_json(indent=None))\n"
+        f"print(generate_state(load_builtin({name!r}), {seed}).to_json(indent=None))\n"
     )
     outs = set()
     for hs in ("1", "2"):
@@ -209,7 +211,7 @@ def test_independent_of_hash_seed_and_process() -> None:
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
         )
         outs.add(res.stdout.strip())
-    outs.add(generate_state(load_builtin("mock"), 11).to_json(indent=None))
+    outs.add(generate_state(load_builtin(name), seed).to_json(indent=None))
     assert len(outs) == 1
 
 

@@ -73,7 +73,7 @@ from graphgen.verify.terms import EncodeError, and_, eq, is_f, is_t
 from graphgen.verify.universe import Universe
 
 DEFAULT_TIMEOUT_MS = 4000
-NA = "n/a"
+NOT_APPLICABLE = "n/a"
 
 
 # ------------------------------------------------------------------ concrete side
@@ -347,7 +347,7 @@ class Prover:
     def goal_not_initial(self) -> ProofResult:
         """(2) the goal is false initially and reads alone cannot reach it."""
         if self.refusal:
-            return _res("goal_not_initial", True, f"{NA}: refusal task (nothing must change)")
+            return _res("goal_not_initial", True, f"{NOT_APPLICABLE}: refusal task (nothing must change)")
         if goal_holds(self.goal, self.initial, [], self.task.givens):
             return _res("goal_not_initial", False, "the goal already holds initially")
         bmc = self.build()
@@ -391,7 +391,7 @@ class Prover:
     def min_calls(self) -> ProofResult:
         """(3) nothing shorter than min_calls reaches the goal; min_calls does."""
         if self.refusal:
-            return _res("min_calls", True, f"{NA}: refusal task")
+            return _res("min_calls", True, f"{NOT_APPLICABLE}: refusal task")
         bmc = self.build()
         if bmc is None:
             return _res("min_calls", False, self.build_error)
@@ -423,7 +423,7 @@ class Prover:
     def unique_final_state(self) -> ProofResult:
         """(5) every minimal solution ends in the reference chain's final state."""
         if self.refusal:
-            return _res("unique_final_state", True, f"{NA}: refusal task")
+            return _res("unique_final_state", True, f"{NOT_APPLICABLE}: refusal task")
         if self.run_failed:
             return _res("unique_final_state", False, "no reference final state (chain fails)")
         bmc = self.build()
