@@ -147,8 +147,8 @@ def test_some_cases_only_z3_can_catch() -> None:
     assert z3_only >= {"proof_min_calls", "proof_unique_final_state", "proof_refusal_impossible"}
 
 
-def test_files_are_what_the_script_makes() -> None:
-    """The script's cases and the committed expectations agree (regenerate if not)."""
+def _script() -> Any:
+    """A fresh copy of ``tests/data/make_broken_tasks.py`` (not a package: loaded by path)."""
     spec = importlib.util.spec_from_file_location(
         "make_broken_tasks", DATA / "make_broken_tasks.py"
     )
@@ -159,6 +159,12 @@ def test_files_are_what_the_script_makes() -> None:
         spec.loader.exec_module(mod)
     finally:
         del sys.modules[spec.name]
+    return mod
+
+
+def test_files_are_what_the_script_makes() -> None:
+    """The script's cases and the committed expectations agree (regenerate if not)."""
+    mod = _script()
     made = [(c.domain, c.category, c.what, c.reason, c.gate) for c in mod.CASES]
     committed = [
         (e["domain"], e["category"], e["corruption"], e["reason"], e["gate"])
@@ -169,6 +175,35 @@ def test_files_are_what_the_script_makes() -> None:
         manifest, tasks = read_taskset(DATA / f"broken_{name}.jsonl")
         assert manifest.domain == name and manifest.accepted == len(tasks)
         assert manifest.domain_hash == domain(name).content_hash
+
+
+@pytest.mark.slow
+def test_script_rebuilds_the_committed_files_byte_for_byte(tmp_path: Path) -> None:
+    """The committed corpus is what the script makes on the current generator, so a
+    change to the generator or the checks that moves a pick, or leaves a case without a
+    fitting original, fails here rather than at the next ``make regen``."""
+    mod = _script()
+    mod.build(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(mod.OUTPUTS)
+    stale = [
+        name for name in mod.OUTPUTS if (tmp_path / name).read_bytes() != (DATA / name).read_bytes()
+    ]
+    assert not stale, f"stale corpus files {stale}: run tests/data/make_broken_tasks.py"
+
+
+def test_script_names_a_case_it_cannot_build_and_writes_nothing(tmp_path: Path) -> None:
+    """A case without a fitting original stops the build, named, before any file is
+    written (no silently smaller corpus)."""
+    mod = _script()
+    case = mod.CASES[0]
+    mod.CASES = [case]
+    mod.pool = lambda name: ()  # the generator gives no candidate at all
+    with pytest.raises(
+        mod.CaseError, match=r"(?s)1 of 1 cases.*broken-mock-00 \(goal already true"
+    ):
+        mod.build(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    assert mod.main(["--out", str(tmp_path)]) == 1
 
 
 # ------------------------------------------------------------------ recheck, per task

@@ -2,9 +2,10 @@
 
 Run from the repository root (deterministic: the same code gives the same bytes)::
 
-    .venv/bin/python tests/data/make_broken_tasks.py
+    .venv/bin/python tests/data/make_broken_tasks.py [--out FOLDER]
 
-It writes, next to this file:
+It writes, next to this file unless ``--out`` names another folder (``OUTPUTS``; a test
+builds into a temporary folder and compares the bytes with the committed files):
 
 * ``broken_<domain>.jsonl`` (mock, retail, airline): task-set files (manifest line, then
   tasks) readable by :func:`graphgen.tasks.taskset.read_taskset` and ``graphgen verify``. Every
@@ -21,6 +22,11 @@ corruption is applied. The script asserts, for every case, that the original pas
 reason, so only the intended check fails. A few cases are *natural*: candidates the
 generator itself produced that the z3 gate rejects (recorded with their proven minimum);
 they have no good twin.
+
+If the generator changes so that a case finds no fitting original (or its corruption no
+longer fails for the expected reason), the script exits 1 naming every such case and
+writes nothing; widen ``POOLS`` (the generator's output for a seed is a prefix of that
+for a larger ``n``, so a longer pool keeps the earlier picks) or adapt the case's pick.
 
 Categories (the issue's words): goal already true; shortcut below the stated minimum;
 ambiguous target; two minimal solutions with different end states; refusal that is
@@ -44,9 +50,11 @@ Entry points (``reason`` and ``gate`` in the expected file):
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,12 +75,16 @@ from graphgen.verify.proofs import Prover
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "broken_tasks_expected.json"
 DOMAINS = ("mock", "retail", "airline")
+OUTPUTS = (EXPECTED.name, *(f"{kind}_{name}.jsonl" for kind in ("broken", "good")
+                            for name in DOMAINS))
 # (seed, n, with proofs) of the generated pools the originals are picked from. Without
 # proofs the pool also holds candidates the z3 gate rejects (the natural cases); with
 # them, the mock pool holds chains longer than their minimum (the planner's detours).
+# Retail seeds 6 and 73 each add one rare shape: a natural PayPal refund the z3 gate
+# rejects, and a gift card refused because another gift card would pay for it.
 POOLS: dict[str, list[tuple[int, int, bool]]] = {
     "mock": [(1, 40, True), (2, 40, True), (3, 40, True)],
-    "retail": [(0, 30, False), (1, 60, False)],
+    "retail": [(0, 30, False), (1, 60, False), (6, 13, False), (73, 50, False)],
     "airline": [(0, 20, False)],
 }
 
@@ -468,7 +480,9 @@ RETAIL_CASES = [
          "output shows the payment id", "proof_unique_final_state",
          "proof_unique_final_state",
          lambda t: t.kind == "action" and tools(t)[-1] == "return_delivered_order"
-         and len(keeps(t)) == 1 and any(
+         and len(keeps(t)) == 1
+         and rows(t, "PaymentMethod")[t.chain[-1].args["payment_method_id"]]["kind"] == "paypal"
+         and any(
              r["user_id"] == rows(t, "Order")[arg(t, "order_id")]["user_id"]
              and r["kind"] == "gift_card" for r in rows(t, "PaymentMethod").values()),
          _set_min_to_proven, natural=True),
@@ -484,8 +498,9 @@ RETAIL_CASES = [
     Case("retail", REFUSAL, "refuses a gift card paid with another gift card, but the user "
          "has a credit card that can pay for the very same card",
          "proof_refusal_impossible", "proof_refusal_impossible",
-         lambda t: t.refused_call is not None and t.refused_call.tool == "add_gift_card",
-         _give_user_a_credit_card, good=True),
+         lambda t: t.refused_call is not None and t.refused_call.tool == "add_gift_card"
+         and rows(t, "PaymentMethod")[t.refused_call.args["funding_method_id"]]["kind"]
+         == "gift_card", _give_user_a_credit_card, good=True),
     Case("retail", REFUSAL, "refuses to re-address an order that is in fact still pending",
          "dry_run_refusal_succeeds", "refusal_succeeds",
          lambda t: t.refused_call is not None
@@ -620,6 +635,11 @@ def _tidy(t: Task) -> Task:
     return t.model_copy(update={"certificate": cert})
 
 
+class CaseError(Exception):
+    """A case the current generator cannot give: no fitting original, or the corruption
+    does not fail with (only) the expected reason."""
+
+
 def original(case: Case) -> Task:
     """The skip-th generated task that fits ``case`` (certified unless natural)."""
     seen = 0
@@ -642,7 +662,8 @@ def original(case: Case) -> Task:
             assert isinstance(got, Task)
             return got
         seen += 1
-    raise AssertionError(f"no {case.domain} task fits case {case.what!r}; check POOLS")
+    raise CaseError(f"only {seen} of the {case.skip + 1} fitting {case.domain} tasks it needs "
+                    f"in POOLS[{case.domain!r}]: search more seeds or adapt its pick")
 
 
 def generator_gate(domain: Domain, t: Task) -> str:
@@ -665,23 +686,48 @@ def manifest(domain: Domain, tasks: list[Task], note: str) -> Manifest:
         rejected={})
 
 
-def build() -> dict[str, dict[str, Any]]:
-    """Make every case, check it, write the files; return the expected table."""
+def make(case: Case, tid: str) -> tuple[Task, Task]:
+    """The original of ``case`` and its corruption (id ``tid``), checked: the original
+    passes, the corruption fails for exactly the case's reason, at both entry points."""
+    d = domain_of(case.domain)
+    orig = original(case)
+    if not case.natural:
+        why, _ = recheck(d, orig)
+        if why != "":
+            raise CaseError(f"its original {orig.id} fails recheck: {why}")
+    try:
+        bad = case.corrupt(d, orig).model_copy(update={"id": tid})
+    except (AssertionError, KeyError, StopIteration, ValueError) as exc:
+        raise CaseError(f"the corruption does not apply to {orig.id}: {exc!r}") from exc
+    why, _ = recheck(d, bad)
+    if why != case.reason:
+        raise CaseError(f"recheck says {why!r} (from {orig.id}), not {case.reason!r}")
+    gate = generator_gate(d, bad)
+    if gate != (case.gate or ""):
+        raise CaseError(f"the gate says {gate!r} (from {orig.id}), not {case.gate or ''!r}")
+    return orig, bad
+
+
+def build(out: Path = HERE) -> dict[str, dict[str, Any]]:
+    """Make every case, check it, write the files into ``out``; return the expected table.
+
+    Writes nothing unless every case is made: a case the generator no longer gives
+    raises :class:`CaseError` naming each such case, rather than leaving a smaller corpus.
+    """
     expected: dict[str, dict[str, Any]] = {}
     broken: dict[str, list[Task]] = {n: [] for n in DOMAINS}
     good: dict[str, dict[str, Task]] = {n: {} for n in DOMAINS}
+    failed: list[str] = []
+    numbered: Counter[str] = Counter()
     for case in CASES:
-        d = domain_of(case.domain)
-        orig = original(case)
-        if not case.natural:
-            why, _ = recheck(d, orig)
-            assert why == "", f"original {orig.id} of {case.what!r} fails: {why}"
-        tid = f"broken-{case.domain}-{len(broken[case.domain]):02d}"
-        bad = case.corrupt(d, orig).model_copy(update={"id": tid})
-        why, _ = recheck(d, bad)
-        assert why == case.reason, f"{tid} ({case.what}): recheck says {why!r}"
-        gate = generator_gate(d, bad)
-        assert gate == (case.gate or ""), f"{tid} ({case.what}): the gate says {gate!r}"
+        tid = f"broken-{case.domain}-{numbered[case.domain]:02d}"
+        numbered[case.domain] += 1
+        try:
+            orig, bad = make(case, tid)
+        except CaseError as exc:
+            failed.append(f"{tid} ({case.category}: {case.what}): {exc}")
+            print(f"{tid:18} FAILED: {exc}", flush=True)
+            continue
         broken[case.domain].append(bad)
         if case.good:
             good[case.domain][orig.id] = orig
@@ -691,19 +737,38 @@ def build() -> dict[str, dict[str, Any]]:
                          + (", as generated" if case.natural else ""),
                          "corruption": case.what}
         print(f"{tid:18} {case.category:48} {case.reason}", flush=True)
+    if failed:
+        raise CaseError(f"{len(failed)} of {len(CASES)} cases cannot be built; nothing "
+                        "written:\n  " + "\n  ".join(failed))
+    out.mkdir(parents=True, exist_ok=True)
     for name in DOMAINS:
         d = domain_of(name)
-        write_taskset(HERE / f"broken_{name}.jsonl",
+        write_taskset(out / f"broken_{name}.jsonl",
                       manifest(d, broken[name], "deliberately broken tasks"), broken[name])
         kept = [good[name][k] for k in sorted(good[name])]
-        write_taskset(HERE / f"good_{name}.jsonl",
+        write_taskset(out / f"good_{name}.jsonl",
                       manifest(d, kept, "the untouched originals of some broken tasks"), kept)
-    EXPECTED.write_text(json.dumps(expected, indent=1, sort_keys=True, ensure_ascii=False)
-                        + "\n", encoding="utf-8")
+    (out / EXPECTED.name).write_text(json.dumps(expected, indent=1, sort_keys=True,
+                                                ensure_ascii=False) + "\n", encoding="utf-8")
     return expected
 
 
-if __name__ == "__main__":
-    table = build()
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``make_broken_tasks.py [--out FOLDER]``; exit 1 naming the cases
+    that cannot be built."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, default=HERE,
+                        help="folder to write the corpus into (default: this script's)")
+    args = parser.parse_args(argv)
+    try:
+        table = build(args.out)
+    except CaseError as exc:
+        print(f"make_broken_tasks: {exc}", file=sys.stderr)
+        return 1
     print(f"{len(table)} broken tasks; by category:",
           dict(Counter(v["category"] for v in table.values())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
