@@ -43,14 +43,18 @@ from graphgen.analysis import Report, report
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs.agent import (
+    GREEDY_MAX_ORDERS,
     Agent,
+    EchoAgent,
     EnvLike,
     Episode,
+    HedgerAgent,
     NoopAgent,
     OpenAIAgent,
     OracleAgent,
     RandomAgent,
     run_episode,
+    run_greedy,
     summarize,
 )
 from graphgen.envs.codegen import write_package
@@ -97,8 +101,10 @@ Tick = Callable[[int, int], None]
 """A progress callback: ``(accepted, attempts)`` for :func:`generate`, ``(done, total)``
 for :func:`verify_tasks` and :func:`evaluate`."""
 
-BASELINES = ("oracle", "noop", "random")
-"""Agents that need no model: the reference chain, doing nothing, random calls."""
+BASELINES = ("oracle", "noop", "random", "echo", "hedger", "greedy")
+"""Agents that need no model: the reference chain, doing nothing, random calls, and the
+adversarial ones (see :mod:`graphgen.envs.agent`): answering with the instruction,
+naming every value seen, and the reference writes in every permitted order."""
 
 GRAPH_FORMATS = ("json", "dot", "png")
 
@@ -390,7 +396,9 @@ class Evaluation:
         return sum(e.success for e in self.episodes) / len(self.episodes) if self.episodes else 0.0
 
 
-def _agent(name: str | Agent, options: Options, base_url: str | None, api_key_env: str) -> Agent:
+def _agent(
+    name: str | Agent, options: Options, base_url: str | None, api_key_env: str, domain: Domain
+) -> Agent:
     if not isinstance(name, str):
         return name
     if name == "oracle":
@@ -399,6 +407,10 @@ def _agent(name: str | Agent, options: Options, base_url: str | None, api_key_en
         return NoopAgent()
     if name == "random":
         return RandomAgent(options.seed)
+    if name == "echo":
+        return EchoAgent()
+    if name == "hedger":
+        return HedgerAgent(domain)
     if not base_url:
         raise PipelineError(
             f"agent {name!r} is not a baseline ({', '.join(BASELINES)}), so it is a model "
@@ -429,9 +441,11 @@ def evaluate(
 ) -> Evaluation:
     """Run an agent on a task set in the compiled environment, one episode per task.
 
-    ``agent`` is a baseline name (``oracle``, ``noop``, ``random``; the random one is
-    seeded by ``options.seed``), an :class:`~graphgen.envs.agent.Agent`, or a model name
-    served at ``base_url`` (an OpenAI-compatible endpoint; the key is read from the
+    ``agent`` is a baseline name (``oracle``, ``noop``, ``random``, ``echo``, ``hedger``,
+    ``greedy``; the random one is seeded by ``options.seed``; ``greedy`` runs up to
+    ``GREEDY_MAX_ORDERS`` episodes per task and yields one, see
+    :func:`~graphgen.envs.agent.run_greedy`), an :class:`~graphgen.envs.agent.Agent`,
+    or a model name served at ``base_url`` (an OpenAI-compatible endpoint; the key is read from the
     environment variable ``api_key_env``; needs the ``eval`` extra). ``domain``
     defaults to the built-in named in the manifest. With ``trajectories`` every episode
     is written there as one JSON line. ``progress(done, total)`` follows the episodes.
@@ -450,18 +464,29 @@ def evaluate(
             f"domain {d.name!r} changed since the task set was made "
             f"({d.content_hash} != {manifest.domain_hash})"
         )
-    who = _agent(agent, options, base_url, api_key_env)
     # One agent turn can make several tool calls; the environment counts calls.
     env = make_env(d, max_steps=options.max_steps * 4)
     chosen = tasks[:limit] if limit is not None else tasks
     episodes = []
-    for i, t in enumerate(chosen, 1):
-        episodes.append(run_episode(env, t, who, options.max_steps))
-        if progress:
-            progress(i, len(chosen))
+    if agent == "greedy":
+        writes = {t.name for t in d.write_tools}
+        for i, t in enumerate(chosen, 1):
+            episodes.append(run_greedy(env, t, writes, options.max_steps, GREEDY_MAX_ORDERS))
+            if progress:
+                progress(i, len(chosen))
+        if any(e.orders_capped for e in episodes):
+            notes.append(f"greedy tried at most {GREEDY_MAX_ORDERS} write orders per task")
+        name = "greedy"
+    else:
+        who = _agent(agent, options, base_url, api_key_env, d)
+        for i, t in enumerate(chosen, 1):
+            episodes.append(run_episode(env, t, who, options.max_steps))
+            if progress:
+                progress(i, len(chosen))
+        name = who.name
     if trajectories is not None:
         _write_trajectories(Path(trajectories), episodes)
-    return Evaluation(who.name, episodes, notes)
+    return Evaluation(name, episodes, notes)
 
 
 # ------------------------------------------------------------------ the whole pipeline
