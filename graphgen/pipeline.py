@@ -59,6 +59,7 @@ from graphgen.envs.agent import (
 )
 from graphgen.envs.codegen import write_package
 from graphgen.envs.load import load_env_module
+from graphgen.envs.play import Outcome, Play, PlayError, Session
 from graphgen.errors import GraphgenError
 from graphgen.export import to_dot, to_json, to_png
 from graphgen.extras import MissingExtraError, require
@@ -90,6 +91,9 @@ __all__ = [
     "generate",
     "load_domain_ref",
     "make_env",
+    "play_answer",
+    "play_call",
+    "play_start",
     "run",
     "verify_tasks",
 ]
@@ -487,6 +491,65 @@ def evaluate(
     if trajectories is not None:
         _write_trajectories(Path(trajectories), episodes)
     return Evaluation(name, episodes, notes)
+
+
+# ------------------------------------------------------------------ playing blind
+
+#: The most calls of one played episode before it is cut off (and graded).
+PLAY_MAX_STEPS = 100
+
+
+def _open_play(session: Session) -> Play:
+    """Replay ``session`` in the compiled environment of its task set's domain."""
+    _, tasks = read_taskset(session.tasks_file)
+    found = [t for t in tasks if t.id == session.task_id]
+    if not found:
+        near = difflib.get_close_matches(session.task_id, [t.id for t in tasks], n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise PlayError(f"no task {session.task_id!r} in {session.tasks_file}{hint}")
+    task = found[0]
+    env = make_env(session.domain or task.domain, max_steps=PLAY_MAX_STEPS)
+    return Play(env, task, session)
+
+
+def play_start(
+    tasks_file: str | Path, task_id: str, session: str | Path, domain: str | None = None
+) -> str:
+    """Start a blind episode of one task: write a new session file at ``session`` and
+    return the first screen (policy, instruction, tool schemas; nothing else).
+
+    ``domain`` is a domain file for a task set of a domain that is not built in.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = generate("mock", 2, Options(prove=False), output=d / "t.jsonl")
+    >>> screen = play_start(d / "t.jsonl", "mock-0-00000", d / "s.json")
+    >>> "# Instruction" in screen and '"respond"' in screen
+    True
+    """
+    fresh = Session(str(Path(tasks_file).resolve()), task_id, domain)
+    game = _open_play(fresh)
+    fresh.save(Path(session))
+    return game.screen()
+
+
+def play_call(session: str | Path, call: str) -> Outcome:
+    """Make one call in a played episode (``tool(arg=value)`` or JSON) and save it;
+    malformed calls, unknown tools and calls after the end raise :class:`PlayError`."""
+    path = Path(session)
+    game = _open_play(Session.load(path))
+    outcome = game.call(call)
+    game.session.save(path)
+    return outcome
+
+
+def play_answer(session: str | Path, answer: str) -> Outcome:
+    """End a played episode with ``answer``; the outcome carries the grade."""
+    path = Path(session)
+    game = _open_play(Session.load(path))
+    outcome = game.respond(answer)
+    game.session.save(path)
+    return outcome
 
 
 # ------------------------------------------------------------------ the whole pipeline
