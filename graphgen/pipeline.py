@@ -628,7 +628,7 @@ def run(
     >>> import tempfile
     >>> res = run("mock", 3, tempfile.mkdtemp(), Options(jobs=1))
     >>> sorted(res.evaluations), res.evaluations["noop"].success_rate
-    (['noop', 'oracle', 'random'], 0.0)
+    (['echo', 'greedy', 'hedger', 'noop', 'oracle', 'random'], 0.0)
     """
     ev = events or RunEvents()
     out = Path(output)
