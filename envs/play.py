@@ -129,6 +129,8 @@ class Session:
             raise PlayError(f"{path} is not a play session (bad JSON: {exc.msg})") from None
         if not isinstance(data, dict) or data.get("format") != SESSION_FORMAT:
             raise PlayError(f"{path} is not a play session (no format {SESSION_FORMAT!r})")
+        if not isinstance(data.get("tasks_file"), str) or not isinstance(data.get("task"), str):
+            raise PlayError(f"{path} is not a play session (no tasks_file or task)")
         return cls(
             tasks_file=str(data["tasks_file"]),
             task_id=str(data["task"]),
