@@ -6,19 +6,34 @@ environment's strict tool schemas. Tool calls are executed by the compiled envir
 malformed calls (bad JSON, unknown tool, wrong types, missing arguments) come back as
 tool errors and never end the run. Baselines (``oracle``, ``noop``, ``random``) use the
 same loop without a model, so their numbers are comparable.
+
+The adversarial baselines probe the grader rather than solve tasks; a fair task set keeps
+them at (or near) zero:
+
+- ``echo`` makes no call and answers with the instruction verbatim (does restating the
+  request pass?);
+- ``hedger`` calls every read tool it can fill from what it knows, then answers with every
+  enum member of the domain and every scalar it saw (does naming everything pass?);
+- ``greedy`` replays the reference chain with its writes in every order the data allow
+  (see :func:`run_greedy`): a task passes only if every order does (does the task
+  silently depend on one order the instruction does not state?).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from graphgen.domain import Domain, ParamDef
 from graphgen.envs.schemas import FINISH_NAME
 from graphgen.grading import expected_final
 from graphgen.tasks.model import Task
+from graphgen.types import BOOL, DATE, INT, EnumT, RefT
 
 SYSTEM_SUFFIX = (
     f"\n\nUse the tools to help the user. When you are done, call `{FINISH_NAME}` with your "
@@ -212,6 +227,339 @@ class RandomAgent:
         return Reply([ToolCall(f"random_{self.left}", fn["name"], json.dumps(args))])
 
 
+def _key(value: Any) -> tuple[str, Any]:
+    """A value with its JSON type, so ``1``, ``True`` and ``"1"`` stay apart."""
+    return (type(value).__name__, value)
+
+
+def _leaves(data: Any, key: str | None = None) -> Iterator[tuple[str | None, Any]]:
+    """(enclosing key, value) of every scalar in JSON data, depth first."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _leaves(v, str(k))
+    elif isinstance(data, list):
+        for v in data:
+            yield from _leaves(v, key)
+    elif data is not None:
+        yield key, data
+
+
+def _observed(observation: str) -> Any:
+    """The JSON data of a tool observation; None for an error, a plain string as is."""
+    if observation.startswith("Error:"):
+        return None
+    try:
+        return json.loads(observation)
+    except json.JSONDecodeError:
+        return observation
+
+
+def _tool_observations(messages: list[dict[str, Any]]) -> list[str]:
+    return [str(m.get("content", "")) for m in messages if m.get("role") == "tool"]
+
+
+def domain_enum_members(domain: Domain) -> list[str]:
+    """Every enum member the domain declares (fields, parameters, named enums), once each."""
+    types: list[Any] = list(domain.enums.values())
+    for ent in domain.entities.values():
+        types += [f.ty for f in ent.fields.values()]
+    for tool in domain.tools.values():
+        types += [p.ty for p in tool.params.values()]
+    members: list[str] = []
+    for t in types:
+        if isinstance(t, EnumT):
+            members += [v for v in t.values if v not in members]
+    return members
+
+
+class EchoAgent:
+    """Makes no call and answers with the instruction verbatim."""
+
+    name = "echo"
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def start(self, task: Task) -> None:
+        self.text = task.instruction
+
+    def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        return Reply(text=self.text)
+
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+class HedgerAgent:
+    """Calls every read tool it can fill with values it knows, then names everything.
+
+    Known values are the instruction's stated values (the task's givens) and what earlier
+    results revealed: ids (strings shaped like an entity's ids) and values found under a
+    field's name. Each read tool is tried with each combination of known values of the
+    right type, round-robin over the tools, at most ``calls`` calls in all. The answer
+    joins every enum member of the domain and every scalar seen in a result.
+    """
+
+    name = "hedger"
+
+    def __init__(self, domain: Domain, calls: int = 30) -> None:
+        self.domain = domain
+        self.calls = calls
+        self.givens: list[tuple[str, Any]] = []
+        self.seen: list[tuple[str | None, Any]] = []
+        self.tried: set[str] = set()
+        self.absorbed = 0
+        self.next_tool = 0
+        self.left = calls
+        self.id_shapes = {
+            name: re.compile(rf"^{re.escape(e.prefix)}\d{{{e.width}}}$")
+            for name, e in domain.entities.items()
+        }
+
+    def start(self, task: Task) -> None:
+        self.givens = [(g.sort, g.value) for g in task.givens]
+        self.seen = []
+        self.tried = set()
+        self.absorbed = 0
+        self.next_tool = 0
+        self.left = self.calls
+
+    def _candidates(self, p: ParamDef) -> list[Any]:
+        found: list[Any] = []
+        keys: set[tuple[str, Any]] = set()
+
+        def add(v: Any) -> None:
+            if _key(v) not in keys:
+                keys.add(_key(v))
+                found.append(v)
+
+        stated = [v for _, v in self.givens]
+        if p.source is not None:
+            ent, fld = p.source
+            for sort, v in self.givens:
+                if sort == f"field:{ent}.{fld}":
+                    add(v)
+            for k, v in self.seen:
+                if k == fld and not isinstance(v, bool):
+                    add(v)
+        elif isinstance(p.ty, RefT):
+            shape = self.id_shapes[p.ty.entity]
+            for v in [*stated, *(v for _, v in self.seen)]:
+                if isinstance(v, str) and shape.match(v):
+                    add(v)
+        elif p.ty == BOOL:
+            add(True)
+            add(False)
+        elif p.ty == INT:
+            for v in stated:
+                if isinstance(v, int) and not isinstance(v, bool):
+                    add(v)
+        elif isinstance(p.ty, EnumT):
+            for v in [*(v for v in stated if v in p.ty.values), *p.ty.values]:
+                add(v)
+        elif p.ty == DATE:
+            for v in stated:
+                if isinstance(v, str) and _DATE.match(v):
+                    add(v)
+        else:
+            for v in stated:
+                if isinstance(v, str):
+                    add(v)
+        return found
+
+    def _absorb(self, messages: list[dict[str, Any]]) -> None:
+        observations = _tool_observations(messages)
+        have = {_key(v) for _, v in self.seen}
+        for obs in observations[self.absorbed :]:
+            for k, v in _leaves(_observed(obs)):
+                if _key(v) not in have:
+                    have.add(_key(v))
+                    self.seen.append((k, v))
+        self.absorbed = len(observations)
+
+    def _next_call(self, offered: set[str]) -> tuple[str, dict[str, Any]] | None:
+        tools = [t for t in self.domain.read_tools if t.name in offered]
+        for turn in range(len(tools)):
+            tool = tools[(self.next_tool + turn) % len(tools)]
+            names = list(tool.params)
+            pools = [self._candidates(tool.params[n]) for n in names]
+            for combo in itertools.islice(itertools.product(*pools), 256):
+                args = dict(zip(names, combo, strict=True))
+                sig = json.dumps([tool.name, args], sort_keys=True)
+                if sig not in self.tried:
+                    self.tried.add(sig)
+                    self.next_tool = (self.next_tool + turn + 1) % len(tools)
+                    return tool.name, args
+        return None
+
+    def answer(self) -> str:
+        """Every enum member of the domain and every scalar seen, in one text."""
+        parts = domain_enum_members(self.domain)
+        for _, v in self.seen:
+            text = str(v).lower() if isinstance(v, bool) else str(v)
+            if text not in parts:
+                parts.append(text)
+        return ", ".join(parts)
+
+    def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        self._absorb(messages)
+        call = None
+        if self.left > 0:
+            call = self._next_call({t["function"]["name"] for t in tools})
+        if call is None:
+            return Reply(
+                [ToolCall("hedger_end", FINISH_NAME, json.dumps({"answer": self.answer()}))]
+            )
+        self.left -= 1
+        name, args = call
+        return Reply([ToolCall(f"hedger_{self.left}", name, json.dumps(args))])
+
+
+#: The most write orders :func:`run_greedy` tries on one task.
+GREEDY_MAX_ORDERS = 24
+
+
+@dataclass(frozen=True)
+class ChainPlan:
+    """The data dependencies of a reference chain, as :func:`run_greedy` reorders it.
+
+    ``reads_first``: reads that need no value a write revealed, in chain order.
+    ``needs[i]``: the chain positions whose results first revealed a value call ``i``
+    passes, transitively. ``from_writes``: values (by :func:`_key`) first revealed by a
+    write's result; only these are rewritten when another order reveals other values
+    (e.g. the id a create returns depends on how many creates came before).
+    """
+
+    writes: list[int]
+    reads_first: list[int]
+    reads_later: list[int]
+    needs: list[set[int]]
+    from_writes: set[tuple[str, Any]]
+
+    def write_orders(self, cap: int = GREEDY_MAX_ORDERS) -> tuple[list[list[int]], bool]:
+        """Every order of the writes that respects the dependencies (the reference order
+        first, then lexicographic by chain position), at most ``cap``; and whether
+        more exist than were returned."""
+        orders: list[list[int]] = []
+        more = False
+
+        def extend(done: list[int], left: list[int]) -> None:
+            nonlocal more
+            if not left:
+                if len(orders) < cap:
+                    orders.append(done)
+                else:
+                    more = True
+                return
+            for w in left:
+                if more:
+                    return
+                if self.needs[w] & set(left):
+                    continue
+                extend([*done, w], [x for x in left if x != w])
+
+        extend([], list(self.writes))
+        return orders, more
+
+    def sequence(self, order: list[int]) -> list[int]:
+        """All chain positions for one write order: the independent reads, then each write
+        with the dependent reads placed as soon as what they need is done."""
+        seq = list(self.reads_first)
+        pending = list(self.reads_later)
+
+        def sweep() -> None:
+            progress = True
+            while progress:
+                progress = False
+                for r in list(pending):
+                    if self.needs[r] <= set(seq):
+                        seq.append(r)
+                        pending.remove(r)
+                        progress = True
+
+        for w in order:
+            sweep()
+            seq.append(w)
+        sweep()
+        return seq + pending
+
+
+def plan_chain(task: Task, results: list[Any], write_tools: set[str]) -> ChainPlan:
+    """The dependencies of ``task``'s chain, given each call's result in reference order."""
+    revealed: dict[tuple[str, Any], int] = {}
+    stated = {_key(g.value) for g in task.givens}
+    for i, result in enumerate(results):
+        for _, v in _leaves(result):
+            if _key(v) not in stated:
+                revealed.setdefault(_key(v), i)
+    needs: list[set[int]] = []
+    for j, call in enumerate(task.chain):
+        direct = {revealed[_key(v)] for _, v in _leaves(call.args) if _key(v) in revealed}
+        direct = {i for i in direct if i < j}
+        needs.append(set().union(direct, *(needs[i] for i in direct)))
+    writes = [j for j, c in enumerate(task.chain) if c.tool in write_tools]
+    reads = [j for j, c in enumerate(task.chain) if c.tool not in write_tools]
+    first = [j for j in reads if not needs[j] & set(writes)]
+    later = [j for j in reads if j not in first]
+    from_writes = {k for k, i in revealed.items() if i in writes}
+    return ChainPlan(writes, first, later, needs, from_writes)
+
+
+def _pairs(ref: Any, got: Any) -> Iterator[tuple[Any, Any]]:
+    """(reference scalar, actual scalar) at the same place of two results."""
+    if isinstance(ref, dict) and isinstance(got, dict):
+        for k in ref:
+            if k in got:
+                yield from _pairs(ref[k], got[k])
+    elif isinstance(ref, list) and isinstance(got, list):
+        for a, b in zip(ref, got, strict=False):
+            yield from _pairs(a, b)
+    elif not isinstance(ref, dict | list) and not isinstance(got, dict | list):
+        yield ref, got
+
+
+class GreedyAgent:
+    """Makes the chain's calls in one given sequence, then answers as the oracle does.
+
+    Values a write revealed in the reference run are rewritten to what the same write
+    revealed in this run, as an agent reading its results would.
+    """
+
+    name = "greedy"
+
+    def __init__(self, plan: ChainPlan, sequence: list[int], results: list[Any]) -> None:
+        self.plan = plan
+        self.sequence = sequence
+        self.results = results
+        self.task: Task | None = None
+        self.final = ""
+        self.made = 0
+        self.absorbed = 0
+        self.rewrite: dict[tuple[str, Any], Any] = {}
+
+    def start(self, task: Task) -> None:
+        self.task = task
+        self.final = _answer_text(task)
+        self.made = self.absorbed = 0
+        self.rewrite = {}
+
+    def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        assert self.task is not None, "start() first"
+        observations = _tool_observations(messages)
+        for n in range(self.absorbed, len(observations)):
+            i = self.sequence[n]
+            for ref, got in _pairs(self.results[i], _observed(observations[n])):
+                if _key(ref) in self.plan.from_writes and ref != got:
+                    self.rewrite[_key(ref)] = got
+        self.absorbed = len(observations)
+        if self.made >= len(self.sequence):
+            return Reply([ToolCall("greedy_end", FINISH_NAME, json.dumps({"answer": self.final}))])
+        call = self.task.chain[self.sequence[self.made]]
+        self.made += 1
+        args = {k: self.rewrite.get(_key(v), v) for k, v in call.args.items()}
+        return Reply([ToolCall(f"greedy_{self.made}", call.tool, json.dumps(args))])
+
+
 # ------------------------------------------------------------------ the loop
 
 
@@ -229,6 +577,10 @@ class Episode:
     grade: dict[str, Any]
     messages: list[dict[str, Any]]
     error: str | None = None
+    orders: list[dict[str, Any]] = field(default_factory=list)
+    """``greedy`` only: one entry per write order tried (``order``, ``success``,
+    ``failed`` grade checks); ``orders_capped`` says more orders existed."""
+    orders_capped: bool = False
 
 
 def run_episode(env: EnvLike, task: Task, agent: Agent, max_steps: int = 30) -> Episode:
@@ -303,6 +655,54 @@ def run_episode(env: EnvLike, task: Task, agent: Agent, max_steps: int = 30) -> 
         messages,
         error,
     )
+
+
+def reference_results(env: EnvLike, task: Task) -> list[Any]:
+    """Each reference-chain call's result (JSON data; None for an error), run in order
+    from the task's initial state. Leaves the environment mid-episode: reset it next."""
+    env.reset(options={"task": env_task(task)})
+    results = []
+    for call in task.chain:
+        obs, *_ = env.step({"name": call.tool, "arguments": call.args})
+        results.append(_observed(obs))
+    return results
+
+
+def run_greedy(
+    env: EnvLike,
+    task: Task,
+    write_tools: set[str],
+    max_steps: int = 30,
+    cap: int = GREEDY_MAX_ORDERS,
+) -> Episode:
+    """The ``greedy`` baseline on one task: the chain's reads, then its writes in every
+    order the data dependencies allow (a write that passes a value an earlier write's
+    result revealed must come after it), at most ``cap`` orders, one episode each.
+
+    Returns one episode for the task: a success only if every order succeeded; its
+    messages and grade are those of the first failing order (else the reference order);
+    ``orders`` lists every order's outcome.
+    """
+    results = reference_results(env, task)
+    plan = plan_chain(task, results, write_tools)
+    orders, capped = plan.write_orders(cap)
+    runs: list[tuple[list[int], Episode]] = []
+    for order in orders:
+        agent = GreedyAgent(plan, plan.sequence(order), results)
+        runs.append((order, run_episode(env, task, agent, max_steps)))
+    shown = next((e for _, e in runs if not e.success), runs[0][1])
+    shown.success = all(e.success for _, e in runs)
+    shown.reward = min(e.reward for _, e in runs)
+    shown.orders = [
+        {
+            "order": " > ".join(f"{task.chain[w].tool}#{w + 1}" for w in order),
+            "success": e.success,
+            "failed": [i for i in e.grade.get("items", []) if not i.get("ok")],
+        }
+        for order, e in runs
+    ]
+    shown.orders_capped = capped
+    return shown
 
 
 def summarize(episodes: Iterable[Episode]) -> list[dict[str, Any]]:

@@ -25,6 +25,8 @@ from graphgen import pipeline as pl
 from graphgen.analysis import Report
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
+from graphgen.envs.agent import GREEDY_MAX_ORDERS
+from graphgen.envs.play import Outcome, render_grade
 from graphgen.errors import DomainError, GraphgenError
 from graphgen.pipeline import DEFAULTS, Evaluation, Options, Verification
 from graphgen.tasks.taskset import GenResult, TaskSetError, read_taskset
@@ -201,6 +203,24 @@ class _Printer(pl.RunEvents):
                 str(r["errors"]),
             )
         out.print(table)
+        _greedy_report(result)
+
+
+def _greedy_report(result: Evaluation) -> None:
+    """For ``greedy``: the tasks whose writes can run in several orders, and up to ten
+    whose grade depends on the order."""
+    several = [e for e in result.episodes if len(e.orders) > 1]
+    if not several:
+        return
+    failing = [e for e in several if not e.success]
+    out.print(
+        f"greedy: {len(several)} tasks allow more than one write order; "
+        f"{len(failing)} fail in some order"
+    )
+    for e in failing[:10]:
+        bad = next(o for o in e.orders if not o["success"])
+        checks = "; ".join(str(i.get("check", "")) for i in bad["failed"][:2])
+        out.print(f"  {e.task_id}: fails with {escape(bad['order'])} ({escape(checks)})")
 
 
 def _summary(m: dict[str, Any]) -> None:
@@ -427,7 +447,14 @@ def compile_cmd(
 def eval_cmd(
     tasks_file: Annotated[Path, typer.Argument(help="Task-set JSONL file.")],
     model: Annotated[
-        str, typer.Option(help="Model name, or a baseline: oracle, noop, random.")
+        str,
+        typer.Option(
+            help="Model name, or a baseline: oracle (the reference chain), noop (gives up), "
+            "random (random calls), echo (answers with the instruction), hedger (every read "
+            "it can fill, then names every enum member and value seen), greedy (the "
+            "reference writes in every order the data allow, at most "
+            f"{GREEDY_MAX_ORDERS}; a task passes only if every order does)."
+        ),
     ] = "oracle",
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL.")] = None,
     api_key_env: Annotated[
@@ -462,6 +489,55 @@ def eval_cmd(
     finally:
         p.bar.close()
     p.evaluated(res)
+
+
+@app.command()
+def play(
+    tasks_file: Annotated[
+        Path | None, typer.Argument(help="Task-set JSONL file (to start a session).")
+    ] = None,
+    task: Annotated[str | None, typer.Option("--task", "-t", help="Task id to play.")] = None,
+    session: Annotated[
+        Path, typer.Option("--session", "-s", help="Session file holding the episode.")
+    ] = Path("play-session.json"),
+    call: Annotated[
+        str | None,
+        typer.Option(help="One tool call: 'tool(arg=value, ...)' (literals only) or JSON."),
+    ] = None,
+    answer: Annotated[
+        str | None, typer.Option(help="Final answer: ends the episode and prints the grade.")
+    ] = None,
+    domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
+) -> None:
+    """Play one task blind, one command per step, as an agent sees it.
+
+    Start with FILE --task ID: prints the policy, the instruction and the tool schemas
+    (nothing else) and writes the session file. Then --call makes one call and prints only
+    its observation; --answer ends the episode and prints the grade. The episode is
+    replayed from the session's calls each time, so it is deterministic.
+    """
+    if tasks_file is not None:
+        if task is None or call is not None or answer is not None:
+            raise _fail("start a session with FILE --task ID (then --call / --answer)", 2)
+        with _errors_exit():
+            screen = pl.play_start(tasks_file, task, session, domain)
+        sys.stdout.write(screen)
+        return
+    if (call is None) == (answer is None):
+        raise _fail("give one of --call or --answer (or FILE --task ID to start)", 2)
+    with _errors_exit():
+        res = (
+            pl.play_call(session, call)
+            if call is not None
+            else pl.play_answer(session, answer or "")
+        )
+    _print_outcome(res)
+
+
+def _print_outcome(res: Outcome) -> None:
+    sys.stdout.write(res.observation + "\n")
+    if res.grade is not None:
+        sys.stdout.write(render_grade(res.grade) + "\n")
 
 
 @app.command()

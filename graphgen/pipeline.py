@@ -43,18 +43,23 @@ from graphgen.analysis import Report, report
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs.agent import (
+    GREEDY_MAX_ORDERS,
     Agent,
+    EchoAgent,
     EnvLike,
     Episode,
+    HedgerAgent,
     NoopAgent,
     OpenAIAgent,
     OracleAgent,
     RandomAgent,
     run_episode,
+    run_greedy,
     summarize,
 )
 from graphgen.envs.codegen import write_package
 from graphgen.envs.load import load_env_module
+from graphgen.envs.play import Outcome, Play, PlayError, Session
 from graphgen.errors import GraphgenError
 from graphgen.export import to_dot, to_json, to_png
 from graphgen.extras import MissingExtraError, require
@@ -86,6 +91,9 @@ __all__ = [
     "generate",
     "load_domain_ref",
     "make_env",
+    "play_answer",
+    "play_call",
+    "play_start",
     "run",
     "verify_tasks",
 ]
@@ -97,8 +105,10 @@ Tick = Callable[[int, int], None]
 """A progress callback: ``(accepted, attempts)`` for :func:`generate`, ``(done, total)``
 for :func:`verify_tasks` and :func:`evaluate`."""
 
-BASELINES = ("oracle", "noop", "random")
-"""Agents that need no model: the reference chain, doing nothing, random calls."""
+BASELINES = ("oracle", "noop", "random", "echo", "hedger", "greedy")
+"""Agents that need no model: the reference chain, doing nothing, random calls, and the
+adversarial ones (see :mod:`graphgen.envs.agent`): answering with the instruction,
+naming every value seen, and the reference writes in every permitted order."""
 
 GRAPH_FORMATS = ("json", "dot", "png")
 
@@ -390,7 +400,9 @@ class Evaluation:
         return sum(e.success for e in self.episodes) / len(self.episodes) if self.episodes else 0.0
 
 
-def _agent(name: str | Agent, options: Options, base_url: str | None, api_key_env: str) -> Agent:
+def _agent(
+    name: str | Agent, options: Options, base_url: str | None, api_key_env: str, domain: Domain
+) -> Agent:
     if not isinstance(name, str):
         return name
     if name == "oracle":
@@ -399,6 +411,10 @@ def _agent(name: str | Agent, options: Options, base_url: str | None, api_key_en
         return NoopAgent()
     if name == "random":
         return RandomAgent(options.seed)
+    if name == "echo":
+        return EchoAgent()
+    if name == "hedger":
+        return HedgerAgent(domain)
     if not base_url:
         raise PipelineError(
             f"agent {name!r} is not a baseline ({', '.join(BASELINES)}), so it is a model "
@@ -429,9 +445,11 @@ def evaluate(
 ) -> Evaluation:
     """Run an agent on a task set in the compiled environment, one episode per task.
 
-    ``agent`` is a baseline name (``oracle``, ``noop``, ``random``; the random one is
-    seeded by ``options.seed``), an :class:`~graphgen.envs.agent.Agent`, or a model name
-    served at ``base_url`` (an OpenAI-compatible endpoint; the key is read from the
+    ``agent`` is a baseline name (``oracle``, ``noop``, ``random``, ``echo``, ``hedger``,
+    ``greedy``; the random one is seeded by ``options.seed``; ``greedy`` runs up to
+    ``GREEDY_MAX_ORDERS`` episodes per task and yields one, see
+    :func:`~graphgen.envs.agent.run_greedy`), an :class:`~graphgen.envs.agent.Agent`,
+    or a model name served at ``base_url`` (an OpenAI-compatible endpoint; the key is read from the
     environment variable ``api_key_env``; needs the ``eval`` extra). ``domain``
     defaults to the built-in named in the manifest. With ``trajectories`` every episode
     is written there as one JSON line. ``progress(done, total)`` follows the episodes.
@@ -450,18 +468,88 @@ def evaluate(
             f"domain {d.name!r} changed since the task set was made "
             f"({d.content_hash} != {manifest.domain_hash})"
         )
-    who = _agent(agent, options, base_url, api_key_env)
     # One agent turn can make several tool calls; the environment counts calls.
     env = make_env(d, max_steps=options.max_steps * 4)
     chosen = tasks[:limit] if limit is not None else tasks
     episodes = []
-    for i, t in enumerate(chosen, 1):
-        episodes.append(run_episode(env, t, who, options.max_steps))
-        if progress:
-            progress(i, len(chosen))
+    if agent == "greedy":
+        writes = {t.name for t in d.write_tools}
+        for i, t in enumerate(chosen, 1):
+            episodes.append(run_greedy(env, t, writes, options.max_steps, GREEDY_MAX_ORDERS))
+            if progress:
+                progress(i, len(chosen))
+        if any(e.orders_capped for e in episodes):
+            notes.append(f"greedy tried at most {GREEDY_MAX_ORDERS} write orders per task")
+        name = "greedy"
+    else:
+        who = _agent(agent, options, base_url, api_key_env, d)
+        for i, t in enumerate(chosen, 1):
+            episodes.append(run_episode(env, t, who, options.max_steps))
+            if progress:
+                progress(i, len(chosen))
+        name = who.name
     if trajectories is not None:
         _write_trajectories(Path(trajectories), episodes)
-    return Evaluation(who.name, episodes, notes)
+    return Evaluation(name, episodes, notes)
+
+
+# ------------------------------------------------------------------ playing blind
+
+#: The most calls of one played episode before it is cut off (and graded).
+PLAY_MAX_STEPS = 100
+
+
+def _open_play(session: Session) -> Play:
+    """Replay ``session`` in the compiled environment of its task set's domain."""
+    _, tasks = read_taskset(session.tasks_file)
+    found = [t for t in tasks if t.id == session.task_id]
+    if not found:
+        near = difflib.get_close_matches(session.task_id, [t.id for t in tasks], n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise PlayError(f"no task {session.task_id!r} in {session.tasks_file}{hint}")
+    task = found[0]
+    env = make_env(session.domain or task.domain, max_steps=PLAY_MAX_STEPS)
+    return Play(env, task, session)
+
+
+def play_start(
+    tasks_file: str | Path, task_id: str, session: str | Path, domain: str | None = None
+) -> str:
+    """Start a blind episode of one task: write a new session file at ``session`` and
+    return the first screen (policy, instruction, tool schemas; nothing else).
+
+    ``domain`` is a domain file for a task set of a domain that is not built in.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = generate("mock", 2, Options(prove=False), output=d / "t.jsonl")
+    >>> screen = play_start(d / "t.jsonl", "mock-0-00000", d / "s.json")
+    >>> "# Instruction" in screen and '"respond"' in screen
+    True
+    """
+    fresh = Session(str(Path(tasks_file).resolve()), task_id, domain)
+    game = _open_play(fresh)
+    fresh.save(Path(session))
+    return game.screen()
+
+
+def play_call(session: str | Path, call: str) -> Outcome:
+    """Make one call in a played episode (``tool(arg=value)`` or JSON) and save it;
+    malformed calls, unknown tools and calls after the end raise :class:`PlayError`."""
+    path = Path(session)
+    game = _open_play(Session.load(path))
+    outcome = game.call(call)
+    game.session.save(path)
+    return outcome
+
+
+def play_answer(session: str | Path, answer: str) -> Outcome:
+    """End a played episode with ``answer``; the outcome carries the grade."""
+    path = Path(session)
+    game = _open_play(Session.load(path))
+    outcome = game.respond(answer)
+    game.session.save(path)
+    return outcome
 
 
 # ------------------------------------------------------------------ the whole pipeline
@@ -540,7 +628,7 @@ def run(
     >>> import tempfile
     >>> res = run("mock", 3, tempfile.mkdtemp(), Options(jobs=1))
     >>> sorted(res.evaluations), res.evaluations["noop"].success_rate
-    (['noop', 'oracle', 'random'], 0.0)
+    (['echo', 'greedy', 'hedger', 'noop', 'oracle', 'random'], 0.0)
     """
     ev = events or RunEvents()
     out = Path(output)

@@ -221,7 +221,7 @@ def test_run_reports_every_stage(tmp_path: Path) -> None:
 
     rec = Record()
     res = pl.run("mock", 3, tmp_path / "out", Options(jobs=1), events=rec)
-    assert rec.seen == ["1/6", "2/6", "3/6", "4/6", "5/6", "6/6", "oracle", "noop", "random"]
+    assert rec.seen == ["1/6", "2/6", "3/6", "4/6", "5/6", "6/6", *pl.BASELINES]
     assert res.verification.ok and res.evaluations["oracle"].success_rate == 1.0
     assert (tmp_path / "out" / "mock_env" / "tools.py").is_file()
 

@@ -1,0 +1,144 @@
+"""The adversarial baselines: echo, hedger and greedy (and noop as the floor)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+import graphgen.cli as cli
+from graphgen import pipeline as pl
+from graphgen.envs.agent import plan_chain
+from graphgen.tasks.model import Call, Given, Task
+from graphgen.tasks.taskset import read_taskset
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def mock_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Task]]:
+    path = tmp_path_factory.mktemp("baselines") / "mock.jsonl"
+    pl.generate("mock", 30, pl.Options(seed=5, prove=False), output=path)
+    return path, read_taskset(path)[1]
+
+
+@pytest.mark.parametrize("agent", ["echo", "noop"])
+def test_echo_and_noop_solve_nothing(mock_set: tuple[Path, list[Task]], agent: str) -> None:
+    res = pl.evaluate(mock_set[0], agent)
+    assert len(res.episodes) == 30 and res.success_rate == 0.0
+    assert all(e.calls == 0 for e in res.episodes)
+
+
+def test_echo_answers_with_the_instruction(mock_set: tuple[Path, list[Task]]) -> None:
+    path, tasks = mock_set
+    res = pl.evaluate(path, "echo", limit=3)
+    for episode, task in zip(res.episodes, tasks, strict=False):
+        assert episode.messages[-1] == {"role": "assistant", "content": task.instruction}
+
+
+def _two_independent_writes(tasks: list[Task]) -> Task:
+    return next(t for t in tasks if {"deposit", "lock_account"} <= {c.tool for c in t.chain})
+
+
+def test_greedy_runs_every_order_of_independent_writes(mock_set: tuple[Path, list[Task]]) -> None:
+    path, tasks = mock_set
+    task = _two_independent_writes(tasks)
+    res = pl.evaluate(path, "greedy")
+    episode = next(e for e in res.episodes if e.task_id == task.id)
+    orders = {o["order"].replace("#", " ").split(" ")[0]: o for o in episode.orders}
+    assert len(episode.orders) == 2 and set(orders) == {"deposit", "lock_account"}
+    # The reference order passes; locking first makes the deposit fail its precondition.
+    assert orders["deposit"]["success"] and not orders["lock_account"]["success"]
+    assert orders["lock_account"]["failed"]
+    assert not episode.success  # a task passes only if every order does
+    # Tasks whose writes allow one order only are graded as the oracle would grade them.
+    single = [e for e in res.episodes if len(e.orders) == 1]
+    assert single and all(e.success for e in single)
+
+
+def _synthetic(base: Task, chain: list[Call]) -> Task:
+    return base.model_copy(update={"chain": chain, "givens": [Given(sort="free:int", value=7)]})
+
+
+def test_greedy_keeps_data_dependencies_and_caps_orders(
+    mock_set: tuple[Path, list[Task]],
+) -> None:
+    base = mock_set[1][0]
+    writes = {"make", "use", "other"}
+    # 'use' passes the id 'X9' that 'make' revealed: it must stay after 'make'.
+    chain = [
+        Call(tool="look", args={"n": 7}),
+        Call(tool="make", args={"n": 7}),
+        Call(tool="use", args={"id": "X9"}),
+        Call(tool="other", args={"n": 7}),
+    ]
+    results: list[Any] = [{"id": "A1"}, {"id": "X9"}, {"ok": True}, {"ok": True}]
+    plan = plan_chain(_synthetic(base, chain), results, writes)
+    orders, capped = plan.write_orders()
+    assert orders == [[1, 2, 3], [1, 3, 2], [3, 1, 2]] and not capped
+    assert plan.reads_first == [0] and plan.sequence([3, 1, 2]) == [0, 3, 1, 2]
+    # Four independent writes: 24 orders, the reference order first; the cap holds.
+    many = [Call(tool="other", args={"n": 7}) for _ in range(4)]
+    plan = plan_chain(_synthetic(base, many), [None] * 4, writes)
+    orders, capped = plan.write_orders()
+    assert len(orders) == 24 and orders[0] == [0, 1, 2, 3] and not capped
+    orders, capped = plan.write_orders(cap=5)
+    assert len(orders) == 5 and capped
+
+
+def _valid_for(schema: dict[str, Any], args: dict[str, Any]) -> bool:
+    params = schema["function"]["parameters"]
+    if set(args) != set(params["required"]):
+        return False
+    for name, value in args.items():
+        prop = params["properties"][name]
+        kind = {"string": str, "integer": int, "boolean": bool}[prop["type"]]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            return False
+        if "enum" in prop and value not in prop["enum"]:
+            return False
+    return True
+
+
+def test_hedger_makes_well_formed_reads_and_names_every_enum_member(
+    mock_set: tuple[Path, list[Task]],
+) -> None:
+    path, _ = mock_set
+    env = pl.make_env("mock")
+    schemas = {t["function"]["name"]: t for t in env.tools}
+    reads = {t.name for t in pl.load_domain_ref("mock").read_tools}
+    res = pl.evaluate(path, "hedger")
+    assert all(e.calls <= 30 for e in res.episodes)
+    assert any(e.calls > 1 for e in res.episodes)
+    for episode in res.episodes:
+        calls = [c for m in episode.messages for c in m.get("tool_calls") or []]
+        *made, last = calls
+        for c in made:
+            name, args = c["function"]["name"], json.loads(c["function"]["arguments"])
+            assert name in reads and _valid_for(schemas[name], args), (name, args)
+        # Every observation is a result or an error the environment reports.
+        for m in episode.messages:
+            if m["role"] == "tool" and m["content"] != "Episode finished.":
+                assert m["content"].startswith("Error:") or json.loads(m["content"]) is not None
+        answer = json.loads(last["function"]["arguments"])["answer"]
+        assert last["function"]["name"] == "respond"
+        assert "active" in answer and "locked" in answer
+    # Naming everything it saw solves no action task.
+    assert not any(e.success for e in res.episodes if e.kind == "action")
+
+
+def test_eval_command_reports_greedy_orders(
+    mock_set: tuple[Path, list[Task]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "out", Console(width=2000))
+    res = runner.invoke(cli.app, ["eval", str(mock_set[0]), "--model", "greedy"])
+    assert res.exit_code == 0, res.output
+    assert "allow more than one write order" in res.output
+    assert "fails with lock_account" in res.output
+    help_text = runner.invoke(cli.app, ["eval", "--help"]).output
+    for name in ("echo", "hedger", "greedy"):
+        assert name in help_text
