@@ -236,13 +236,18 @@ def permitted_orders(
     writes = [
         i for i, c in enumerate(chain) if c.tool in domain.tools and domain.tools[c.tool].is_write
     ]
+    before: list[set[int]] = []  # every call's transitive dependencies
+    for d in deps:
+        before.append(set(d).union(*(before[j] for j in d)))
+    # The write orders the dependencies permit, lazily: a write must follow the writes
+    # it depends on, even through reads.
+    write_deps = {w: before[w] & set(writes) for w in writes}
     streams: list[Iterator[list[int]]] = []
-    for perm in itertools.permutations(writes):
-        extra = [set(d) for d in deps]
+    for perm in itertools.islice(_topological_orders(writes, write_deps), limit):
+        pinned = {i: set(d) for i, d in enumerate(deps)}
         for a, b in itertools.pairwise(perm):
-            extra[b].add(a)
-        if _acyclic(extra):
-            streams.append(_topological_orders(extra))
+            pinned[b].add(a)
+        streams.append(_topological_orders(list(range(len(chain))), pinned))
     out: list[list[int]] = []
     while streams and len(out) < limit:
         alive = []
@@ -258,30 +263,21 @@ def permitted_orders(
     return out
 
 
-def _acyclic(deps: list[set[int]]) -> bool:
-    done: set[int] = set()
-    while len(done) < len(deps):
-        ready = [i for i, d in enumerate(deps) if i not in done and d <= done]
-        if not ready:
-            return False
-        done.update(ready)
-    return True
-
-
-def _topological_orders(deps: list[set[int]]) -> Iterator[list[int]]:
-    """Every order of ``range(len(deps))`` with each call after its dependencies,
-    lexicographically (so the identity comes first when it is one). ``deps`` must be
-    acyclic: then no branch dead-ends."""
-    n = len(deps)
+def _topological_orders(nodes: list[int], deps: dict[int, set[int]]) -> Iterator[list[int]]:
+    """Every order of ``nodes`` with each after its dependencies (those among ``nodes``),
+    lexicographically, so ``nodes`` itself comes first when it is one. ``deps`` must be
+    acyclic (it is: dependencies point to earlier calls, and a write order pinned on top
+    of them follows their transitive closure), so no branch dead-ends."""
     order: list[int] = []
     placed: set[int] = set()
+    inside = set(nodes)
 
     def walk() -> Iterator[list[int]]:
-        if len(order) == n:
+        if len(order) == len(nodes):
             yield list(order)
             return
-        for i in range(n):
-            if i not in placed and deps[i] <= placed:
+        for i in nodes:
+            if i not in placed and deps[i] & inside <= placed:
                 order.append(i)
                 placed.add(i)
                 yield from walk()
