@@ -192,7 +192,11 @@ def replay(
 
 
 def call_dependencies(
-    domain: Domain, initial: State, givens: list[Given], chain: list[Call]
+    domain: Domain,
+    initial: State,
+    givens: list[Given],
+    chain: list[Call],
+    execute: Executor = call_tool,
 ) -> list[set[int]]:
     """For each call of ``chain``, the earlier calls it depends on.
 
@@ -201,7 +205,7 @@ def call_dependencies(
     ``initial``); givens and enum members come from no call. Nothing else orders two
     calls: writes that touch the same rows stay free to reorder.
     """
-    run = replay(domain, initial, givens, chain)
+    run = replay(domain, initial, givens, chain, execute)
     deps: list[set[int]] = []
     for step in run.steps:
         tool = domain.tools.get(step.call.tool)
@@ -223,6 +227,7 @@ def permitted_orders(
     givens: list[Given],
     chain: list[Call],
     limit: int = ORDER_LIMIT,
+    execute: Executor = call_tool,
 ) -> list[list[int]]:
     """The orders (lists of indices into ``chain``) in which an agent may make its calls:
     the topological orders of :func:`call_dependencies`, at most ``limit`` of them.
@@ -232,7 +237,7 @@ def permitted_orders(
     the permitted orders of the writes: every write order appears (one order each) before
     a second placement of the reads around any of them. Deterministic.
     """
-    deps = call_dependencies(domain, initial, givens, chain)
+    deps = call_dependencies(domain, initial, givens, chain, execute)
     writes = [
         i for i, c in enumerate(chain) if c.tool in domain.tools and domain.tools[c.tool].is_write
     ]
@@ -306,7 +311,7 @@ def order_problem(
     they would end in the same state.
     """
     s0, g = initial.to_dict(), goal.model_dump()
-    orders = permitted_orders(domain, initial, givens, chain, limit)
+    orders = permitted_orders(domain, initial, givens, chain, limit, execute)
     is_write = [c.tool in domain.tools and domain.tools[c.tool].is_write for c in chain]
     graded = {tuple(i for i in range(len(chain)) if is_write[i])}
     for order in orders:
