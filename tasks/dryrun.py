@@ -13,11 +13,17 @@ stopping at a "first problem", because its two callers rank problems differently
 
 Every gate check that fails names a reason; reasons are counted in the task-set
 manifest and never silently dropped. The z3 half lives in ``verify``; a task needs both.
+
+:func:`permitted_orders` lists the reorderings of a chain that keep every argument's
+source before its use; the gate replays them (:func:`order_problem`) so an action task
+whose writes only work out in the reference order is rejected (``order_dependent``).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +52,11 @@ REASONS = (
     "answer_in_instruction",
     "state_changed",
     "refusal_succeeds",
+    "order_dependent",
 )
+
+# Most reorderings of a chain :func:`permitted_orders` lists (the reference order first).
+ORDER_LIMIT = 120
 
 
 @dataclass
@@ -181,6 +191,145 @@ def replay(
     return Replay(steps, st, know)
 
 
+def call_dependencies(
+    domain: Domain,
+    initial: State,
+    givens: list[Given],
+    chain: list[Call],
+    execute: Executor = call_tool,
+) -> list[set[int]]:
+    """For each call of ``chain``, the earlier calls it depends on.
+
+    A call depends on the call that first revealed a value it passes as an argument
+    (the origin :class:`~graphgen.tasks.plan.Knowledge` records on a replay from
+    ``initial``); givens and enum members come from no call. Nothing else orders two
+    calls: writes that touch the same rows stay free to reorder.
+    """
+    run = replay(domain, initial, givens, chain, execute)
+    deps: list[set[int]] = []
+    for step in run.steps:
+        tool = domain.tools.get(step.call.tool)
+        mine: set[int] = set()
+        for p, v in step.call.args.items():
+            if tool is None or p not in tool.params:
+                continue
+            s = param_sort(tool.params[p])
+            origin = run.knowledge.origin(s, v)
+            if not s.always_known and origin is not None and 0 <= origin < step.index:
+                mine.add(origin)
+        deps.append(mine)
+    return deps
+
+
+def permitted_orders(
+    domain: Domain,
+    initial: State,
+    givens: list[Given],
+    chain: list[Call],
+    limit: int = ORDER_LIMIT,
+    execute: Executor = call_tool,
+) -> list[list[int]]:
+    """The orders (lists of indices into ``chain``) in which an agent may make its calls:
+    the topological orders of :func:`call_dependencies`, at most ``limit`` of them.
+
+    The reference order comes first. Since reads change nothing, an order's final state
+    depends only on the order of its writes, so the orders are listed round-robin over
+    the permitted orders of the writes: every write order appears (one order each) before
+    a second placement of the reads around any of them. Deterministic.
+    """
+    deps = call_dependencies(domain, initial, givens, chain, execute)
+    writes = [
+        i for i, c in enumerate(chain) if c.tool in domain.tools and domain.tools[c.tool].is_write
+    ]
+    before: list[set[int]] = []  # every call's transitive dependencies
+    for d in deps:
+        before.append(set(d).union(*(before[j] for j in d)))
+    # The write orders the dependencies permit, lazily: a write must follow the writes
+    # it depends on, even through reads.
+    write_deps = {w: before[w] & set(writes) for w in writes}
+    streams: list[Iterator[list[int]]] = []
+    for perm in itertools.islice(_topological_orders(writes, write_deps), limit):
+        pinned = {i: set(d) for i, d in enumerate(deps)}
+        for a, b in itertools.pairwise(perm):
+            pinned[b].add(a)
+        streams.append(_topological_orders(list(range(len(chain))), pinned))
+    out: list[list[int]] = []
+    while streams and len(out) < limit:
+        alive = []
+        for it in streams:
+            order = next(it, None)
+            if order is None:
+                continue
+            alive.append(it)
+            out.append(order)
+            if len(out) >= limit:
+                break
+        streams = alive
+    return out
+
+
+def _topological_orders(nodes: list[int], deps: dict[int, set[int]]) -> Iterator[list[int]]:
+    """Every order of ``nodes`` with each after its dependencies (those among ``nodes``),
+    lexicographically, so ``nodes`` itself comes first when it is one. ``deps`` must be
+    acyclic (it is: dependencies point to earlier calls, and a write order pinned on top
+    of them follows their transitive closure), so no branch dead-ends."""
+    order: list[int] = []
+    placed: set[int] = set()
+    inside = set(nodes)
+
+    def walk() -> Iterator[list[int]]:
+        if len(order) == len(nodes):
+            yield list(order)
+            return
+        for i in nodes:
+            if i not in placed and deps[i] & inside <= placed:
+                order.append(i)
+                placed.add(i)
+                yield from walk()
+                placed.discard(i)
+                order.pop()
+
+    return walk()
+
+
+def order_problem(
+    domain: Domain,
+    initial: State,
+    givens: list[Given],
+    chain: list[Call],
+    goal: Goal,
+    execute: Executor = call_tool,
+    limit: int = ORDER_LIMIT,
+) -> str:
+    """How a permitted reordering of ``chain`` runs cleanly yet fails grading ("" if none).
+
+    Each order of :func:`permitted_orders` is replayed with the same arguments. An order
+    in which some call fails is fine (the agent sees the error and can try again), and so
+    is one in which an argument is not known when used (an agent could not make those
+    calls in that order). Any other order must end in a state the grader accepts. Orders
+    whose writes come in an order already graded are skipped: reads change nothing, so
+    they would end in the same state.
+    """
+    s0, g = initial.to_dict(), goal.model_dump()
+    orders = permitted_orders(domain, initial, givens, chain, limit, execute)
+    is_write = [c.tool in domain.tools and domain.tools[c.tool].is_write for c in chain]
+    graded = {tuple(i for i in range(len(chain)) if is_write[i])}
+    for order in orders:
+        writes = tuple(i for i in order if is_write[i])
+        if writes in graded:
+            continue
+        run = replay(domain, initial, givens, [chain[i] for i in order], execute)
+        if not run.complete or any(s.unknown for s in run.steps):
+            continue
+        graded.add(writes)
+        result = grade(s0, run.final.to_dict(), g)
+        if not result["success"]:
+            bad = next(i for i in result["items"] if not i["ok"])
+            calls = ", ".join(f"{i}:{chain[i].tool}" for i in order)
+            return f"order [{calls}] runs cleanly but fails {bad['check']}: {bad['detail']}"
+    return ""
+
+
 def check_candidate(
     domain: Domain,
     kind: TaskKind,
@@ -270,6 +419,10 @@ def check_candidate(
         if not graded["success"]:
             bad = [i for i in graded["items"] if not i["ok"]]
             return GateResult(False, "goal_not_reached", f"{bad[0]['check']}: {bad[0]['detail']}")
+        if sum(domain.tools[c.tool].is_write for c in chain) >= 2:
+            why = order_problem(domain, initial, givens, chain, goal, execute)
+            if why:
+                return GateResult(False, "order_dependent", why)
     else:
         if state_diff(s0, s1):
             return GateResult(False, "state_changed", f"a {kind} task must change nothing")

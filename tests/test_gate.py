@@ -16,10 +16,18 @@ from typing import Any
 import pytest
 
 from graphgen.domain import Domain
-from graphgen.domains import load_builtin
+from graphgen.domains import builtin_path, load_builtin
+from graphgen.grading import state_diff
 from graphgen.interp import call_tool
+from graphgen.load import loads_domain
 from graphgen.state import State
-from graphgen.tasks.dryrun import REASONS, GateResult, check_candidate, replay
+from graphgen.tasks.dryrun import (
+    REASONS,
+    GateResult,
+    check_candidate,
+    permitted_orders,
+    replay,
+)
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, Task
 from graphgen.tasks.render import stated
 from graphgen.tasks.taskset import generate
@@ -336,7 +344,8 @@ def test_mutated_candidate_is_rejected(
 
 
 def test_every_reason_has_a_test() -> None:
-    tested = {r for _, _, r in CASES} | {"ambiguous_target"}  # hand-built below
+    hand_built = {"ambiguous_target", "order_dependent"}  # below
+    tested = {r for _, _, r in CASES} | hand_built
     assert tested == set(REASONS)
 
 
@@ -524,3 +533,97 @@ def test_replay_records_every_step_so_each_caller_ranks_problems() -> None:
         Goal(answer=[1]),
     )
     assert res.reason == "bad_chain"
+
+
+# --------------------------------------------------------------------------- orders
+# A careful agent may make the reference chain's calls in any order that keeps each
+# argument's source first; every such order that runs cleanly must pass grading.
+
+# The mock domain plus a write that does not commute with a deposit.
+TINY = loads_domain(
+    builtin_path("mock").read_text(encoding="utf-8")
+    + """
+  set_balance:
+    description: Set an account's balance.
+    params:
+      account_id: {type: Account, description: "The account id."}
+      amount: {type: int, min: 0, max: 100000, description: "The new balance."}
+    effects: "Account[account_id].balance = amount"
+    intents: ["Set my balance to {amount}."]
+""",
+    "tiny",
+)
+ANN = Given(sort="field:Account.email", value="ann@example.com")
+
+
+def _two_writes(first: Call, second: Call, after: Any, text: str) -> GateResult:
+    """Ann looks her account up, then asks for two writes joined by "Also"."""
+    chain = [Call(tool="find_account", args={"email": "ann@example.com"}), first, second]
+    amounts = [Given(sort="free:int", value=c.args["amount"]) for c in (first, second)]
+    change = Change(entity="Account", key="A001", field="balance", before=120, after=after)
+    return check_candidate(
+        TINY,
+        "action",
+        _hand_state(),
+        chain,
+        [ANN, *amounts],
+        [],
+        f"My email is ann@example.com. {text}",
+        Goal(changes=[change]),
+    )
+
+
+def _deposit(n: int) -> Call:
+    return Call(tool="deposit", args={"account_id": "A001", "amount": n})
+
+
+def test_writes_that_do_not_commute_are_order_dependent() -> None:
+    set50 = Call(tool="set_balance", args={"account_id": "A001", "amount": 50})
+    res = _two_writes(_deposit(10), set50, 50, "Deposit 10. Also set my balance to 50.")
+    assert (res.ok, res.reason) == (False, "order_dependent")
+    assert "0:find_account, 2:set_balance, 1:deposit" in res.detail
+    assert "want 50, got 60" in res.detail
+
+
+def test_writes_that_commute_pass_the_order_check() -> None:
+    res = _two_writes(_deposit(10), _deposit(30), 160, "Deposit 10. Also deposit 30.")
+    assert res.ok, res
+
+
+def test_payments_made_in_either_order_pass_despite_swapped_ids() -> None:
+    """Two payments create P001 and P002; the other order swaps which is which."""
+    chain = [
+        Call(tool="find_account", args={"email": "ann@example.com"}),
+        Call(tool="pay", args={"account_id": "A001", "amount": 20}),
+        Call(tool="pay", args={"account_id": "A001", "amount": 30}),
+    ]
+    state = _hand_state()
+    givens = [ANN, Given(sort="free:int", value=20), Given(sort="free:int", value=30)]
+    assert permitted_orders(TINY, state, givens, chain) == [[0, 1, 2], [0, 2, 1]]
+    final = replay(TINY, state, givens, chain).final
+    changes = [
+        Change(entity=e, key=k, field=f, before=a, after=b)
+        for e, k, f, a, b in state_diff(state.to_dict(), final.to_dict())
+    ]
+    assert {c.key for c in changes} == {"A001", "P001", "P002"}
+    text = "My email is ann@example.com. Pay 20 from my account. Also pay 30."
+    res = check_candidate(TINY, "action", state, chain, givens, [], text, Goal(changes=changes))
+    assert res.ok, res
+
+
+def test_permitted_orders_keep_each_source_before_its_use() -> None:
+    """get_account needs the id find_account reveals; the deposit's id comes from the
+    same lookup, so the deposit may move before get_account but never before the lookup."""
+    chain = [
+        Call(tool="find_account", args={"email": "ann@example.com"}),
+        Call(tool="get_account", args={"account_id": "A001"}),
+        _deposit(10),
+        _deposit(30),
+    ]
+    givens = [ANN, Given(sort="free:int", value=10), Given(sort="free:int", value=30)]
+    orders = permitted_orders(TINY, _hand_state(), givens, chain)
+    assert orders[0] == [0, 1, 2, 3]
+    assert all(o[0] == 0 for o in orders)
+    assert len(orders) == 6  # 3! placements of the other three after the lookup
+    assert orders[1][1:] != [1, 2, 3] and [o[1:] for o in orders[:2]] == [[1, 2, 3], [1, 3, 2]]
+    assert len(permitted_orders(TINY, _hand_state(), givens, chain, limit=4)) == 4

@@ -8,6 +8,8 @@ state, a state with one extra change, and answers missing the values all fail.
 from __future__ import annotations
 
 import ast
+import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,14 @@ from hypothesis import strategies as st
 import graphgen.grading
 from graphgen.domains import load_builtin
 from graphgen.errors import ToolError
-from graphgen.grading import expected_final, grade, state_diff
+from graphgen.grading import (
+    MAX_RENAMINGS,
+    changes_hold,
+    expected_final,
+    grade,
+    renamings,
+    state_diff,
+)
 from graphgen.interp import call_tool
 from graphgen.state import State
 from graphgen.tasks.dryrun import replay
@@ -176,7 +185,73 @@ def test_grade_module_imports_nothing_from_the_pipeline() -> None:
     mods |= {
         (n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
     }
-    assert mods <= {"__future__", "re", "typing"}
+    assert mods <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+# --------------------------------------------------------------------------- created rows
+# Ids of created rows come from per-table counters: making the same rows in another
+# order swaps their ids, so the grader matches new rows up to a consistent renaming.
+
+
+def _created(*rows: tuple[str, int]) -> dict[str, Any]:
+    """S0 plus new B rows (key, x), each pointing at a1, and a1.n naming the last one."""
+    s1 = _copy(S0)
+    for key, x in rows:
+        s1["tables"]["B"][key] = {"a": "a1", "x": x}
+    s1["tables"]["A"]["a1"]["n"] = rows[-1][0]
+    return s1
+
+
+def _created_goal(*rows: tuple[str, int]) -> dict[str, Any]:
+    changes = [_change("B", k, "*", None, {"a": "a1", "x": x}) for k, x in rows]
+    return {"changes": [*changes, _change("A", "a1", "n", 1, rows[-1][0])]}
+
+
+def test_rows_created_in_the_other_order_pass() -> None:
+    goal = _created_goal(("b2", 10), ("b3", 20))
+    assert grade(S0, _created(("b2", 10), ("b3", 20)), goal)["success"]
+    # the same two rows made the other way round: ids swapped, a1.n follows its row
+    assert grade(S0, _created(("b3", 10), ("b2", 20)), goal)["success"]
+    assert changes_hold(_created(("b3", 10), ("b2", 20)), goal["changes"], S0)
+    assert not changes_hold(_created(("b3", 10), ("b2", 20)), goal["changes"])
+
+
+def test_a_wrong_created_row_still_fails() -> None:
+    goal = _created_goal(("b2", 10), ("b3", 20))
+    for wrong in (
+        _created(("b2", 10), ("b3", 21)),  # a value no renaming fixes
+        _created(("b2", 10)),  # one row missing
+        _created(("b2", 10), ("b3", 20), ("b4", 30)),  # one row too many
+    ):
+        assert not grade(S0, wrong, goal)["success"]
+
+
+def test_references_to_new_ids_are_renamed_with_them() -> None:
+    goal = _created_goal(("b2", 10), ("b3", 20))
+    # ids swapped, but a1.n still names the id the *reference* gave the 20-row: under the
+    # only renaming that matches the rows, a1.n should name b2, so this fails
+    inconsistent = _created(("b3", 10), ("b2", 20))
+    inconsistent["tables"]["A"]["a1"]["n"] = "b3"
+    assert not grade(S0, inconsistent, goal)["success"]
+    assert renamings_of(goal, _created(("b3", 10), ("b2", 20))) == [
+        {},
+        {("B", "b2"): "b3", ("B", "b3"): "b2"},
+    ]
+
+
+def renamings_of(goal: dict[str, Any], final: dict[str, Any]) -> list[dict[Any, str]]:
+    return list(renamings(S0, final, goal["changes"]))
+
+
+def test_too_many_created_rows_are_graded_by_their_ids() -> None:
+    rows = [(f"b{i}", 10 * i) for i in range(2, 9)]  # 7 rows: 5040 renamings > the cap
+    assert math.factorial(len(rows)) > MAX_RENAMINGS
+    goal = _created_goal(*rows)
+    assert grade(S0, _created(*rows), goal)["success"]
+    shifted = [(k, x) for (k, _), (_, x) in zip(rows, [*rows[1:], rows[0]], strict=True)]
+    shifted_goal = _created_goal(*shifted)
+    assert renamings_of(shifted_goal, _created(*rows)) == [{}]
+    assert not grade(S0, _created(*rows), shifted_goal)["success"]
 
 
 # --------------------------------------------------------------------------- property

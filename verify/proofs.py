@@ -12,7 +12,9 @@ For a task (its initial state, givens, reference chain, goal, ``min_calls``):
 4. ``unique_targets``   — each target's description (a condition over ``x``) holds for
    exactly its row on the initial state (z3 on the slice, interpreter on the full table);
 5. ``unique_final_state`` — every chain of ``min_calls`` calls reaching the goal ends in
-   the reference chain's final state (so grading by final state is fair);
+   the reference chain's final state (so no minimal solution is graded a failure). It
+   says nothing of chains that miss the goal, such as the reference's calls in another
+   order: the dry-run gate replays those (``order_dependent``);
 6. ``refusal_impossible`` — refusal tasks: no chain of at most k calls makes the change
    the refused call asks for (its effects applied with its preconditions ignored).
 
@@ -423,7 +425,8 @@ class Prover:
         return _res("unique_targets", True, f"{len(self.task.targets)} target(s) unique")
 
     def unique_final_state(self) -> ProofResult:
-        """(5) every minimal solution ends in the reference chain's final state."""
+        """(5) every chain of ``min_calls`` calls that reaches the goal ends in the
+        reference chain's final state (chains that miss the goal are not considered)."""
         if self.refusal:
             return _res("unique_final_state", True, f"{NOT_APPLICABLE}: refusal task")
         if self.run_failed:

@@ -7,7 +7,10 @@ environments: the pipeline and the environments grade with the same code.
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 GradeItem = dict[str, Any]
@@ -56,9 +59,106 @@ def _mentions(text: str, value: Any) -> bool:
     return re.search(pat, text) is not None
 
 
-def changes_hold(state: dict[str, Any], changes: list[dict[str, Any]]) -> bool:
+# Most renamings of created rows tried when grading (the product over entities of the
+# permutations of their new keys). Ids of created rows come from per-table counters, so
+# making the same rows in another order swaps their ids; the grader therefore accepts any
+# consistent renaming of new ids. Beyond this many renamings only the ids as generated
+# are tried (a task creating more than 5 rows of one entity would be needed to hit it).
+MAX_RENAMINGS = 720
+
+Renaming = dict[tuple[str, str], str]  # (entity, expected new key) -> actual new key
+
+
+def _new_keys(initial: dict[str, Any], keys: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Per entity, the sorted keys in ``keys`` that the initial state does not have."""
+    old = _rows(initial)
+    out = {e: sorted(k for k in ks if k not in old.get(e, {})) for e, ks in keys.items()}
+    return {e: ks for e, ks in sorted(out.items()) if ks}
+
+
+def renamings(
+    initial: dict[str, Any], final: dict[str, Any], changes: list[dict[str, Any]]
+) -> Iterator[Renaming]:
+    """The consistent renamings of created rows' ids to try, the identity first.
+
+    A renaming is, per entity, a bijection from the keys the changes create (absent from
+    ``initial``) onto the keys ``final`` has and ``initial`` does not. When the numbers
+    differ for some entity no bijection exists and only the identity is offered (grading
+    then reports the missing or extra rows); likewise when there would be more than
+    :data:`MAX_RENAMINGS` of them.
+    """
+    wanted: dict[str, set[str]] = {}
+    for c in changes:
+        wanted.setdefault(c["entity"], set()).add(c["key"])
+    expected = _new_keys(initial, wanted)
+    actual = _new_keys(initial, {e: set(_rows(final).get(e, {})) for e in expected})
+    yield {}
+    if not expected or any(len(actual.get(e, [])) != len(ks) for e, ks in expected.items()):
+        return
+    if math.prod(math.factorial(len(ks)) for ks in expected.values()) > MAX_RENAMINGS:
+        return
+    ents = list(expected)
+    for images in itertools.product(*(itertools.permutations(actual[e]) for e in ents)):
+        ren = {
+            (e, k): v
+            for e, image in zip(ents, images, strict=True)
+            for k, v in zip(expected[e], image, strict=True)
+        }
+        if any(k != v for (_, k), v in ren.items()):
+            yield ren
+
+
+def _renamed_value(v: Any, names: dict[str, str]) -> Any:
+    if isinstance(v, str):
+        return names.get(v, v)
+    if isinstance(v, list):
+        return [_renamed_value(x, names) for x in v]
+    if isinstance(v, dict):
+        return {k: _renamed_value(x, names) for k, x in v.items()}
+    return v
+
+
+def rename_changes(changes: list[dict[str, Any]], ren: Renaming) -> list[dict[str, Any]] | None:
+    """``changes`` with created rows' keys renamed by ``ren``, and every value naming
+    one of those keys (a reference to a new row) renamed with it.
+
+    Values carry no type here, so a string is renamed wherever it equals a renamed key;
+    None when one string is a new key of two entities renamed differently (ambiguous).
+    """
+    names: dict[str, str] = {}
+    for (_, k), v in ren.items():
+        if names.setdefault(k, v) != v:
+            return None
+    # ``before`` values come from the initial state, which holds no new id.
+    return [
+        {
+            **c,
+            "key": ren.get((c["entity"], c["key"]), c["key"]),
+            "after": _renamed_value(c.get("after"), names),
+        }
+        for c in changes
+    ]
+
+
+def changes_hold(
+    state: dict[str, Any], changes: list[dict[str, Any]], initial: dict[str, Any] | None = None
+) -> bool:
     """Does every change's ``after`` hold on ``state``? A row change (field '*') holds
-    when the row exists with exactly those values, or is absent if ``after`` is None."""
+    when the row exists with exactly those values, or is absent if ``after`` is None.
+
+    With ``initial``, rows the changes create may hold under any consistent renaming of
+    their new ids (:func:`renamings`); without it, only under the ids as written.
+    """
+    if initial is None:
+        return _changes_hold(state, changes)
+    for ren in renamings(initial, state, changes):
+        renamed = rename_changes(changes, ren) if ren else changes
+        if renamed is not None and _changes_hold(state, renamed):
+            return True
+    return False
+
+
+def _changes_hold(state: dict[str, Any], changes: list[dict[str, Any]]) -> bool:
     tables = _rows(state)
     for c in changes:
         row = tables.get(c["entity"], {}).get(c["key"])
@@ -80,6 +180,10 @@ def grade(
     Success needs every expected change, no other change, and every answer value
     mentioned in ``answer``. An entry whose ``before`` equals its ``after`` is a value the
     request pins (written, but to the value it already had): it must hold at the end.
+    Rows created during the episode are matched up to a consistent renaming of their
+    new ids (:func:`renamings`): creating the same rows in another order passes. The
+    items reported are those of the first renaming under which every check holds, else
+    those under the ids as written.
     Returns ``{"success": bool, "items": [...]}`` where each item is ``{"check", "ok",
     "detail"}``.
 
@@ -89,9 +193,40 @@ def grade(
     >>> grade(s0, s1, g)["success"], grade(s0, s0, g)["success"]
     (True, False)
     """
-    items: list[GradeItem] = []
-    expected = {(c["entity"], c["key"], c["field"]): c for c in goal.get("changes", [])}
+    changes: list[dict[str, Any]] = list(goal.get("changes", []))
     actual = {(e, k, f): (x, y) for e, k, f, x, y in state_diff(initial, final)}
+    first: list[GradeItem] | None = None
+    for ren in renamings(initial, final, changes):
+        renamed = rename_changes(changes, ren) if ren else changes
+        if renamed is None:
+            continue
+        items = _change_items(final, renamed, actual)
+        if first is None:
+            first = items
+        if all(i["ok"] for i in items):
+            first = items
+            break
+    items = list(first or [])
+    text = (answer or "").lower()
+    for v in goal.get("answer", []):
+        items.append(
+            {
+                "check": f"answer mentions {v!r}",
+                "ok": _mentions(text, v),
+                "detail": "" if answer else "no answer given",
+            }
+        )
+    return {"success": all(i["ok"] for i in items), "items": items}
+
+
+def _change_items(
+    final: dict[str, Any],
+    changes: list[dict[str, Any]],
+    actual: dict[tuple[str, str, str], tuple[Any, Any]],
+) -> list[GradeItem]:
+    """The state checks: each expected change (or pinned value), then "no other changes"."""
+    items: list[GradeItem] = []
+    expected = {(c["entity"], c["key"], c["field"]): c for c in changes}
     for (e, k, f), c in sorted(expected.items()):
         if f != "*" and c.get("before") == c.get("after"):
             # A value the user specified that happens to equal the old one: it must
@@ -124,16 +259,7 @@ def grade(
             "detail": ", ".join(f"{e} {k} {f}" for e, k, f in extra[:10]),
         }
     )
-    text = (answer or "").lower()
-    for v in goal.get("answer", []):
-        items.append(
-            {
-                "check": f"answer mentions {v!r}",
-                "ok": _mentions(text, v),
-                "detail": "" if answer else "no answer given",
-            }
-        )
-    return {"success": all(i["ok"] for i in items), "items": items}
+    return items
 
 
 def expected_final(initial: dict[str, Any], goal: dict[str, Any]) -> dict[str, Any]:
