@@ -32,6 +32,8 @@ from typing import Any, Protocol
 from graphgen.domain import Domain, ParamDef
 from graphgen.envs.schemas import FINISH_NAME
 from graphgen.grading import expected_final
+from graphgen.state import State
+from graphgen.tasks.dryrun import permitted_orders
 from graphgen.tasks.model import Task
 from graphgen.types import BOOL, DATE, INT, EnumT, RefT
 
@@ -419,90 +421,39 @@ class HedgerAgent:
 GREEDY_MAX_ORDERS = 24
 
 
-@dataclass(frozen=True)
-class ChainPlan:
-    """The data dependencies of a reference chain, as :func:`run_greedy` reorders it.
-
-    ``reads_first``: reads that need no value a write revealed, in chain order.
-    ``needs[i]``: the chain positions whose results first revealed a value call ``i``
-    passes, transitively. ``from_writes``: values (by :func:`_key`) first revealed by a
-    write's result; only these are rewritten when another order reveals other values
-    (e.g. the id a create returns depends on how many creates came before).
-    """
-
-    writes: list[int]
-    reads_first: list[int]
-    reads_later: list[int]
-    needs: list[set[int]]
-    from_writes: set[tuple[str, Any]]
-
-    def write_orders(self, cap: int = GREEDY_MAX_ORDERS) -> tuple[list[list[int]], bool]:
-        """Every order of the writes that respects the dependencies (the reference order
-        first, then lexicographic by chain position), at most ``cap``; and whether
-        more exist than were returned."""
-        orders: list[list[int]] = []
-        more = False
-
-        def extend(done: list[int], left: list[int]) -> None:
-            nonlocal more
-            if not left:
-                if len(orders) < cap:
-                    orders.append(done)
-                else:
-                    more = True
-                return
-            for w in left:
-                if more:
-                    return
-                if self.needs[w] & set(left):
-                    continue
-                extend([*done, w], [x for x in left if x != w])
-
-        extend([], list(self.writes))
-        return orders, more
-
-    def sequence(self, order: list[int]) -> list[int]:
-        """All chain positions for one write order: the independent reads, then each write
-        with the dependent reads placed as soon as what they need is done."""
-        seq = list(self.reads_first)
-        pending = list(self.reads_later)
-
-        def sweep() -> None:
-            progress = True
-            while progress:
-                progress = False
-                for r in list(pending):
-                    if self.needs[r] <= set(seq):
-                        seq.append(r)
-                        pending.remove(r)
-                        progress = True
-
-        for w in order:
-            sweep()
-            seq.append(w)
-        sweep()
-        return seq + pending
+def greedy_orders(
+    domain: Domain, task: Task, cap: int = GREEDY_MAX_ORDERS
+) -> tuple[list[list[int]], bool]:
+    """One call sequence per write order the data dependencies permit (the orders of
+    :func:`graphgen.tasks.dryrun.permitted_orders`, the same ones the generator's gate
+    grades), the reference order first, at most ``cap``; and whether more exist."""
+    is_write = [c.tool in domain.tools and domain.tools[c.tool].is_write for c in task.chain]
+    # permitted_orders lists every write order once before it repeats one with the reads
+    # placed differently, so the first cap + 1 distinct write orders come first.
+    orders = permitted_orders(
+        domain, State.from_dict(task.initial_state), task.givens, task.chain, limit=cap + 1
+    )
+    seen: set[tuple[int, ...]] = set()
+    out: list[list[int]] = []
+    for order in orders:
+        writes = tuple(i for i in order if is_write[i])
+        if writes not in seen:
+            seen.add(writes)
+            out.append(order)
+    return out[:cap], len(out) > cap
 
 
-def plan_chain(task: Task, results: list[Any], write_tools: set[str]) -> ChainPlan:
-    """The dependencies of ``task``'s chain, given each call's result in reference order."""
+def revealed_by_writes(task: Task, results: list[Any], writes: set[int]) -> set[tuple[str, Any]]:
+    """Values (by :func:`_key`) a write's result revealed first in the reference run:
+    another order may reveal others in their place (the id a create returns depends on
+    how many creates came before)."""
     revealed: dict[tuple[str, Any], int] = {}
     stated = {_key(g.value) for g in task.givens}
     for i, result in enumerate(results):
         for _, v in _leaves(result):
             if _key(v) not in stated:
                 revealed.setdefault(_key(v), i)
-    needs: list[set[int]] = []
-    for j, call in enumerate(task.chain):
-        direct = {revealed[_key(v)] for _, v in _leaves(call.args) if _key(v) in revealed}
-        direct = {i for i in direct if i < j}
-        needs.append(set().union(direct, *(needs[i] for i in direct)))
-    writes = [j for j, c in enumerate(task.chain) if c.tool in write_tools]
-    reads = [j for j, c in enumerate(task.chain) if c.tool not in write_tools]
-    first = [j for j in reads if not needs[j] & set(writes)]
-    later = [j for j in reads if j not in first]
-    from_writes = {k for k, i in revealed.items() if i in writes}
-    return ChainPlan(writes, first, later, needs, from_writes)
+    return {k for k, i in revealed.items() if i in writes}
 
 
 def _pairs(ref: Any, got: Any) -> Iterator[tuple[Any, Any]]:
@@ -527,8 +478,10 @@ class GreedyAgent:
 
     name = "greedy"
 
-    def __init__(self, plan: ChainPlan, sequence: list[int], results: list[Any]) -> None:
-        self.plan = plan
+    def __init__(
+        self, sequence: list[int], results: list[Any], from_writes: set[tuple[str, Any]]
+    ) -> None:
+        self.from_writes = from_writes
         self.sequence = sequence
         self.results = results
         self.task: Task | None = None
@@ -549,7 +502,7 @@ class GreedyAgent:
         for n in range(self.absorbed, len(observations)):
             i = self.sequence[n]
             for ref, got in _pairs(self.results[i], _observed(observations[n])):
-                if _key(ref) in self.plan.from_writes and ref != got:
+                if _key(ref) in self.from_writes and ref != got:
                     self.rewrite[_key(ref)] = got
         self.absorbed = len(observations)
         if self.made >= len(self.sequence):
@@ -671,7 +624,7 @@ def reference_results(env: EnvLike, task: Task) -> list[Any]:
 def run_greedy(
     env: EnvLike,
     task: Task,
-    write_tools: set[str],
+    domain: Domain,
     max_steps: int = 30,
     cap: int = GREEDY_MAX_ORDERS,
 ) -> Episode:
@@ -684,18 +637,19 @@ def run_greedy(
     ``orders`` lists every order's outcome.
     """
     results = reference_results(env, task)
-    plan = plan_chain(task, results, write_tools)
-    orders, capped = plan.write_orders(cap)
+    orders, capped = greedy_orders(domain, task, cap)
+    writes = {i for i, c in enumerate(task.chain) if domain.tools[c.tool].is_write}
+    from_writes = revealed_by_writes(task, results, writes)
     runs: list[tuple[list[int], Episode]] = []
     for order in orders:
-        agent = GreedyAgent(plan, plan.sequence(order), results)
+        agent = GreedyAgent(order, results, from_writes)
         runs.append((order, run_episode(env, task, agent, max_steps)))
     shown = next((e for _, e in runs if not e.success), runs[0][1])
     shown.success = all(e.success for _, e in runs)
     shown.reward = min(e.reward for _, e in runs)
     shown.orders = [
         {
-            "order": " > ".join(f"{task.chain[w].tool}#{w + 1}" for w in order),
+            "order": " > ".join(f"{task.chain[w].tool}#{w + 1}" for w in order if w in writes),
             "success": e.success,
             "failed": [i for i in e.grade.get("items", []) if not i.get("ok")],
         }

@@ -473,9 +473,8 @@ def evaluate(
     chosen = tasks[:limit] if limit is not None else tasks
     episodes = []
     if agent == "greedy":
-        writes = {t.name for t in d.write_tools}
         for i, t in enumerate(chosen, 1):
-            episodes.append(run_greedy(env, t, writes, options.max_steps, GREEDY_MAX_ORDERS))
+            episodes.append(run_greedy(env, t, d, options.max_steps, GREEDY_MAX_ORDERS))
             if progress:
                 progress(i, len(chosen))
         if any(e.orders_capped for e in episodes):

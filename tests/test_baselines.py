@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 
 import graphgen.cli as cli
 from graphgen import pipeline as pl
-from graphgen.envs.agent import plan_chain
-from graphgen.tasks.model import Call, Given, Task
+from graphgen.domains import load_builtin
+from graphgen.envs.agent import greedy_orders
+from graphgen.tasks.model import Task
 from graphgen.tasks.taskset import read_taskset
 
 runner = CliRunner()
@@ -60,34 +61,20 @@ def test_greedy_runs_every_order_of_independent_writes(mock_set: tuple[Path, lis
     assert single and all(e.success for e in single)
 
 
-def _synthetic(base: Task, chain: list[Call]) -> Task:
-    return base.model_copy(update={"chain": chain, "givens": [Given(sort="free:int", value=7)]})
-
-
-def test_greedy_keeps_data_dependencies_and_caps_orders(
+def test_greedy_plays_the_gates_permitted_orders_and_caps_them(
     mock_set: tuple[Path, list[Task]],
 ) -> None:
-    base = mock_set[1][0]
-    writes = {"make", "use", "other"}
-    # 'use' passes the id 'X9' that 'make' revealed: it must stay after 'make'.
-    chain = [
-        Call(tool="look", args={"n": 7}),
-        Call(tool="make", args={"n": 7}),
-        Call(tool="use", args={"id": "X9"}),
-        Call(tool="other", args={"n": 7}),
+    task = _two_independent_writes(mock_set[1])
+    domain = load_builtin("mock")
+    orders, capped = greedy_orders(domain, task)
+    assert len(orders) == 2 and not capped
+    assert orders[0] == list(range(len(task.chain)))  # the reference order first
+    writes = [
+        [task.chain[i].tool for i in o if domain.tools[task.chain[i].tool].is_write] for o in orders
     ]
-    results: list[Any] = [{"id": "A1"}, {"id": "X9"}, {"ok": True}, {"ok": True}]
-    plan = plan_chain(_synthetic(base, chain), results, writes)
-    orders, capped = plan.write_orders()
-    assert orders == [[1, 2, 3], [1, 3, 2], [3, 1, 2]] and not capped
-    assert plan.reads_first == [0] and plan.sequence([3, 1, 2]) == [0, 3, 1, 2]
-    # Four independent writes: 24 orders, the reference order first; the cap holds.
-    many = [Call(tool="other", args={"n": 7}) for _ in range(4)]
-    plan = plan_chain(_synthetic(base, many), [None] * 4, writes)
-    orders, capped = plan.write_orders()
-    assert len(orders) == 24 and orders[0] == [0, 1, 2, 3] and not capped
-    orders, capped = plan.write_orders(cap=5)
-    assert len(orders) == 5 and capped
+    assert sorted(map(tuple, writes)) == [("deposit", "lock_account"), ("lock_account", "deposit")]
+    one, capped = greedy_orders(domain, task, cap=1)
+    assert one == orders[:1] and capped
 
 
 def _valid_for(schema: dict[str, Any], args: dict[str, Any]) -> bool:
