@@ -42,7 +42,7 @@ from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.referring import describe, humanize, stated_facts
 from graphgen.tasks.render import intent_text, join_intents, opener, stated
-from graphgen.tasks.shortcuts import contradicting
+from graphgen.tasks.shortcuts import contradicting, scalars
 from graphgen.tasks.values import free_value
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
 
@@ -486,7 +486,13 @@ class Expander:
                     Goal(
                         changes=[],
                         answer=list(values),
-                        answer_not=contradicting(self.domain, planner.know, list(values)),
+                        answer_not=contradicting(
+                            self.domain,
+                            planner.know,
+                            list(values),
+                            shown=[x for r in planner.results for x in scalars(r)],
+                        )
+                        + _other_members(asked, args, values),
                     ),
                 )
         raise NoCandidate("no_information_target")
@@ -782,6 +788,16 @@ def _direct_answer(domain: Domain, tool: ToolDef) -> bool:
     if t not in (INT, STR, DATE) and not isinstance(t, EnumT):
         return False
     return all(param_sort(p).kind != "free" for p in tool.params.values())
+
+
+def _other_members(tool: ToolDef, args: dict[str, Any], values: list[Any]) -> list[Any]:
+    """The members an enum argument of a question did not pick: asked for business
+    seats, an answer about economy seats answers another question."""
+    out: list[Any] = []
+    for name, p in tool.params.items():
+        if isinstance(p.ty, EnumT):
+            out += [m for m in p.ty.values if m != args.get(name) and m not in values + out]
+    return out
 
 
 _YES_NO = re.compile(r"(?:is|are|was|were|has|have|had|do|does|did)\b", re.IGNORECASE)

@@ -101,7 +101,11 @@ def _same_entity(
 
 
 def contradicting(
-    domain: Domain, know: Knowledge, values: list[Any], same_row: bool = False
+    domain: Domain,
+    know: Knowledge,
+    values: list[Any],
+    same_row: bool = False,
+    shown: Iterable[Any] = (),
 ) -> list[Any]:
     """Values whose mention contradicts ``values`` as the answer.
 
@@ -109,10 +113,12 @@ def contradicting(
     field's enum, and the other values of the same field the agent has seen (another
     flight's date, another card's balance). With ``same_row`` (a question about one
     field), also what :func:`_same_entity` finds in the entity's other fields. A value
-    with no field but in some enum gets that enum's other members. Flags and anything an
-    answer value itself says are left out.
+    with no field (a computed count or total) gets the other values of its sort among
+    ``shown`` (the chain's outputs), and if in some enum that enum's other members.
+    Flags and anything an answer value itself says are left out.
     """
     out: list[Any] = []
+    shown = list(shown)
 
     def add(x: Any) -> None:
         if isinstance(x, bool) or x is None or isinstance(x, dict | list):
@@ -136,6 +142,13 @@ def contradicting(
                     add(x)
             if same_row and ent in domain.entities:
                 _same_entity(domain, know, ent, v, add)
+        if not fields:
+            # A computed answer (a count, a total): the other values of its sort the
+            # chain showed, except those the user stated.
+            given = {repr(x) for s, x in know.facts_items() if know.origin(s, x) == -1}
+            for x in shown:
+                if repr(x) not in given and _kind(x) == _kind(v):
+                    add(x)
         if not fields and isinstance(v, str):
             for ty in domain.enums.values():
                 if v in ty.values:
