@@ -213,6 +213,8 @@ def test_a_denied_value_is_not_stated() -> None:
     assert grade(S0, S0, goal, "It is scheduled, not delayed.")["success"]
     assert not grade(S0, S0, goal, "Yes.")["success"]
     assert not grade(S0, S0, goal, "It is scheduled. Actually it is cancelled.")["success"]
+    # A denial reaches only within its clause: a listed "no" denies nothing after it.
+    assert not grade(S0, S0, goal, "no, 4, scheduled, cancelled")["success"]
 
 
 def test_old_format_goal_grades_the_same() -> None:

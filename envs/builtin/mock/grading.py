@@ -45,8 +45,9 @@ _MONTHS = (
     "july", "august", "september", "october", "november", "december",
 )  # fmt: skip
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-# A word that makes the mention after it a denial: "not cancelled", "hasn't been delayed".
-_NEGATED = re.compile(r"(?:\bnot|\bno|\bnever|\bnor|n't)(?:\W+\w+){0,2}\W*$")
+# A word that makes the mention after it a denial, in the same clause (no punctuation
+# between): "not cancelled", "hasn't been delayed" — not "no, 4, cancelled".
+_NEGATED = re.compile(r"(?:\bnot|\bnever|n't)(?:\s+\w+){0,2}\s+$")
 
 
 def normalize_answer(answer: str) -> str:
