@@ -860,7 +860,8 @@ def _blocking_values(
 
     Every failing precondition counts, and within one every fact that makes it fail:
     both sides of a failed comparison, every operand of a failed ``or``, every failed
-    operand of an ``and``. Flags, ids and lists are left out (no value to cite).
+    operand of an ``and``. An id is cited by the display value of the row it names
+    (a product's name); flags and lists are left out (no value to cite).
     """
     env = check_args(tool, args, st)
     out: list[tuple[str, Any, str, Any]] = []
@@ -869,7 +870,7 @@ def _blocking_values(
             continue
         for leaf in _culprits(chk.expr, st, env, domain):
             for node in _fields_read(leaf):
-                if node.ty == BOOL or isinstance(node.ty, RefT | ListT):
+                if node.ty == BOOL or isinstance(node.ty, ListT):
                     continue
                 try:
                     key = evaluate(node.key, st, env, domain)
@@ -877,6 +878,15 @@ def _blocking_values(
                 except ToolError:
                     continue
                 fact = (node.entity, key, node.field, v)
+                if isinstance(node.ty, RefT):
+                    # An id is no reason to cite, but what it names is: "that item is
+                    # a different product" cites the product's display name.
+                    other = domain.entities[node.ty.entity]
+                    row = st.tables[other.name].get(v)
+                    if other.display is None or row is None:
+                        continue
+                    fact = (other.name, v, other.display, row[other.display])
+                    v = row[other.display]
                 if not isinstance(v, list | dict) and v is not None and fact not in out:
                     out.append(fact)
     return out
