@@ -82,18 +82,26 @@ def _kind(v: Any) -> str:
 
 
 def _same_entity(
-    domain: Domain, know: Knowledge, ent: str, v: Any, add: Callable[[Any], None]
+    domain: Domain,
+    know: Knowledge,
+    ent: str,
+    v: Any,
+    add: Callable[[Any], None],
+    values_too: bool = True,
 ) -> None:
     """For a question about one field of ``ent``: what a hedge says of its other fields
     that is false or off the question. A status member no row shown has ("locked" when
     the account is active), and values of the same sort as ``v`` shown in other fields
-    (asked for a city, the street is not the answer) except those the user stated."""
+    (asked for a city, the street is not the answer) except those the user stated;
+    without ``values_too`` only the status members (a refusal's false reasons)."""
     for fname, fd in domain.entities[ent].fields.items():
         sort = Sort("field", f"{ent}.{fname}")
         if isinstance(fd.ty, EnumT):
             for m in fd.ty.values:
                 if not know.knows(sort, m):
                     add(m)
+            continue
+        if not values_too:
             continue
         for x in know.values(sort):
             if know.origin(sort, x) != -1 and _kind(x) == _kind(v):
@@ -111,8 +119,9 @@ def contradicting(
 
     For each value shown at a field (``Flight.status``): the other members of that
     field's enum, and the other values of the same field the agent has seen (another
-    flight's date, another card's balance). With ``same_row`` (a question about one
-    field), also what :func:`_same_entity` finds in the entity's other fields. A value
+    flight's date, another card's balance), and the members of the entity's enum fields
+    that no shown row has (a false status). With ``same_row`` (a question about one
+    field), also the other values :func:`_same_entity` finds in the entity's fields. A value
     with no field (a computed count or total) gets the other values of its sort among
     ``shown`` (the chain's outputs), and if in some enum that enum's other members.
     Flags and anything an answer value itself says are left out.
@@ -140,8 +149,9 @@ def contradicting(
             for x in know.values(s):
                 if know.origin(s, x) != -1:  # a value the user stated is no hedge
                     add(x)
-            if same_row and ent in domain.entities:
-                _same_entity(domain, know, ent, v, add)
+            if ent in domain.entities:
+                # Any answer: "locked" when every account shown is active is false.
+                _same_entity(domain, know, ent, v, add, values_too=same_row)
         if not fields:
             # A computed answer (a count, a total): the other values of its sort the
             # chain showed, except those the user stated.
