@@ -245,7 +245,7 @@ def _answer_not_revealed() -> tuple[Task, dict[str, Any]]:
 def _echo_passes() -> tuple[Task, dict[str, Any]]:
     """The refusal's reason ("locked") said by the user in another case: not the literal
     token the instruction check looks for, but an echo of the request passes."""
-    t = _refusal_task()
+    t = _pick(lambda t: t.kind == "refusal" and isinstance(t.goal.answer_any[0][0], str))
     reason = str(t.goal.answer_any[0][0])
     return t, {"instruction": t.instruction + f" I know it is {reason.upper()}."}
 
