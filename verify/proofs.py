@@ -347,7 +347,9 @@ class Prover:
     def goal_not_initial(self) -> ProofResult:
         """(2) the goal is false initially and reads alone cannot reach it."""
         if self.refusal:
-            return _res("goal_not_initial", True, f"{NOT_APPLICABLE}: refusal task (nothing must change)")
+            return _res(
+                "goal_not_initial", True, f"{NOT_APPLICABLE}: refusal task (nothing must change)"
+            )
         if goal_holds(self.goal, self.initial, [], self.task.givens):
             return _res("goal_not_initial", False, "the goal already holds initially")
         bmc = self.build()
