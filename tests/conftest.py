@@ -46,3 +46,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             "instead (tasks/, verify/, envs/ are the packages graphgen.tasks, "
             "graphgen.verify, graphgen.envs)"
         )
+
+
+@pytest.fixture
+def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wide console for the command line, so messages and instructions are not wrapped
+    across lines (use with ``pytest.mark.usefixtures("wide_console")``)."""
+    from rich.console import Console
+
+    import graphgen.cli as cli
+
+    monkeypatch.setattr(cli, "out", Console(width=2000))
+    monkeypatch.setattr(cli, "err", Console(width=2000, stderr=True))

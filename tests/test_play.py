@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 from typer.testing import CliRunner
 
 import graphgen.cli as cli
@@ -17,13 +16,7 @@ from graphgen.tasks.model import Task
 from graphgen.tasks.taskset import read_taskset
 
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A wide console, so error messages are not wrapped."""
-    monkeypatch.setattr(cli, "out", Console(width=2000))
-    monkeypatch.setattr(cli, "err", Console(width=2000, stderr=True))
+pytestmark = pytest.mark.usefixtures("wide_console")
 
 
 @pytest.fixture(scope="module")

@@ -582,9 +582,8 @@ def _proofs(domain: Domain, task: Task) -> dict[str, Any]:
     return {p.name: p for p in cert.proofs}
 
 
-@pytest.fixture(scope="module")
-def deposit_case() -> tuple[State, str, list[Given], list[Call], Goal]:
-    state = mock_state(0)
+def _deposit(state: State) -> tuple[State, str, list[Given], list[Call], Goal]:
+    """A 100-unit deposit into the first account, found by its email."""
     a = _acct(state)
     row = state.tables["Account"][a]
     givens = [
@@ -607,6 +606,11 @@ def deposit_case() -> tuple[State, str, list[Given], list[Call], Goal]:
         ]
     )
     return state, a, givens, chain, goal
+
+
+@pytest.fixture(scope="module")
+def deposit_case() -> tuple[State, str, list[Given], list[Call], Goal]:
+    return _deposit(mock_state(0))
 
 
 def test_good_task_is_accepted(deposit_case: Any) -> None:
@@ -808,32 +812,10 @@ def test_timeouts_never_hang(deposit_case: Any) -> None:
         assert p.ok or p.detail == "timeout" or "timeout" in p.detail
 
 
-def test_proof_results_do_not_depend_on_unrelated_rows(deposit_case: Any) -> None:
-    _, _, _, _, _ = deposit_case
+def test_proof_results_do_not_depend_on_unrelated_rows() -> None:
     outs = []
     for n in (6, 600):
-        state = mock_state(0, n)
-        a = _acct(state)
-        row = state.tables["Account"][a]
-        givens = [
-            Given(sort="field:Account.email", value=row["email"]),
-            Given(sort="free:int", value=100),
-        ]
-        chain = [
-            Call(tool="find_account", args={"email": row["email"]}),
-            Call(tool="deposit", args={"account_id": a, "amount": 100}),
-        ]
-        goal = Goal(
-            changes=[
-                Change(
-                    entity="Account",
-                    key=a,
-                    field="balance",
-                    before=row["balance"],
-                    after=row["balance"] + 100,
-                )
-            ]
-        )
+        state, _, givens, chain, goal = _deposit(mock_state(0, n))
         outs.append(
             [(p.name, p.ok) for p in prove_task(MOCK, _task(state, chain, goal, givens)).proofs]
         )
