@@ -36,6 +36,7 @@ from graphgen.interp import (
 )
 from graphgen.knowledge import Sort, param_sort
 from graphgen.state import State, diff
+from graphgen.tasks.identity import principal_entity
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.referring import describe, humanize, stated_facts
@@ -81,23 +82,6 @@ class NoCandidate(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def principal_entity(domain: Domain) -> str | None:
-    """The entity a user *is*: the one with a unique givable field most others reference."""
-    best: tuple[int, str] | None = None
-    for e in domain.entities.values():
-        if not any(f.givable and f.unique for f in e.fields.values()):
-            continue
-        refs = sum(
-            1
-            for o in domain.entities.values()
-            for f in o.fields.values()
-            if domain.entity_of_ref(f.ty) == e.name
-        )
-        if best is None or refs > best[0]:
-            best = (refs, e.name)
-    return best[1] if best else None
 
 
 class Expander:
@@ -794,4 +778,4 @@ def _blocking_values(
     return out[:1]
 
 
-__all__ = ["Candidate", "Expander", "GenOptions", "NoCandidate"]
+__all__ = ["Candidate", "Expander", "GenOptions", "NoCandidate", "principal_entity"]
