@@ -36,7 +36,7 @@ from graphgen.interp import (
 )
 from graphgen.knowledge import Sort, param_sort
 from graphgen.state import State, diff
-from graphgen.tasks.identity import principal_entity
+from graphgen.tasks.identity import identified_principals, principal_entity
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.referring import describe, humanize, stated_facts
@@ -287,6 +287,11 @@ class Expander:
                 if not ok or st == before:
                     planner.restore(snap)  # failed or changed nothing: not an intent
                     continue
+                if self._two_customers(initial, planner):
+                    planner.restore(snap)  # reached through another customer's rows
+                    st.tables, st.counters = before.tables, before.counters
+                    planner.forget_reads()
+                    continue
                 written = {(e, k, f) for e, k, f, _, _ in diff(before, st)}
                 if any(written & w for w in intent_writes):
                     planner.restore(snap)  # a later intent would hide an earlier one
@@ -327,6 +332,12 @@ class Expander:
             goal,
             intents=intents,
         )
+
+    def _two_customers(self, initial: State, planner: Planner) -> bool:
+        """Do the givens so far identify more than one customer? A task speaks for one
+        (the gate rejects the others as ``several_customers``): an intent whose values
+        could only be acquired through a second customer's rows is not taken."""
+        return len(identified_principals(self.domain, initial, planner.givens)) > 1
 
     def _owner_of_args(
         self, st: State, tool: ToolDef, args: dict[str, Any]
@@ -668,7 +679,9 @@ class Expander:
             if not all(planner.acquire(param_sort(tool.params[p]), a) for p, a in args.items()):
                 planner.restore(snap)
                 continue
-            if not self._identify(planner, initial, tool, args, set(), rng, targets, principal):
+            if not self._identify(
+                planner, initial, tool, args, set(), rng, targets, principal
+            ) or self._two_customers(initial, planner):
                 planner.restore(snap)
                 continue
             # The agent must be able to *see* the reason before it refuses: read the row
