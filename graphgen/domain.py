@@ -38,6 +38,17 @@ class Derive:
 
 
 @dataclass(frozen=True)
+class Invariant:
+    """An entry of an entity's ``invariants:`` list: a rule of the policy about every row
+    (``expr`` over the row variable ``x``), true in every state an agent can be in."""
+
+    name: str
+    expr: ir.Expr
+    source: str
+    policy: str = ""
+
+
+@dataclass(frozen=True)
 class EntityDef:
     name: str
     key: str
@@ -51,6 +62,8 @@ class EntityDef:
     # Rules for generated states only (``generate:`` in the spec); tools ignore them.
     derive: tuple[Derive, ...] = ()
     require: tuple[ir.Check, ...] = ()
+    # The policy's rules about rows: generated states obey them, accepted goals keep them.
+    invariants: tuple[Invariant, ...] = ()
 
     def field_type(self, name: str) -> Ty | None:
         """Type of ``name``; the key is a field of type ``RefT(self.name)``."""

@@ -23,6 +23,7 @@ from graphgen.domain import (
     Domain,
     EntityDef,
     FieldDef,
+    Invariant,
     ParamDef,
     ToolDef,
     canonical_json,
@@ -241,12 +242,32 @@ class _Compiler:
         return out
 
     def rules(self, ents: dict[str, EntityDef], el: Elaborator) -> None:
-        """Type-check each entity's ``generate`` block; store it on its EntityDef."""
+        """Type-check each entity's ``generate`` block and ``invariants``; store them on
+        its EntityDef."""
         for name, es in self.spec.entities.items():
             edef = ents.get(name)
-            if es.generate is None or edef is None:
+            if edef is None:
                 continue
             scope: dict[str, Ty] = {"x": RowT(name)}
+            invariants: list[Invariant] = []
+            seen: set[str] = set()
+            for i, inv in enumerate(es.invariants):
+                label = inv.name or f"invariants[{i}]"
+                w = self.where(
+                    "entity", name, f"invariants[{i}]" + (f" ({inv.name})" if inv.name else "")
+                )
+                if inv.name and inv.name in seen:
+                    self.err(f"invariant name {inv.name!r} repeats", w, inv.check)
+                seen.add(inv.name)
+                try:
+                    invariants.append(
+                        Invariant(label, el.condition(inv.check, scope), inv.check, inv.policy)
+                    )
+                except ExprError as exc:
+                    self.err(exc.message, w, inv.check, exc.col)
+            edef = ents[name] = replace(edef, invariants=tuple(invariants))
+            if es.generate is None:
+                continue
             derives: list[Derive] = []
             for fname, src in es.generate.derive.items():
                 w = self.where("entity", name, f"generate.derive.{fname}")
@@ -393,6 +414,8 @@ class _Compiler:
         for e in dumped["entities"].values():
             if e.get("generate") is None:  # no block: same hash as before blocks existed
                 e.pop("generate", None)
+            if not e.get("invariants"):  # likewise for entities without invariants
+                e.pop("invariants", None)
         return Domain(
             self.spec.name,
             self.spec.description,

@@ -11,7 +11,9 @@ parameters: a value of that field), or a mapping with ``type`` and options.
 
 An entity may carry a ``generate:`` block (see :class:`GenerateSpec`) with ``derive``
 (fields computed from the rest of the state) and ``require`` (conditions every
-generated row satisfies), over the row variable ``x``.
+generated row satisfies), over the row variable ``x``, and a list of ``invariants``
+(see :class:`InvariantSpec`): the policy's rules about states, which generated states
+satisfy *and* every accepted task's goal keeps.
 """
 
 from __future__ import annotations
@@ -112,8 +114,37 @@ class GenerateSpec(_Strict):
         return [v] if isinstance(v, str) else v
 
 
+class InvariantSpec(_Strict):
+    """A rule of the policy about states: a bool condition over the row variable ``x``
+    that holds for every row of the entity in every state a policy-abiding agent can be
+    in (an entry of an entity's ``invariants:`` list)::
+
+        invariants:
+          - name: paid_by_owner
+            check: "PaymentMethod[x.payment_method_id].user_id == x.user_id"
+            policy: "Only act on the identified customer's own orders, payment methods"
+
+    Unlike ``generate.require`` (plausibility of generated rows, which tools may
+    legitimately break: a refund can lift a gift card past what it was sold for), an
+    invariant is *policy*: the state generator enforces it on every generated state, the
+    dry-run gate checks it on each candidate's initial state and on the final state of
+    every order of its writes it replays, and a task whose goal breaks one is rejected
+    (``policy_violation``). A bare string is the ``check``.
+    """
+
+    check: str
+    name: str = Field(default="", pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$")
+    policy: str = Field(default="", description="the policy sentence the rule encodes")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return {"check": v} if isinstance(v, str) else v
+
+
 class EntitySpec(_Strict):
-    """A table of the state. ``generate`` holds rules for generated rows only."""
+    """A table of the state. ``generate`` holds rules for generated rows only;
+    ``invariants`` the policy's rules about its rows, in every state."""
 
     key: KeySpec
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
@@ -124,6 +155,9 @@ class EntitySpec(_Strict):
     )
     generate: GenerateSpec | None = Field(
         default=None, description="derive/require rules for generated initial states"
+    )
+    invariants: list[InvariantSpec] = Field(
+        default_factory=list, description="policy rules over x that every state obeys"
     )
 
     @field_validator("key", mode="before")

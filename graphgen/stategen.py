@@ -17,8 +17,9 @@ has room for it, display/givable strings are kept distinct where the vocabulary 
 balance, seats, ...) are sometimes exactly at their lower bound.
 
 What values are drawn from lives in :mod:`graphgen.vocabulary`; the entities'
-``generate:`` rules (derive, require) are applied by :mod:`graphgen.staterules` once every
-table is drawn, re-drawing violating rows through :meth:`StateGenerator.redraw`.
+``generate:`` rules (derive, require) and ``invariants`` are applied by
+:mod:`graphgen.staterules` once every table is drawn, re-drawing violating rows through
+:meth:`StateGenerator.redraw`.
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ class StateGenerator:
         }
         counters = {name: self.sizes[name] + 1 for name in self.domain.entities}
         state = State(tables, counters)
-        if any(e.derive or e.require for e in self.domain.entities.values()):
+        if any(e.derive or e.require or e.invariants for e in self.domain.entities.values()):
             rules = RuleEngine(self, state)
             rules.derive_all()
             rules.enforce()
@@ -681,9 +682,15 @@ class StateGenerator:
         table: Mapping[str, Mapping[str, Any]],
         rng: random.Random,
         attempt: int,
+        tables: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
     ) -> Any:
         """A fresh value of ``f`` for row ``key`` (the ``i``-th) of ``ent``, drawn the way
-        its column was; ``table`` holds the current rows (for unique fields).
+        its column was; ``table`` holds the current rows (for unique fields), ``tables``
+        every table's (for references that follow another one, and copied contacts).
+
+        A reference picks a target consistent with the row's other references when its
+        column does (:meth:`_via`: a payment method of the order's user), else any
+        target; never the row itself, nor what its earlier same-typed refs name.
 
         Ints search a little: every third attempt draws from the whole range, the others
         from a window at its low or high end that narrows with each attempt, so one-sided
@@ -696,6 +703,22 @@ class StateGenerator:
         old = row[f.name]
         taken = {r[f.name] for k, r in table.items() if k != key} if f.unique else set()
         plan = t.plans.get(f.name, ColumnPlan())
+        if isinstance(ty, RefT):
+            targets = self.keys[ty.entity]
+            pool = targets
+            if plan.via is not None and tables is not None:
+                g, y, h = plan.via
+                pool = [k for k, r in tables[y].items() if r[h] == row[g]] or targets
+            banned = taken | {row[g] for g in plan.avoid if g in row}
+            if ty.entity == ent and len(targets) > 1:
+                banned.add(key)
+            ok = [x for x in pool if x not in banned] or [x for x in targets if x not in banned]
+            return rng.choice(ok) if ok else old
+        if ty == STR and plan.copy is not None and tables is not None:
+            g, x = plan.copy
+            src = tables[x].get(row[g])
+            if src is not None and self._mask(t, g)[i]:
+                return src[f.name]
         if isinstance(ty, EnumT):
             if f.unique:
                 free = [v for v in ty.values if v not in taken]
@@ -779,9 +802,10 @@ def generate_state(domain: Domain, seed: int, sizes: Mapping[str, int] | None = 
 
     ``sizes`` overrides the per-entity row counts (``EntityDef.size``). Rows are keyed
     ``make_id(1..n)`` and each counter is ``n + 1``. Every ``generate.derive`` field
-    holds its expression's value and every ``generate.require`` condition holds on every
-    row. Raises :class:`StateGenError` when the schema or those rules cannot be satisfied
-    (e.g. a required reference into an empty table, a require no re-draw can meet).
+    holds its expression's value and every ``generate.require`` condition and every
+    invariant holds on every row. Raises :class:`StateGenError` when the schema or those
+    rules cannot be satisfied (e.g. a required reference into an empty table, a require
+    no re-draw can meet).
     """
     return StateGenerator(domain, seed, sizes).generate()
 

@@ -1,11 +1,18 @@
-"""The entities' ``generate:`` rules, applied to a freshly drawn state.
+"""The entities' ``generate:`` rules and ``invariants``, applied to a freshly drawn state.
 
 Business rules the schema cannot express come from each entity's ``generate:`` block
-(:class:`graphgen.spec.GenerateSpec`). Once every table is drawn, ``derive`` fields are
-computed (in dependency order, see :func:`derive_order`), then every ``require``
-condition is checked on every row; a violating row has the fields the condition reads
-re-drawn from their own seeded stream (``{seed}:{entity}:#require:{key}:{pass}:{try}``)
-until it holds, at most :data:`REQUIRE_TRIES` times per pass. Rules are evaluated with
+(:class:`graphgen.spec.GenerateSpec`) and its ``invariants`` (the policy's rules about
+states, :class:`graphgen.spec.InvariantSpec`). Once every table is drawn, ``derive``
+fields are computed (in dependency order, see :func:`derive_order`), then every
+``require`` condition and every invariant is checked on every row; a violating row has
+the fields the condition reads re-drawn from their own seeded stream
+(``{seed}:{entity}:#require:{key}:{pass}:{try}``) until it holds, at most
+:data:`REQUIRE_TRIES` times per pass. An invariant that reads no re-drawable scalar of
+its row (ownership: ``PaymentMethod[x.payment_method_id].user_id == x.user_id``) has
+the row's reference fields it reads re-drawn instead.
+
+:func:`invariant_violations` checks the invariants on any state (the dry-run gate uses
+it on initial and final states of candidate tasks). Rules are evaluated with
 :func:`graphgen.interp.evaluate`; a table that a rule only visits through comprehensions
 filtered on ``r.ref == x...`` (or ``r.key in x.list``) is cut down to the matching rows
 first, so per-row aggregates stay linear in the table size.
@@ -27,7 +34,14 @@ from graphgen.types import BOOL, EnumT, PrimT, RefT
 if TYPE_CHECKING:  # the generator imports this module to apply the rules
     from graphgen.stategen import StateGenerator
 
-__all__ = ["REQUIRE_TRIES", "RuleEngine", "derive_order", "rule_reads"]
+__all__ = [
+    "REQUIRE_TRIES",
+    "RuleEngine",
+    "Violation",
+    "derive_order",
+    "invariant_violations",
+    "rule_reads",
+]
 
 # Re-draws of one violating row before it counts as stuck in this pass (in widening
 # stages, see RuleEngine._repair), and passes over all rows before rules that keep breaking
@@ -55,7 +69,7 @@ class _Narrow:
 class _Cond:
     """A condition a generated row must meet: a ``require`` or a derived field's bounds."""
 
-    label: str  # e.g. "generate.require[1]" or "the bounds of derived field 'total'"
+    label: str  # e.g. "generate.require[1]", "invariant paid_by_owner", "the bounds of ..."
     source: str
     expr: ir.Expr | None  # None for a bounds check of derived field ``field``
     field: str | None
@@ -278,9 +292,19 @@ class RuleEngine:
         self._pos = {e: {k: i for i, k in enumerate(st.tables[e])} for e in d.entities}
 
     def _stable(self, ent: str, fname: str) -> bool:
-        """Fields no rule changes: safe to index once."""
+        """Fields no derive changes: safe to index (a repair that re-draws a reference
+        moves the row in the index, :meth:`_reindex`)."""
         f = self.domain.entities[ent].fields.get(fname)
         return f is not None and (ent, fname) not in self.derived and isinstance(f.ty, RefT)
+
+    def _reindex(self, ent: str, key: str, before: dict[str, Any]) -> None:
+        """Keep the indexes right after row ``key``'s fields changed from ``before``."""
+        row = self.st.tables[ent][key]
+        for (e, f), idx in self._index.items():
+            if e != ent or f == _KEY or before[f] == row[f]:
+                continue
+            idx.get(before[f], {}).pop(key, None)
+            idx.setdefault(row[f], {})[key] = row
 
     # -- set-up
 
@@ -319,6 +343,24 @@ class RuleEngine:
 
     def _conds(self, ent: str, edef: EntityDef) -> list[_Cond]:
         out: list[_Cond] = []
+        for inv in edef.invariants:
+            own = {f for e, f, o in rule_reads(inv.expr, ent, self.domain) if o and e == ent}
+            redraw = self._redrawable(ent, own)
+            if not redraw:
+                # Only references decide it (whose payment method pays): re-draw those.
+                redraw = tuple(
+                    f for f in edef.fields if f in own and isinstance(edef.fields[f].ty, RefT)
+                )
+            out.append(
+                _Cond(
+                    f"invariant {inv.name}",
+                    inv.source,
+                    inv.expr,
+                    None,
+                    _narrowings(inv.expr, ent, self._stable),
+                    redraw,
+                )
+            )
         for i, chk in enumerate(edef.require):
             own = {f for e, f, o in rule_reads(chk.expr, ent, self.domain) if o and e == ent}
             out.append(
@@ -492,7 +534,8 @@ class RuleEngine:
                 f"re-drew {', '.join(every)} {REQUIRE_TRIES} times"
                 if c.redraw
                 else "it reads no field of the row that can be re-drawn (only non-key, "
-                "non-reference scalar fields, or the inputs of derived ones, can)"
+                "non-reference scalar fields, or the inputs of derived ones, can; for an "
+                "invariant that reads none of those, its row's reference fields)"
             )
         row = self.st.tables[ent][key]
         shown = ", ".join(f"{f}={row[f]!r}" for f in self.domain.entities[ent].fields)
@@ -517,9 +560,15 @@ class RuleEngine:
         numbers = [
             f
             for f in mine
-            if not isinstance(edef.fields[f].ty, EnumT) and edef.fields[f].ty != BOOL
+            if not isinstance(edef.fields[f].ty, EnumT | RefT) and edef.fields[f].ty != BOOL
         ]
-        stages = [s for s in (numbers, mine, every) if s]
+        # A reference that follows another one (the payment method of the order's user)
+        # is re-drawn alone first: the other one (the user) moves only if that fails.
+        plans = self.gen.plans(ent)
+        followers = [
+            f for f in mine if isinstance(edef.fields[f].ty, RefT) and plans[f].via is not None
+        ]
+        stages = [s for s in (numbers, followers, mine, every) if s]
         if not stages:
             return None
         row = self.st.tables[ent][key]
@@ -532,18 +581,108 @@ class RuleEngine:
         for attempt in range(1, REQUIRE_TRIES + 1):
             fields = stages[min(len(stages) - 1, (attempt - 1) * len(stages) // REQUIRE_TRIES)]
             rng = self.gen.stream(ent, "#require", key, str(pass_no), str(attempt))
-            for f in fields:
+            # A re-drawn reference takes the contact details that follow it along (an
+            # order that moves to another customer usually ships to their address).
+            follow = [
+                g
+                for g, p in plans.items()
+                if p.copy is not None and p.copy[0] in fields and g not in fields
+            ]
+            last = dict(row)
+            for f in [*fields, *follow]:
                 v = self.gen.redraw(
-                    ent, i, key, edef.fields[f], row, self.st.tables[ent], rng, attempt
+                    ent,
+                    i,
+                    key,
+                    edef.fields[f],
+                    row,
+                    self.st.tables[ent],
+                    rng,
+                    attempt,
+                    tables=self.st.tables,
                 )
                 if (ent, f) in self.drawn:
                     self.drawn[(ent, f)][key] = v
                 row[f] = v
+            self._reindex(ent, key, last)
             for dv in own:
                 self._derive(ent, dv, key)
             if all(self._holds(c, ent, key) for c in conds):
                 return {f for f in row if row[f] != before[f]}
+        last = dict(row)
         row.update(before)
+        self._reindex(ent, key, last)
         for f, v in drawn_before.items():
             self.drawn[(ent, f)][key] = v
         return None
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A row that breaks an invariant of its entity."""
+
+    entity: str
+    key: str
+    invariant: str  # its name (or ``invariants[i]``)
+    source: str  # the condition as written
+    policy: str  # the policy sentence it encodes ("" if not given)
+    error: str = ""  # the evaluation error, when the condition could not be evaluated
+
+    def describe(self) -> str:
+        """One line naming the row, the invariant and the condition."""
+        why = f" ({self.error})" if self.error else ""
+        return (
+            f"{self.entity} {self.key!r} breaks invariant {self.invariant}: "
+            f"{' '.join(self.source.split())}{why}"
+        )
+
+
+def invariant_violations(domain: Domain, state: State, limit: int = 0) -> list[Violation]:
+    """Every (entity, row, invariant) of ``domain`` that ``state`` breaks, in declaration
+    and key order (the first ``limit`` ones when ``limit`` > 0).
+
+    A condition that raises on a row (a missing referenced row) counts as broken.
+    Comprehensions filtered on a reference of the row (``p.user_id == x.user_id``) look
+    rows up in an index instead of scanning the table, as in :class:`RuleEngine`.
+    """
+    out: list[Violation] = []
+    index: dict[tuple[str, str], dict[Any, dict[str, Any]]] = {}
+
+    def refs_only(ent: str, fname: str) -> bool:
+        f = domain.entities[ent].fields.get(fname)
+        return f is not None and isinstance(f.ty, RefT)
+
+    def lookup(ent: str, fname: str) -> dict[Any, dict[str, Any]]:
+        idx = index.get((ent, fname))
+        if idx is None:
+            idx = index[(ent, fname)] = {}
+            for k, row in state.tables[ent].items():
+                idx.setdefault(k if fname == _KEY else row[fname], {})[k] = row
+        return idx
+
+    for ent, edef in domain.entities.items():
+        for inv in edef.invariants:
+            narrows = _narrowings(inv.expr, ent, refs_only)
+            for key in state.tables.get(ent, {}):
+                env = {"x": key}
+                st = state
+                error = ""
+                try:
+                    if narrows:
+                        tables = dict(state.tables)
+                        for nw in narrows:
+                            v = evaluate(nw.rhs, state, env, domain)
+                            if nw.kind == "eq":
+                                tables[nw.entity] = lookup(nw.entity, nw.field).get(v, {})
+                            else:
+                                full = state.tables[nw.entity]
+                                tables[nw.entity] = {k: full[k] for k in sorted(v) if k in full}
+                        st = State(tables, state.counters)
+                    ok = bool(evaluate(inv.expr, st, env, domain))
+                except ToolError as exc:
+                    ok, error = False, exc.message
+                if not ok:
+                    out.append(Violation(ent, key, inv.name, inv.source, inv.policy, error))
+                    if limit and len(out) >= limit:
+                        return out
+    return out

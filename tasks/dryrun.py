@@ -17,6 +17,13 @@ manifest and never silently dropped. The z3 half lives in ``verify``; a task nee
 :func:`permitted_orders` lists the reorderings of a chain that keep every argument's
 source before its use; the gate replays them (:func:`order_problem`) so an action task
 whose writes only work out in the reference order is rejected (``order_dependent``).
+
+The domain's invariants (the policy's rules about states,
+:func:`graphgen.staterules.invariant_violations`) must hold on the initial state and
+after the reference chain (``policy_violation``) — a permitted reordering that passes
+grading ends in that same state, up to the ids of created rows, so it keeps them too;
+and a task is about the one customer its instruction identifies
+(:mod:`graphgen.tasks.identity`: ``several_customers``, ``unidentified_owner``).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from graphgen.grading import changes_hold, grade, state_diff
 from graphgen.interp import call_tool, failed_check
 from graphgen.knowledge import Sort, facts_of_result, param_sort
 from graphgen.state import State
+from graphgen.staterules import invariant_violations
+from graphgen.tasks.identity import identity_problem
 from graphgen.tasks.model import Call, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Knowledge
 from graphgen.tasks.referring import matching_keys
@@ -53,6 +62,9 @@ REASONS = (
     "state_changed",
     "refusal_succeeds",
     "order_dependent",
+    "policy_violation",
+    "several_customers",
+    "unidentified_owner",
 )
 
 # Most reorderings of a chain :func:`permitted_orders` lists (the reference order first).
@@ -330,6 +342,12 @@ def order_problem(
     return ""
 
 
+def policy_problem(domain: Domain, state: State) -> str:
+    """The first invariant of the domain that ``state`` breaks, described ("" if none)."""
+    bad = invariant_violations(domain, state, limit=1)
+    return bad[0].describe() if bad else ""
+
+
 def check_candidate(
     domain: Domain,
     kind: TaskKind,
@@ -411,7 +429,14 @@ def check_candidate(
     if again.final != run.final or again.results != run.results:
         return GateResult(False, "nondeterministic", "re-running the chain gave another result")
     s0, s1 = initial.to_dict(), run.final.to_dict()
-    # 5. kind-specific goal checks
+    # 5. the state obeys the policy before and after the chain
+    why = policy_problem(domain, initial)
+    if why:
+        return GateResult(False, "policy_violation", f"initial state: {why}")
+    why = policy_problem(domain, run.final)
+    if why:
+        return GateResult(False, "policy_violation", f"after the chain: {why}")
+    # 6. kind-specific goal checks
     if kind == "action":
         if not goal.changes or changes_hold(s0, goal.model_dump()["changes"]):
             return GateResult(False, "goal_already_true", "the goal holds on the initial state")
@@ -448,4 +473,8 @@ def check_candidate(
                 return GateResult(False, "answer_not_revealed", f"no call reveals {v!r}")
         if not goal.answer:
             return GateResult(False, "goal_already_true", "nothing to answer: a no-op passes")
+    # 7. the task is about the one customer the instruction identifies
+    who = identity_problem(domain, initial, run.final, givens, chain, goal, refused_call)
+    if who is not None:
+        return GateResult(False, *who)
     return GateResult(True)

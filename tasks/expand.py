@@ -36,6 +36,7 @@ from graphgen.interp import (
 )
 from graphgen.knowledge import Sort, param_sort
 from graphgen.state import State, diff
+from graphgen.tasks.identity import identified_principals, principal_entity
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.referring import describe, humanize, stated_facts
@@ -81,23 +82,6 @@ class NoCandidate(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def principal_entity(domain: Domain) -> str | None:
-    """The entity a user *is*: the one with a unique givable field most others reference."""
-    best: tuple[int, str] | None = None
-    for e in domain.entities.values():
-        if not any(f.givable and f.unique for f in e.fields.values()):
-            continue
-        refs = sum(
-            1
-            for o in domain.entities.values()
-            for f in o.fields.values()
-            if domain.entity_of_ref(f.ty) == e.name
-        )
-        if best is None or refs > best[0]:
-            best = (refs, e.name)
-    return best[1] if best else None
 
 
 class Expander:
@@ -303,6 +287,11 @@ class Expander:
                 if not ok or st == before:
                     planner.restore(snap)  # failed or changed nothing: not an intent
                     continue
+                if self._two_customers(initial, planner):
+                    planner.restore(snap)  # reached through another customer's rows
+                    st.tables, st.counters = before.tables, before.counters
+                    planner.forget_reads()
+                    continue
                 written = {(e, k, f) for e, k, f, _, _ in diff(before, st)}
                 if any(written & w for w in intent_writes):
                     planner.restore(snap)  # a later intent would hide an earlier one
@@ -343,6 +332,12 @@ class Expander:
             goal,
             intents=intents,
         )
+
+    def _two_customers(self, initial: State, planner: Planner) -> bool:
+        """Do the givens so far identify more than one customer? A task speaks for one
+        (the gate rejects the others as ``several_customers``): an intent whose values
+        could only be acquired through a second customer's rows is not taken."""
+        return len(identified_principals(self.domain, initial, planner.givens)) > 1
 
     def _owner_of_args(
         self, st: State, tool: ToolDef, args: dict[str, Any]
@@ -684,7 +679,9 @@ class Expander:
             if not all(planner.acquire(param_sort(tool.params[p]), a) for p, a in args.items()):
                 planner.restore(snap)
                 continue
-            if not self._identify(planner, initial, tool, args, set(), rng, targets, principal):
+            if not self._identify(
+                planner, initial, tool, args, set(), rng, targets, principal
+            ) or self._two_customers(initial, planner):
                 planner.restore(snap)
                 continue
             # The agent must be able to *see* the reason before it refuses: read the row
@@ -794,4 +791,4 @@ def _blocking_values(
     return out[:1]
 
 
-__all__ = ["Candidate", "Expander", "GenOptions", "NoCandidate"]
+__all__ = ["Candidate", "Expander", "GenOptions", "NoCandidate", "principal_entity"]

@@ -345,6 +345,8 @@ def test_mutated_candidate_is_rejected(
 
 def test_every_reason_has_a_test() -> None:
     hand_built = {"ambiguous_target", "order_dependent"}  # below
+    # the policy and identity reasons: tests/test_invariants.py
+    hand_built |= {"policy_violation", "several_customers", "unidentified_owner"}
     tested = {r for _, _, r in CASES} | hand_built
     assert tested == set(REASONS)
 

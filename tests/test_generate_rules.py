@@ -26,20 +26,25 @@ from graphgen.types import BOOL, INT, EnumT
 
 
 def _without_rules(name: str) -> Domain:
-    """The built-in domain with every ``generate`` block removed."""
+    """The built-in domain with every ``generate`` block and invariant removed."""
     raw = yaml.safe_load(builtin_path(name).read_text(encoding="utf-8"))
     for ent in raw["entities"].values():
         ent.pop("generate", None)
+        ent.pop("invariants", None)
     return elaborate_domain(DomainSpec.model_validate(raw), source=f"<{name} without rules>")
 
 
 def assert_rules_hold(d: Domain, s: State) -> int:
-    """Every require and derive, evaluated on the whole state (no generator code)."""
+    """Every require, invariant and derive, evaluated on the whole state (no generator
+    code, no index)."""
     checked = 0
     for ent, edef in d.entities.items():
         for key, row in s.tables[ent].items():
             for chk in edef.require:
                 assert evaluate(chk.expr, s, {"x": key}, d) is True, (ent, key, chk.source)
+                checked += 1
+            for inv in edef.invariants:
+                assert evaluate(inv.expr, s, {"x": key}, d) is True, (ent, key, inv.source)
                 checked += 1
             for dv in edef.derive:
                 assert evaluate(dv.expr, s, {"x": key}, d) == row[dv.field], (ent, key, dv.field)
@@ -423,7 +428,8 @@ BUILTINS = ["retail", "airline"]
 @pytest.mark.parametrize("name", BUILTINS)
 def test_builtins_declare_rules(name: str) -> None:
     d = load_builtin(name)
-    assert sum(len(e.require) for e in d.entities.values()) >= 2
+    assert sum(len(e.require) for e in d.entities.values()) >= 1
+    assert sum(len(e.invariants) for e in d.entities.values()) >= 2
     assert sum(len(e.derive) for e in d.entities.values()) >= 1
 
 
@@ -568,13 +574,14 @@ def test_narrowed_evaluation_equals_full_evaluation(name: str) -> None:
     gen = StateGenerator(d, 0)
     rules = RuleEngine(gen, gen.generate())
     if name == "airline":
-        for c in rules.conds["Flight"][1:4] + rules.conds["Reservation"][1:4]:
+        res = rules.conds["Reservation"]
+        for c in [*rules.conds["Flight"][0:3], res[1], res[3], res[4]]:
             assert [(n.entity, n.kind) for n in c.narrows] == [("Reservation", "eq")], c.label
-        assert rules.conds["Flight"][1].narrows[0].field == "flight_id"
+        assert rules.conds["Flight"][0].narrows[0].field == "flight_id"
     else:
         (cut,) = rules.derive_narrows[("Order", "total")]
         assert (cut.entity, cut.kind) == ("Item", "in")
-        assert [n.field for n in rules.conds["PaymentMethod"][1].narrows] == ["user_id"]
+        assert [n.field for n in rules.conds["PaymentMethod"][0].narrows] == ["user_id"]
 
 
 def test_sizes_scale_with_rules() -> None:
