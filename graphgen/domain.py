@@ -94,6 +94,7 @@ class Phrase:
     words: dict[str, str] = field(default_factory=dict)
     noun: bool = False
     relation: str | None = None
+    name: str | None = None
     now: bool = False
 
 

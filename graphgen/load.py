@@ -425,12 +425,10 @@ class _Compiler:
                 ty = ents[owner].fields[member].ty
             elif owner in tools and member in tools[owner].params:
                 ty = tools[owner].params[member].ty
-            elif owner in self.spec.entities or owner in self.spec.tools:
-                pass  # the entity or tool has its own errors, or no such member (below)
             if ty is None:
                 if owner not in self.spec.entities and owner not in self.spec.tools:
                     self.err("not an Entity.field or tool.param of this domain", w)
-                elif owner in ents or owner in tools:
+                elif owner in ents or owner in tools:  # else the owner has its own errors
                     self.err(f"{owner} has no field or parameter {member!r}", w)
                 continue
             if ps.form is not None and "{value}" not in ps.form:
@@ -452,7 +450,9 @@ class _Compiler:
                 self.err("a relation name is for reference fields", w)
             if ps.now and (ty != DATE or owner not in tools):
                 self.err("now is for date parameters of a tool", w)
-            out[key] = Phrase(ps.form, ps.before, dict(ps.words), ps.noun, ps.relation, ps.now)
+            out[key] = Phrase(
+                ps.form, ps.before, dict(ps.words), ps.noun, ps.relation, ps.name, ps.now
+            )
         return out
 
 

@@ -9,6 +9,9 @@ Shorthands accepted for a field or parameter type: ``int``, ``str``, ``bool``,
 ``date``, an entity name (a reference to it), ``list[Entity]``, ``Entity.field`` (for
 parameters: a value of that field), or a mapping with ``type`` and options.
 
+Intents may carry guards (:class:`IntentSpec`), and a top-level ``phrases:`` block
+(:class:`PhraseSpec`) says how fields and parameters are said in instructions.
+
 An entity may carry a ``generate:`` block (see :class:`GenerateSpec`) with ``derive``
 (fields computed from the rest of the state) and ``require`` (conditions every
 generated row satisfies), over the row variable ``x``.
@@ -193,6 +196,8 @@ class PhraseSpec(_Strict):
     * ``relation``: for a reference field, what the referenced row is to this one
       ("departure airport" for ``Flight.origin``): "the code of the departure airport
       of flight GG4370", never the ambiguous "the airport of the flight";
+    * ``name``: what the field is called in a question ("available credit" for
+      ``PaymentMethod.available``); default: the field's name with spaces;
     * ``now``: a date parameter that is today's date. A task has one today, later than
       every date stored in the fields the tool writes it to; the instruction states it
       once, first ("Today is 2026-05-10."), never inside a request.
@@ -203,6 +208,7 @@ class PhraseSpec(_Strict):
     words: dict[str, str] = Field(default_factory=dict)
     noun: bool = False
     relation: str | None = None
+    name: str | None = None
     now: bool = False
 
     @model_validator(mode="before")

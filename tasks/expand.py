@@ -42,6 +42,7 @@ from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.referring import (
     absorb_givens,
     describe,
+    field_name,
     humanize,
     relation_name,
     stated_facts,
@@ -643,7 +644,7 @@ class Expander:
                         "What is the {g} of {r}?",
                         "Could you tell me the {g} of {r}?",
                     )
-                ).format(g=humanize(gname), r=related.phrase)
+                ).format(g=field_name(self.domain, other, gname), r=related.phrase)
                 text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
                 if not (ok1 and ok2) or stated(text, value):
                     planner.restore(snap)
@@ -721,7 +722,7 @@ class Expander:
                     q = rng.choice(
                         ("What is my {f}?", "Could you tell me my {f}?", "I need to know my {f}.")
                     )
-                    body = q.format(f=humanize(fname))
+                    body = q.format(f=field_name(self.domain, ent, fname))
                 else:
                     subject = target.phrase if target else f"{humanize(ent)} {key}"
                     q = rng.choice(
@@ -731,7 +732,7 @@ class Expander:
                             "I need to know the {f} of {s}.",
                         )
                     )
-                    body = q.format(f=humanize(fname), s=subject)
+                    body = q.format(f=field_name(self.domain, ent, fname), s=subject)
                 text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
                 return Candidate(
                     "information",

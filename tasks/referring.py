@@ -64,6 +64,13 @@ def _is_enum(domain: Domain, where: str) -> bool:
     return p is not None and isinstance(p.ty, EnumT)
 
 
+def field_name(domain: Domain, entity: str, field: str) -> str:
+    """What a field is called in a question: the domain's ``name`` phrase ("available
+    credit"), else the field's name with spaces."""
+    ph = domain.phrases.get(f"{entity}.{field}")
+    return ph.name if ph is not None and ph.name else humanize(field)
+
+
 def relation_name(domain: Domain, entity: str, field: str) -> str:
     """What the row a reference field points to is called from ``entity``'s side: the
     domain's ``relation`` phrase ("departure airport" for ``Flight.origin``), else the
@@ -152,9 +159,9 @@ def plural(noun: str, n: int) -> str:
 def phrase_of(label: str, atoms: list[tuple[str, str]]) -> str:
     """The noun phrase for atoms (words, place): "my gift card with $446 on it"; a row
     named by its display value alone reads like a name ("flight GG4370")."""
-    if len(atoms) == 1 and atoms[0][1] == _NAME:
-        return f"{label} {atoms[0][0]}"
-    atoms = [(w, _AFTER if p == _NAME else p) for w, p in atoms]
+    name = next((w for w, p in atoms if p == _NAME), None)
+    if name is not None:  # "flight GG7876 to MCI on 2026-05-15": a name takes no article
+        return " ".join([f"{label} {name}", *(w for w, p in atoms if p != _NAME)])
     owned = any(p == _OWNER for _, p in atoms)
     noun = next((w for w, p in atoms if p == _NOUN), label)
     before = [w for w, p in atoms if p == _BEFORE]

@@ -266,7 +266,7 @@ def opener(
     head = [f"Today is {today}."] if today is not None else []
     mine: list[tuple[str, Any]] = []
     about: list[str] = []
-    loose: dict[str, list[tuple[str, Any]]] = {}  # entity -> given fields no target says
+    loose: dict[str, list[list[tuple[str, Any]]]] = {}  # entity -> rows of unsaid givens
     for g in givens:
         if g.value == today or stated(used, g.value, spoken_forms(domain, g.sort, g.value)):
             continue
@@ -277,10 +277,15 @@ def opener(
             if ent == principal:
                 mine.append((fld, g.value))
             else:
-                loose.setdefault(ent, []).append((fld, g.value))
+                # a second value of the same field is another row ("the airport in
+                # Austin and the airport in Orlando", not "in Austin and in Orlando")
+                groups = loose.setdefault(ent, [[]])
+                if any(f == fld for f, _ in groups[-1]):
+                    groups.append([])
+                groups[-1].append((fld, g.value))
         else:
             about.append(f"{humanize(name)} {g.value}")
-    about[:0] = [given_phrase(domain, ent, vals) for ent, vals in loose.items()]
+    about[:0] = [given_phrase(domain, e, vals) for e, gs in loose.items() for vals in gs]
     parts = list(head)
     if mine and principal is not None:
         parts.append(_identity(domain, principal, mine))
