@@ -89,6 +89,29 @@ class ParamDef:
 
 
 @dataclass(frozen=True)
+class Intent:
+    """An instruction template and its guard (``when``: a bool over the tool's
+    parameters that must hold on the state for the template's claims to be true)."""
+
+    text: str
+    when: ir.Expr | None = None
+    when_source: str | None = None
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """How a field or a parameter is said (see :class:`graphgen.spec.PhraseSpec`)."""
+
+    form: str | None = None
+    before: bool = False
+    words: dict[str, str] = field(default_factory=dict)
+    noun: bool = False
+    relation: str | None = None
+    name: str | None = None
+    now: bool = False
+
+
+@dataclass(frozen=True)
 class ToolDef:
     name: str
     description: str
@@ -97,7 +120,7 @@ class ToolDef:
     effects: tuple[ir.Stmt, ...]
     returns: ir.Expr | None
     returns_source: str | None
-    intents: tuple[str, ...]
+    intents: tuple[Intent, ...]
 
     @property
     def is_write(self) -> bool:
@@ -121,6 +144,7 @@ class Domain:
     enums: dict[str, EnumT] = field(default_factory=dict)
     source: str = "<domain>"
     spec_json: str = ""  # canonical JSON of the spec, for hashing
+    phrases: dict[str, Phrase] = field(default_factory=dict)  # "Entity.field" / "tool.param"
 
     @cached_property
     def content_hash(self) -> str:

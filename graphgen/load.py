@@ -23,15 +23,17 @@ from graphgen.domain import (
     Domain,
     EntityDef,
     FieldDef,
+    Intent,
     Invariant,
     ParamDef,
+    Phrase,
     ToolDef,
     canonical_json,
 )
 from graphgen.errors import DomainError, ExprError, Located
 from graphgen.parse import Elaborator, is_iso_date, prim_of
 from graphgen.spec import DomainSpec, FieldSpec, ParamSpec
-from graphgen.types import DATE, INT, STR, EnumT, ListT, RefT, RowT, Ty, is_scalar
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT, Ty, is_scalar
 
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]$")
@@ -367,21 +369,21 @@ class _Compiler:
         if not ts.effects and ts.returns is None:
             self.err("a tool needs effects or a return value", self.where("tool", name))
             ok = False
-        for i, tmpl in enumerate(ts.intents):
-            try:
-                names = [f for _, f, _, _ in string.Formatter().parse(tmpl) if f is not None]
-            except ValueError as exc:
-                self.err(f"bad template: {exc}", self.where("tool", name, f"intents[{i}]"), tmpl)
-                ok = False
-                continue
-            for f in names:
-                if f not in params:
-                    self.err(
-                        f"placeholder {{{f}}} is not a parameter of {name}",
-                        self.where("tool", name, f"intents[{i}]"),
-                        tmpl,
-                    )
+        intents: list[Intent] = []
+        for i, it in enumerate(ts.intents):
+            w = self.where("tool", name, f"intents[{i}]")
+            problems = template_problems(it.text, params)
+            for msg in problems:
+                self.err(msg, w, it.text)
+            ok = ok and not problems
+            guard: ir.Expr | None = None
+            if it.when is not None:
+                try:
+                    guard = el.condition(it.when, scope)
+                except ExprError as exc:
+                    self.err(exc.message, f"{w}.when", it.when, exc.col)
                     ok = False
+            intents.append(Intent(it.text, guard, it.when))
         if not ok:
             return None
         return ToolDef(
@@ -392,7 +394,7 @@ class _Compiler:
             tuple(effects),
             ret,
             ts.returns,
-            tuple(ts.intents),
+            tuple(intents),
         )
 
     def run(self) -> Domain:
@@ -408,6 +410,7 @@ class _Compiler:
             t = self.tool(name, el)
             if t is not None:
                 tools[name] = t
+        phrases = self.phrases(ents, tools)
         if self.problems:
             raise DomainError(self.problems)
         dumped = self.spec.model_dump(mode="json")
@@ -416,6 +419,12 @@ class _Compiler:
                 e.pop("generate", None)
             if not e.get("invariants"):  # likewise for entities without invariants
                 e.pop("invariants", None)
+        # Unguarded intents and an empty phrase table hash as they did before guards and
+        # phrases existed, so domains that use neither keep their hash.
+        for t in dumped["tools"].values():
+            t["intents"] = [x["text"] if x["when"] is None else x for x in t["intents"]]
+        if not dumped["phrases"]:
+            dumped.pop("phrases")
         return Domain(
             self.spec.name,
             self.spec.description,
@@ -425,7 +434,72 @@ class _Compiler:
             self.enums,
             self.source,
             canonical_json(dumped),
+            phrases,
         )
+
+    def phrases(self, ents: dict[str, EntityDef], tools: dict[str, ToolDef]) -> dict[str, Phrase]:
+        """The ``phrases:`` table, each key checked against the schema."""
+        out: dict[str, Phrase] = {}
+        for key, ps in self.spec.phrases.items():
+            w = f"phrases {key!r}"
+            owner, _, member = key.partition(".")
+            ty: Ty | None = None
+            if owner in ents and member in ents[owner].fields:
+                ty = ents[owner].fields[member].ty
+            elif owner in tools and member in tools[owner].params:
+                ty = tools[owner].params[member].ty
+            if ty is None:
+                if owner not in self.spec.entities and owner not in self.spec.tools:
+                    self.err("not an Entity.field or tool.param of this domain", w)
+                elif owner in ents or owner in tools:  # else the owner has its own errors
+                    self.err(f"{owner} has no field or parameter {member!r}", w)
+                continue
+            if ps.form is not None and "{value}" not in ps.form:
+                self.err("a form needs the {value} placeholder", w, ps.form)
+            members = (
+                set(ty.values)
+                if isinstance(ty, EnumT)
+                else {"true", "false"}
+                if ty == BOOL
+                else None
+            )
+            if ps.words and members is None:
+                self.err(f"words are for enum and bool fields, not {ty.show()}", w)
+            elif members is not None and set(ps.words) - members:
+                self.err(f"words for non-members {sorted(set(ps.words) - members)}", w)
+            if ps.noun and not isinstance(ty, EnumT):
+                self.err("only an enum field can be a noun", w)
+            if ps.relation is not None and not isinstance(ty, RefT):
+                self.err("a relation name is for reference fields", w)
+            if ps.now and (ty != DATE or owner not in tools):
+                self.err("now is for date parameters of a tool", w)
+            out[key] = Phrase(
+                ps.form, ps.before, dict(ps.words), ps.noun, ps.relation, ps.name, ps.now
+            )
+        return out
+
+
+def template_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
+    """What is wrong with an intent template: unknown placeholders, bad inflections.
+
+    ``{p}`` says parameter ``p``. ``{n:noun}`` (``n`` an int) says ``noun`` in the number
+    ``n`` asks for ("ticket" -> "tickets"; ``person/people`` names an irregular plural).
+    ``{b:yes words|no words}`` (``b`` a bool) says one of two phrases.
+    """
+    try:
+        fields = [(f, sp) for _, f, sp, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:
+        return [f"bad template: {exc}"]
+    out = []
+    for f, sp in fields:
+        p = params.get(f)
+        if p is None:
+            out.append(f"placeholder {{{f}}} is not a parameter")
+        elif sp and p.ty == BOOL and sp.count("|") != 1:
+            out.append(f"{{{f}:...}} of a bool needs two phrases 'yes|no'")
+        elif sp and p.ty not in (BOOL, INT):
+            out.append(f"{{{f}:{sp}}}: inflection is for int and bool parameters")
+    return out
 
 
 def _fit(e: ir.Expr, want: Ty) -> ir.Expr | None:

@@ -9,6 +9,9 @@ Shorthands accepted for a field or parameter type: ``int``, ``str``, ``bool``,
 ``date``, an entity name (a reference to it), ``list[Entity]``, ``Entity.field`` (for
 parameters: a value of that field), or a mapping with ``type`` and options.
 
+Intents may carry guards (:class:`IntentSpec`), and a top-level ``phrases:`` block
+(:class:`PhraseSpec`) says how fields and parameters are said in instructions.
+
 An entity may carry a ``generate:`` block (see :class:`GenerateSpec`) with ``derive``
 (fields computed from the rest of the state) and ``require`` (conditions every
 generated row satisfies), over the row variable ``x``, and a list of ``invariants``
@@ -195,6 +198,67 @@ class CheckSpec(_Strict):
         return {"check": v} if isinstance(v, str) else v
 
 
+class IntentSpec(_Strict):
+    """One instruction template of a tool, with an optional guard.
+
+    ``text`` is the template (``{param}`` placeholders). ``when`` is a bool expression over
+    the tool's parameters, like a ``requires`` check: every factual claim the text makes
+    ("My flight was cancelled") is stated as a guard, and the template is used only when
+    the guard holds on the state the request is made in. A bare string is an intent with
+    no guard (it must claim nothing that could be false).
+    """
+
+    text: str
+    when: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return {"text": v} if isinstance(v, str) else v
+
+
+class PhraseSpec(_Strict):
+    """How a field (``Entity.field``) or a tool parameter (``tool.param``) is said.
+
+    * ``form``: how a referring atom on the field reads after the noun, ``{value}`` being
+      the spoken value ("placed on {value}", "with ${value} on it", "in {value}");
+    * ``before``: the atom goes before the noun instead ("my pending order");
+    * ``words``: enum members (or ``true``/``false`` of a bool) as words
+      (``gift_card: gift card``); members not listed are said with spaces for ``_``;
+    * ``noun``: an enum field whose word names the row ("my credit card" for a payment
+      method of kind credit_card) instead of the entity's name;
+    * ``relation``: for a reference field, what the referenced row is to this one
+      ("departure airport" for ``Flight.origin``): "the code of the departure airport
+      of flight GG4370", never the ambiguous "the airport of the flight";
+    * ``name``: what the field is called in a question ("available credit" for
+      ``PaymentMethod.available``); default: the field's name with spaces;
+    * ``now``: a date parameter that is today's date. A task has one today, later than
+      every date stored in the fields the tool writes it to; the instruction states it
+      once, first ("Today is 2026-05-10."), never inside a request.
+    """
+
+    form: str | None = None
+    before: bool = False
+    words: dict[str, str] = Field(default_factory=dict)
+    noun: bool = False
+    relation: str | None = None
+    name: str | None = None
+    now: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return {"form": v} if isinstance(v, str) else v
+
+    @field_validator("words", mode="before")
+    @classmethod
+    def _bool_keys(cls, v: Any) -> Any:
+        # YAML reads `true:` as a bool key; words are keyed by the value's text.
+        if isinstance(v, dict):
+            return {(str(k).lower() if isinstance(k, bool) else str(k)): w for k, w in v.items()}
+        return v
+
+
 class ToolSpec(_Strict):
     """A tool: typed params, ``requires`` (all must hold), ``effects``, ``returns``."""
 
@@ -203,7 +267,7 @@ class ToolSpec(_Strict):
     requires: list[CheckSpec] = Field(default_factory=list)
     effects: list[str] = Field(default_factory=list)
     returns: str | None = None
-    intents: list[str] = Field(
+    intents: list[IntentSpec] = Field(
         default_factory=list,
         description="instruction templates; {param} placeholders are filled by tasks",
     )
@@ -228,3 +292,6 @@ class DomainSpec(_Strict):
     enums: dict[str, list[str]] = Field(default_factory=dict)
     entities: dict[str, EntitySpec]
     tools: dict[str, ToolSpec]
+    phrases: dict[str, PhraseSpec] = Field(
+        default_factory=dict, description="Entity.field or tool.param -> how it is said"
+    )

@@ -45,7 +45,7 @@ from graphgen.tasks.identity import identity_problem
 from graphgen.tasks.model import Call, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Knowledge
 from graphgen.tasks.referring import matching_keys
-from graphgen.tasks.render import stated
+from graphgen.tasks.render import spoken_forms, stated
 
 REASONS = (
     "bad_chain",
@@ -391,7 +391,7 @@ def check_candidate(
     know = run.knowledge
     # 2. the instruction states the givens and leaks no internal id
     for g in givens:
-        if not stated(instruction, g.value):
+        if not stated(instruction, g.value, spoken_forms(domain, g.sort, g.value)):
             return GateResult(False, "given_not_stated", f"{g.sort}={g.value!r}")
     for c in [*chain, *([refused_call] if refused_call else [])]:
         tool = domain.tools[c.tool]

@@ -34,13 +34,29 @@ from graphgen.interp import (
     footprint,
     precheck,
 )
-from graphgen.knowledge import Sort, param_sort
+from graphgen.knowledge import Sort, param_sort, parse_sort
 from graphgen.state import State, diff
+from graphgen.tasks.dryrun import call_dependencies
 from graphgen.tasks.identity import identified_principals, principal_entity
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
-from graphgen.tasks.referring import describe, humanize, stated_facts
-from graphgen.tasks.render import intent_text, join_intents, opener, stated
+from graphgen.tasks.referring import (
+    absorb_givens,
+    describe,
+    field_name,
+    humanize,
+    relation_name,
+    stated_facts,
+)
+from graphgen.tasks.render import (
+    NoTrueIntent,
+    intent_text,
+    join_intents,
+    now_params,
+    opener,
+    stated,
+    today_of,
+)
 from graphgen.tasks.values import free_value
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
 
@@ -96,6 +112,7 @@ class Expander:
         self.usage: dict[str, int] = {t: 0 for t in domain.tools}
         self.principal = principal_entity(domain)
         self._reads_of: tuple[State, ReadCache] | None = None
+        self.today: str | None = None  # today's date on the current state (render.today_of)
 
     # ----------------------------------------------------------------- helpers
 
@@ -104,6 +121,7 @@ class Expander:
         draws ~25 candidates per state, and most of their lookups repeat)."""
         if self._reads_of is None or self._reads_of[0] is not initial:
             self._reads_of = (initial, {})
+            self.today = today_of(self.domain, initial)
         return self._reads_of[1]
 
     def _owner(self, st: State, entity: str, key: Any) -> tuple[str, str] | None:
@@ -132,9 +150,12 @@ class Expander:
         self, tool: ToolDef, st: State, planner: Planner, rng: random.Random
     ) -> dict[str, list[Any]]:
         pools: dict[str, list[Any]] = {}
+        nows = now_params(self.domain, tool)
         for name, p in tool.params.items():
             s = param_sort(p)
-            if s.kind == "free":
+            if name in nows:
+                pools[name] = [self.today]
+            elif s.kind == "free":
                 pools[name] = [free_value(self.domain, tool, p, rng, st) for _ in range(3)]
             else:
                 vals = planner.candidates(s)
@@ -224,6 +245,30 @@ class Expander:
             return False
         return initial.tables[entity][key][shown] in planner.chain[i].args.values()
 
+    def _absorb(
+        self,
+        initial: State,
+        targets: dict[tuple[str, str], Target],
+        givens: list[Given],
+        principal: tuple[str, str] | None,
+    ) -> dict[tuple[str, str], Target]:
+        """The targets retold with the givens true of them (:func:`absorb_givens`), so
+        "Standing Desk" is said of the item it is, not as a loose fact in the opener."""
+        loose: list[tuple[str, str, Any]] = []
+        for g in givens:
+            s = parse_sort(g.sort)
+            ent, _, fld = s.name.partition(".")
+            if s.kind == "field" and ent != self.principal:
+                loose.append((ent, fld, g.value))
+        out = dict(targets)
+        for k, t in targets.items():
+            if not loose:
+                break
+            new, used = absorb_givens(self.domain, initial, t, loose, principal)
+            out[k] = new
+            loose = [x for i, x in enumerate(loose) if i not in used]
+        return out
+
     def _reveal(self, planner: Planner, entity: str, key: Any) -> None:
         """Add a read that shows the whole row (so the agent can match the description)."""
         for t in self._pick_tool(self.domain.read_tools, planner.rng):
@@ -253,6 +298,7 @@ class Expander:
         created: dict[Any, str] = {}
         principal: tuple[str, str] | None = None
         intent_writes: list[set[tuple[str, str, str]]] = []
+        said_on: list[State] = []  # the state each request is made in (for its guards)
         pinned: list[tuple[str, str, str]] = []  # every cell an intent writes
         for i in range(n):
             done = False
@@ -299,6 +345,7 @@ class Expander:
                     planner.forget_reads()
                     continue
                 intent_writes.append(written)
+                said_on.append(before)
                 pinned.extend(c for c in cells if c not in pinned)
                 targets = ok_targets
                 principal = principal or owner
@@ -313,14 +360,28 @@ class Expander:
                 break
         goal = Goal(changes=_changes(initial, st, pinned))
         chain = prune_reads(self.domain, planner, explored)
-        sentences = [
-            intent_text(
-                self.domain, self.domain.tools[c.tool], c.args, rng, targets, created, principal
-            )
-            for c in intents
-        ]
-        body = join_intents(sentences, rng)
-        text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
+        targets = self._absorb(initial, targets, planner.givens, principal)
+        try:
+            sentences = [
+                intent_text(
+                    self.domain,
+                    self.domain.tools[c.tool],
+                    c.args,
+                    rng,
+                    targets,
+                    created,
+                    principal,
+                    said_on[i],
+                )
+                for i, c in enumerate(intents)
+            ]
+        except NoTrueIntent:
+            raise NoCandidate("no_true_intent") from None
+        depends = _intent_dependencies(self.domain, initial, planner.givens, chain, intents)
+        body = join_intents(sentences, rng, depends)
+        text = _with_opener(
+            self.domain, planner.givens, rng, body, self.principal, _today(self.domain, intents)
+        )
         return Candidate(
             "action",
             "walk" if walk else "backward",
@@ -392,9 +453,12 @@ class Expander:
     ) -> dict[str, Any] | None:
         """Arguments drawn only from what the walk already knows (plus enums/free)."""
         pools: dict[str, list[Any]] = {}
+        nows = now_params(self.domain, tool)
         for name, p in tool.params.items():
             s = param_sort(p)
-            if s.kind == "free":
+            if name in nows:
+                pools[name] = [self.today]
+            elif s.kind == "free":
                 pools[name] = [free_value(self.domain, tool, p, rng, st) for _ in range(3)]
             elif s.kind == "enum":
                 pools[name] = list(p.ty.values)  # type: ignore[attr-defined]
@@ -459,7 +523,12 @@ class Expander:
                 if not ok:
                     planner.restore(snap)
                     continue
-                body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
+                targets = self._absorb(initial, targets, planner.givens, principal)
+                try:
+                    body = intent_text(self.domain, tool, args, rng, targets, {}, principal, st)
+                except NoTrueIntent:
+                    planner.restore(snap)
+                    continue
                 if any(stated(body, v) for v in values):
                     planner.restore(snap)
                     continue
@@ -541,6 +610,8 @@ class Expander:
                 ok2 = any(c.tool == t2.name and c.args == a2 for c in planner.chain)
                 if ok1 and not ok2:
                     ok2, _ = planner.call(t2.name, a2)
+                if target is not None:
+                    target = self._absorb(initial, named, planner.givens, principal)[(ent, key)]
                 subject = (
                     target.phrase
                     if target
@@ -548,12 +619,27 @@ class Expander:
                     if edef.key_givable
                     else f"my {humanize(ent)}"
                 )
+                # The phrase names the relation it follows ("the departure airport of
+                # flight GG4370"), and the related row's target description follows that
+                # same field, so its uniqueness is proven for the phrase as written.
+                rel = relation_name(self.domain, ent, fname)
+                inner = (
+                    re.sub(r"\bx\.", "y.", target.description)
+                    if target
+                    else f"y.{edef.key} == {key!r}"
+                )
+                related = Target(
+                    entity=other,
+                    key=u,
+                    phrase=f"the {rel} of {subject}",
+                    description=(f"any(y.{fname} == x.{odef.key} for y in {ent} if {inner})"),
+                )
                 body = rng.choice(
                     (
-                        "What is the {g} of the {o} of {s}?",
-                        "Could you tell me the {g} of the {o} of {s}?",
+                        "What is the {g} of {r}?",
+                        "Could you tell me the {g} of {r}?",
                     )
-                ).format(g=humanize(gname), o=humanize(other), s=subject)
+                ).format(g=field_name(self.domain, other, gname), r=related.phrase)
                 text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
                 if not (ok1 and ok2) or stated(text, value):
                     planner.restore(snap)
@@ -564,7 +650,7 @@ class Expander:
                     initial,
                     list(planner.chain),
                     list(planner.givens),
-                    [target] if target else [],
+                    [*([target] if target else []), related],
                     text,
                     Goal(changes=[], answer=[value]),
                 )
@@ -595,10 +681,13 @@ class Expander:
                 snap = planner.snapshot()
                 principal = self._owner(initial, ent, key)
                 edef = self.domain.entities[ent]
+                # A user knows their own givable details (their name, their zip): asking
+                # for them is not a question a customer would put.
+                own = principal is not None and (ent, key) == principal
                 askable = [
                     f
                     for f, fd in edef.fields.items()
-                    if fd.ty in (INT, STR, DATE) and not fd.unique
+                    if fd.ty in (INT, STR, DATE) and not fd.unique and not (own and fd.givable)
                 ]
                 if not askable:
                     break
@@ -620,11 +709,15 @@ class Expander:
                 ok, _ = planner.call(tool.name, {pname: key})
                 if not ok:
                     continue
+                if target is not None:
+                    target = self._absorb(initial, {(ent, key): target}, planner.givens, principal)[
+                        (ent, key)
+                    ]
                 if target is None and not edef.key_givable:
                     q = rng.choice(
                         ("What is my {f}?", "Could you tell me my {f}?", "I need to know my {f}.")
                     )
-                    body = q.format(f=humanize(fname))
+                    body = q.format(f=field_name(self.domain, ent, fname))
                 else:
                     subject = target.phrase if target else f"{humanize(ent)} {key}"
                     q = rng.choice(
@@ -634,7 +727,7 @@ class Expander:
                             "I need to know the {f} of {s}.",
                         )
                     )
-                    body = q.format(f=humanize(fname), s=subject)
+                    body = q.format(f=field_name(self.domain, ent, fname), s=subject)
                 text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
                 return Candidate(
                     "information",
@@ -695,8 +788,20 @@ class Expander:
                 if not planner.know.knows(Sort("field", f"{ent}.{bfield}"), bval):
                     planner.restore(snap)
                     continue
-            body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
-            text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
+            targets = self._absorb(initial, targets, planner.givens, principal)
+            try:
+                body = intent_text(self.domain, tool, args, rng, targets, {}, principal, st)
+            except NoTrueIntent:
+                planner.restore(snap)
+                continue
+            text = _with_opener(
+                self.domain,
+                planner.givens,
+                rng,
+                body,
+                self.principal,
+                _today(self.domain, [Call(tool=tool.name, args=args)]),
+            )
             self.usage[tool.name] += 1
             return Candidate(
                 "refusal",
@@ -745,10 +850,47 @@ def _direct_answer(domain: Domain, tool: ToolDef) -> bool:
 
 
 def _with_opener(
-    domain: Domain, givens: list[Given], rng: random.Random, body: str, principal: str | None = None
+    domain: Domain,
+    givens: list[Given],
+    rng: random.Random,
+    body: str,
+    principal: str | None = None,
+    today: Any = None,
 ) -> str:
-    head = opener(domain, givens, rng, body, principal)
+    head = opener(domain, givens, rng, body, principal, today)
     return (head + " " + body).strip() if head else body
+
+
+def _today(domain: Domain, calls: list[Call]) -> Any:
+    """The date the requests give as today (their ``now`` arguments), if any."""
+    for c in calls:
+        for p in sorted(now_params(domain, domain.tools[c.tool])):
+            if p in c.args:
+                return c.args[p]
+    return None
+
+
+def _intent_dependencies(
+    domain: Domain, initial: State, givens: list[Given], chain: list[Call], intents: list[Call]
+) -> list[bool]:
+    """Per request, whether it needs an earlier request's result (transitively through
+    the reads between them): the data dependencies the dry-run gate orders calls by
+    (:func:`~graphgen.tasks.dryrun.call_dependencies`). Only such a request is said to
+    come "then"; the others are in any order."""
+    if len(intents) < 2:
+        return [False] * len(intents)
+    deps = call_dependencies(domain, initial, givens, chain)
+    closure: list[set[int]] = []
+    for d in deps:
+        closure.append(set(d).union(*(closure[j] for j in d)))
+    at: list[int] = []
+    for c in intents:
+        i = next((j for j, x in enumerate(chain) if x.tool == c.tool and x.args == c.args), -1)
+        at.append(i)
+    return [
+        k > 0 and at[k] >= 0 and any(at[j] in closure[at[k]] for j in range(k) if at[j] >= 0)
+        for k in range(len(intents))
+    ]
 
 
 def _created(domain: Domain, before: State, after: State) -> list[tuple[str, str]]:

@@ -41,6 +41,53 @@ def _atom_src(field: str, value: Any) -> str:
     return f"x.{field} == {value!r}"
 
 
+def words(domain: Domain, where: str, value: Any) -> str:
+    """How a user says an enum member or a flag of ``where`` (``Entity.field`` or
+    ``tool.param``): the domain's ``phrases`` words, else the member with spaces
+    (``gift_card`` -> ``gift card``). Other values are said as they are."""
+    ph = domain.phrases.get(where)
+    key = str(value).lower() if isinstance(value, bool) else str(value)
+    if ph is not None and key in ph.words:
+        return ph.words[key]
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value).replace("_", " ") if _is_enum(domain, where) else str(value)
+
+
+def _is_enum(domain: Domain, where: str) -> bool:
+    owner, _, member = where.partition(".")
+    if owner in domain.entities:
+        fd = domain.entities[owner].fields.get(member)
+        return fd is not None and isinstance(fd.ty, EnumT)
+    tool = domain.tools.get(owner)
+    p = tool.params.get(member) if tool is not None else None
+    return p is not None and isinstance(p.ty, EnumT)
+
+
+def field_name(domain: Domain, entity: str, field: str) -> str:
+    """What a field is called in a question: the domain's ``name`` phrase ("available
+    credit"), else the field's name with spaces."""
+    ph = domain.phrases.get(f"{entity}.{field}")
+    return ph.name if ph is not None and ph.name else humanize(field)
+
+
+def relation_name(domain: Domain, entity: str, field: str) -> str:
+    """What the row a reference field points to is called from ``entity``'s side: the
+    domain's ``relation`` phrase ("departure airport" for ``Flight.origin``), else the
+    field's name ("product" for ``product_id``)."""
+    ph = domain.phrases.get(f"{entity}.{field}")
+    if ph is not None and ph.relation:
+        return ph.relation
+    base = field[:-3] if field.endswith("_id") else field
+    return humanize(base)
+
+
+# Where an atom's words go: the owner ("my ..."), the noun itself ("my credit card"),
+# before the noun ("my pending order") or after it ("... placed on 2026-03-02").
+# A display field whose form is the bare value is a name ("flight GG4370").
+_OWNER, _NOUN, _BEFORE, _AFTER, _NAME = "owner", "noun", "before", "after", "name"
+
+
 def _phrase_atom(
     domain: Domain,
     entity: str,
@@ -48,28 +95,88 @@ def _phrase_atom(
     value: Any,
     principal: tuple[str, str] | None,
     state: State | None = None,
-) -> str | None:
-    fd = domain.entities[entity].fields[field]
+) -> tuple[str, str] | None:
+    """How one ``x.field == value`` atom reads, and where (``_OWNER`` .. ``_AFTER``)."""
+    edef = domain.entities[entity]
+    fd = edef.fields[field]
+    ph = domain.phrases.get(f"{entity}.{field}")
+    place = _BEFORE if ph is not None and ph.before else _AFTER
+    if ph is not None and ph.form == "{value}" and field == edef.display and fd.unique:
+        place = _NAME
+
+    def form(said: str, default: str) -> tuple[str, str]:
+        if ph is not None and ph.form:
+            text = ph.form
+            if isinstance(value, int) and not isinstance(value, bool):
+                # "with {value} checked {value:bag}": the noun agrees with the number
+                text = re.sub(r"\{value:([^}]+)\}", lambda m: plural(m.group(1), value), text)
+            return (text.replace("{value}", said), place)
+        return (default, place)
+
     if isinstance(fd.ty, RefT):
         if principal is not None and (fd.ty.entity, value) == principal:
-            return ""  # rendered as "my": the user is speaking
-        # Another row, named by its own unique display field ("with flight GG123");
-        # otherwise an internal id the user cannot say.
+            return ("", _OWNER)  # rendered as "my": the user is speaking
+        # Another row, named by its own unique display field and by the relation this
+        # field is ("with departure airport JFK", never just "with airport JFK": a flight
+        # has two airports); otherwise an internal id the user cannot say.
         target = domain.entities[fd.ty.entity]
         shown = target.fields.get(target.display or "")
         row = state.tables[fd.ty.entity].get(value) if state is not None else None
         if shown is not None and shown.unique and row is not None:
-            return f"with {humanize(fd.ty.entity)} {row[shown.name]}"
+            said = str(row[shown.name])
+            return form(said, f"with {relation_name(domain, entity, field)} {said}")
         return None
     if fd.ty == BOOL:
-        return f"that is {'' if value else 'not '}{humanize(field)}"
-    if fd.ty == DATE:
-        return f"{humanize(field)} {value}"
+        if ph is not None and str(value).lower() in ph.words:
+            return (ph.words[str(value).lower()], place)
+        return (f"that is {'' if value else 'not '}{humanize(field)}", _AFTER)
     if isinstance(fd.ty, EnumT):
-        return f"with {humanize(field)} {value}"
+        said = words(domain, f"{entity}.{field}", value)
+        if ph is not None and ph.noun:
+            return (said, _NOUN)
+        return form(said, f"with {humanize(field)} {said}")
+    if fd.ty == DATE:
+        return form(str(value), f"{humanize(field)} {value}")
     if fd.ty in (INT, STR):
-        return f"with {humanize(field)} {value}"
+        return form(str(value), f"with {humanize(field)} {value}")
     return None
+
+
+def plural(noun: str, n: int) -> str:
+    """``noun`` for ``n`` things: "bag"/"bags"; ``person/people`` gives both forms."""
+    one, _, many = noun.partition("/")
+    if n == 1:
+        return one
+    if many:
+        return many
+    if one.endswith(("s", "x", "ch", "sh")):
+        return one + "es"
+    if one.endswith("y") and one[-2:-1] not in "aeiou":
+        return one[:-1] + "ies"
+    return one + "s"
+
+
+def phrase_of(label: str, atoms: list[tuple[str, str]]) -> str:
+    """The noun phrase for atoms (words, place): "my gift card with $446 on it"; a row
+    named by its display value alone reads like a name ("flight GG4370")."""
+    name = next((w for w, p in atoms if p == _NAME), None)
+    if name is not None:  # "flight GG7876 to MCI on 2026-05-15": a name takes no article
+        return " ".join([f"{label} {name}", *(w for w, p in atoms if p != _NAME)])
+    owned = any(p == _OWNER for _, p in atoms)
+    noun = next((w for w, p in atoms if p == _NOUN), label)
+    before = [w for w, p in atoms if p == _BEFORE]
+    after = [w for w, p in atoms if p == _AFTER]
+    phrase = ("my " if owned else "the ") + " ".join([*before, noun])
+    if len(after) > 1:
+        return f"{phrase} {', '.join(after[:-1])} and {after[-1]}"
+    return phrase + (" " + after[0] if after else "")
+
+
+def given_phrase(domain: Domain, entity: str, values: list[tuple[str, Any]]) -> str:
+    """A noun phrase for given values of one entity that no target says: "the item in
+    lavender and in size XL", "the product Standing Desk"."""
+    said = [_phrase_atom(domain, entity, f, v, None) for f, v in values]
+    return phrase_of(humanize(entity), [p for p in said if p is not None and p[1] != _OWNER])
 
 
 def describe(
@@ -83,7 +190,8 @@ def describe(
     """A :class:`Target` naming ``entity`` row ``key`` uniquely, or None if none is found.
 
     ``principal`` is the (entity, key) of the user the instruction speaks for; a row that
-    belongs to it is phrased "my ...".
+    belongs to it is phrased "my ...". The words of each atom come from the domain's
+    ``phrases`` (enum members as words, relation names, forms such as "placed on ...").
     """
     edef = domain.entities[entity]
     label = humanize(entity)
@@ -92,7 +200,7 @@ def describe(
             entity=entity, key=key, phrase=f"{label} {key}", description=f"x.{edef.key} == {key!r}"
         )
     row = state.tables[entity][key]
-    atoms: list[tuple[str, str, str]] = []  # (field, src, phrase)
+    atoms: list[tuple[str, str, tuple[str, str]]] = []  # (field, src, (words, place))
     for fname, fd in edef.fields.items():
         if isinstance(fd.ty, ListT):
             continue
@@ -102,8 +210,10 @@ def describe(
         atoms.append((fname, _atom_src(fname, row[fname]), ph))
     # A row the user owns is always "my ...": the owner atom is free and natural, so the
     # search only adds atoms that tell it apart from the user's other rows.
-    owner = [a for a in atoms if a[2] == ""][:1]
-    atoms = [a for a in atoms if a[2] != ""]
+    # A noun field ("my credit card") is said anyway, so it is part of every description.
+    owner = [a for a in atoms if a[2][1] == _OWNER][:1]
+    owner += [a for a in atoms if a[2][1] == _NOUN][:1]
+    atoms = [a for a in atoms if a[2][1] not in (_OWNER, _NOUN)]
     rng.shuffle(atoms)
     atoms.sort(key=lambda a: a[0] != edef.display)
     others = {k: r for k, r in state.tables[entity].items() if k != key}
@@ -112,18 +222,79 @@ def describe(
             combo = (*owner, *rest)
             if any(all(r.get(f) == row[f] for f, _, _ in combo) for r in others.values()):
                 continue
-            owned = any(ph == "" for _, _, ph in combo)
-            words = [ph for _, _, ph in combo if ph]
-            phrase = ("my " if owned else "the ") + label
-            if words:
-                phrase += " " + " and ".join(words)
             return Target(
                 entity=entity,
                 key=key,
-                phrase=phrase,
+                phrase=phrase_of(label, [ph for _, _, ph in combo]),
                 description=" and ".join(src for _, src, _ in combo),
             )
     return None
+
+
+_ATOM = re.compile(r"^x\.(\w+) == (.+)$")
+
+
+def absorb_givens(
+    domain: Domain,
+    state: State,
+    target: Target,
+    given: list[tuple[str, str, Any]],
+    principal: tuple[str, str] | None = None,
+) -> tuple[Target, set[int]]:
+    """``target`` retold with the given values that are true of it, and which givens
+    (indexes into ``given``: (entity, field, value)) it now states.
+
+    An instruction that must state "Standing Desk" and "XXL" says them about the row
+    they describe ("the Standing Desk item in size XXL priced at $727"), not in a list
+    of loose facts. A value of the target's own field joins as an atom on that field; a
+    display value of a row the target refers to joins as an atom on the reference field.
+    The description gains the same atoms, so it stays true and stays unique.
+    """
+    atoms = [_ATOM.match(a) for a in target.description.split(" and ")]
+    if not atoms or any(m is None for m in atoms) or domain.entities[target.entity].key_givable:
+        return target, set()
+    fields = [m.group(1) for m in atoms if m is not None]
+    edef = domain.entities[target.entity]
+    row = state.tables[target.entity][target.key]
+    used: set[int] = set()
+    for i, (ent, fld, value) in enumerate(given):
+        if ent == target.entity and fld in edef.fields and row.get(fld) == value:
+            add = fld
+        else:
+            add = next(
+                (
+                    f
+                    for f, fd in edef.fields.items()
+                    if isinstance(fd.ty, RefT)
+                    and fd.ty.entity == ent
+                    and domain.entities[ent].display == fld
+                    and state.tables[ent].get(row[f], {}).get(fld) == value
+                ),
+                "",
+            )
+        if not add:
+            continue
+        if add not in fields:
+            if len(fields) >= MAX_ATOMS + 2:
+                continue
+            if _phrase_atom(domain, target.entity, add, row[add], principal, state) is None:
+                continue
+            fields.append(add)
+        used.add(i)
+    if not used:
+        return target, set()
+    said = [_phrase_atom(domain, target.entity, f, row[f], principal, state) for f in fields]
+    if any(p is None for p in said):
+        return target, set()
+    return (
+        Target(
+            entity=target.entity,
+            key=target.key,
+            phrase=phrase_of(humanize(target.entity), [p for p in said if p is not None]),
+            description=" and ".join(_atom_src(f, row[f]) for f in fields),
+        ),
+        used,
+    )
 
 
 def stated_facts(domain: Domain, state: State, target: Target) -> list[tuple[Sort, Any]]:

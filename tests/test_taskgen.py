@@ -29,7 +29,7 @@ from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.expand import GenOptions, principal_entity
 from graphgen.tasks.model import Task
 from graphgen.tasks.referring import describe, humanize, matching_keys
-from graphgen.tasks.render import stated
+from graphgen.tasks.render import spoken_forms, stated
 from graphgen.tasks.taskset import GenResult, TaskSetError, generate, read_taskset, write_taskset
 from graphgen.types import RefT
 
@@ -102,7 +102,8 @@ def test_every_task_is_well_formed(name: str, n: int) -> None:
         else:
             assert not t.goal.changes and t.goal.answer
         for g in t.givens:
-            assert stated(t.instruction, g.value), (t.id, g)
+            forms = spoken_forms(domain, g.sort, g.value)
+            assert stated(t.instruction, g.value, forms), (t.id, g)
         res_gate = check_candidate(
             domain,
             t.kind,
