@@ -9,9 +9,9 @@ reason, counted in the task-set manifest; the original text is then kept):
 
 ``request_failed``
     the endpoint did not answer after :attr:`Paraphraser.retries` retries;
-``empty_reply`` / ``too_long``
-    the reply is empty, or more than twice as long as the original plus
-    :data:`SLACK` characters (chatter around the rewrite);
+``empty_reply`` / ``too_long`` / ``meta_reply``
+    the reply is empty, more than twice as long as the original plus :data:`SLACK`
+    characters, or opens by talking about the task ("Sure! Here is the rewrite: …");
 ``given_not_stated``
     a given value is not stated as a whole token — the gate's own check,
     :func:`graphgen.tasks.render.stated`;
@@ -23,6 +23,9 @@ reason, counted in the task-set manifest; the original text is then kept):
 ``value_dropped``
     the original mentions a value the rewrite does not (a referring phrase's date or
     colour: the target must stay the one the proofs showed unique);
+``order_dropped``
+    the original states an order ("then", "once that's done", "first", …) and the
+    rewrite has none of those words;
 any reason of the dry-run gate
     :func:`graphgen.tasks.dryrun.check_candidate` is re-run in full with the new text
     (``answer_in_instruction``, ``id_leak``, ``ambiguous_target``, …).
@@ -145,6 +148,14 @@ _TIME_WORDS = frozenset(
         "december",
     }
 )
+# Words that state an order between requests ("Then", "Once that's done", "first … then").
+# A reply that talks about the rewrite instead of being it.
+_META = re.compile(
+    r"^(?:sure|certainly|of course|okay|ok|here(?:'s| is| are))\b[^:]{0,60}:|"
+    r"\b(?:rewrit(?:e|ten)|paraphrase[ds]?)\b",
+    re.IGNORECASE,
+)
+_ORDER_WORDS = frozenset({"then", "after", "afterwards", "once", "first", "before", "next"})
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _DIGIT_TOKEN = re.compile(r"[\w@.+$/:-]*\d[\w@.+$/:-]*")
 _TOKEN_EDGE = ".,:;/+$-"
@@ -463,13 +474,16 @@ def counts_for(model: str, counts: Counter[str]) -> ParaphraseCounts:
 
 def rewrite_problem(domain: Domain, task: Task, text: str, lex: Lexicon | None = None) -> str:
     """Why ``text`` may not replace ``task.instruction`` by the text checks ("" if it may):
-    ``empty_reply``, ``too_long``, ``given_not_stated``, ``id_leak``, ``new_value`` or
-    ``value_dropped``. The gate's own checks come after these (:meth:`Paraphraser.apply`)."""
+    ``empty_reply``, ``too_long``, ``meta_reply``, ``given_not_stated``, ``id_leak``, ``new_value``,
+    ``value_dropped`` or ``order_dropped``. The gate's own checks come after these
+    (:meth:`Paraphraser.apply`)."""
     lex = lex or lexicon(domain, task.initial_state)
     if not text:
         return "empty_reply"
     if len(text) > 2 * len(task.instruction) + SLACK:
         return "too_long"
+    if _META.search(text) and not _META.search(task.instruction):
+        return "meta_reply"
     if any(not stated(text, g.value) for g in task.givens):
         return "given_not_stated"
     before, after = values_in(task.instruction, lex), values_in(text, lex)
@@ -481,4 +495,10 @@ def rewrite_problem(domain: Domain, task: Task, text: str, lex: Lexicon | None =
         return "new_value"
     if before - after:
         return "value_dropped"
+    if _order_words(task.instruction) and not _order_words(text):
+        return "order_dropped"
     return ""
+
+
+def _order_words(text: str) -> set[str]:
+    return {w.lower() for words in _runs(text) for w in words} & _ORDER_WORDS

@@ -157,7 +157,15 @@ def test_a_rewrite_that_adds_a_status_or_drops_a_described_value_is_refused(
     assert rewrite_problem(retail, task, dropped) == "value_dropped"
     assert rewrite_problem(retail, task, "") == "empty_reply"
     assert rewrite_problem(retail, task, task.instruction * 3) == "too_long"
+    meta = "Sure! Here is a more natural version: " + task.instruction
+    assert rewrite_problem(retail, task, meta) == "meta_reply"
     assert rewrite_problem(retail, task, "Please: " + task.instruction) == ""
+    # A stated order must stay stated.
+    two = next(t for t in plain.tasks if "Once that's done" in t.instruction)
+    assert rewrite_problem(retail, two, two.instruction.replace("Once that's done,", "And")) == (
+        "order_dropped"
+    )
+    assert rewrite_problem(retail, two, two.instruction.replace("Once that's done,", "Then")) == ""
 
 
 def test_values_are_tokens_emails_number_words_and_named_values(retail: Domain) -> None:
