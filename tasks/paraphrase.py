@@ -49,7 +49,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -369,9 +369,9 @@ class Paraphraser:
     backoff_s: float = 0.5
     timeout_s: float = 60.0
     give_up_after: int = 3
-    requests: int = 0
-    _failures_in_a_row: int = 0
-    _client: Any = None
+    requests: int = field(default=0, init=False)
+    _failures_in_a_row: int = field(default=0, init=False, repr=False)
+    _client: Any = field(default=None, init=False, repr=False)
 
     def _ask(self, messages: list[dict[str, str]]) -> str | None:
         if self._failures_in_a_row >= self.give_up_after:

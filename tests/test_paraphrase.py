@@ -96,6 +96,19 @@ def test_an_accepted_rewrite_replaces_the_text_and_still_passes_the_gate(
     assert all(f"- {g.value}" in keep for g in task.givens)
 
 
+def test_the_gate_is_rerun_on_the_new_text(
+    retail: Domain, plain: GenResult, tmp_path: Path
+) -> None:
+    """A rewrite the text checks pass still has to pass the whole dry-run gate: here the
+    task itself is broken (its answer is one no call reveals), so even a good rewrite is
+    refused with the gate's reason and the original kept."""
+    task = next(t for t in plain.tasks if t.kind == "information")
+    broken = task.model_copy(update={"goal": task.goal.model_copy(update={"answer": ["nowhere"]})})
+    with StubServer(_polite) as srv:
+        new, why = _para(srv.base_url, tmp_path).apply(retail, broken)
+    assert why == "answer_not_revealed" and new is broken
+
+
 def test_a_rewrite_that_drops_a_given_is_refused(
     retail: Domain, plain: GenResult, tmp_path: Path
 ) -> None:
@@ -212,6 +225,10 @@ def test_generation_paraphrases_then_reruns_from_the_cache_with_no_request(
         assert len(srv.requests) == asked and again_para.requests == 0
     assert asked >= len(first.tasks) and len(list(cache.glob("*.json"))) == asked
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    # With the server gone, the cache alone still gives the same bytes.
+    offline = generate(retail, 8, 11, paraphraser=_para(dead_base_url(), cache))
+    write_taskset(tmp_path / "c.jsonl", offline.manifest, offline.tasks)
+    assert (tmp_path / "c.jsonl").read_bytes() == (tmp_path / "a.jsonl").read_bytes()
     counts = first.manifest.paraphrase
     assert counts is not None and counts.model == "stub-model"
     assert counts.paraphrased == len(first.tasks) and counts.rejected == {}
