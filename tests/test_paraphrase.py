@@ -349,3 +349,35 @@ def test_a_rewrite_the_later_checks_refuse_falls_back_to_the_original(
     assert res.manifest.paraphrase is not None
     assert res.manifest.paraphrase.rejected == {"proof_text_sensitive": 4}
     assert res.manifest.rejected == {}
+
+
+def test_cli_run_passes_the_paraphrase_options_through(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with StubServer(_polite) as srv:
+        res = runner.invoke(
+            app,
+            [
+                "run",
+                "mock",
+                "-n",
+                "2",
+                "-j",
+                "1",
+                "-o",
+                str(out),
+                "--paraphrase",
+                "stub-model",
+                "--base-url",
+                srv.base_url,
+                "--paraphrase-cache",
+                str(tmp_path / "cache"),
+            ],
+        )
+        assert srv.requests
+    assert res.exit_code == 0, res.output
+    manifest, tasks = read_taskset(out / "tasks.jsonl")
+    assert manifest.paraphrase is not None and manifest.paraphrase.paraphrased == len(tasks)
+    assert all(t.instruction.startswith("Hello, I hope") for t in tasks)
+    # Asking for a paraphrase without an endpoint is a usage error, not a crash.
+    res = runner.invoke(app, ["generate", "mock", "-n", "1", "--paraphrase", "m"])
+    assert res.exit_code == 1 and "needs base_url" in res.output
