@@ -29,9 +29,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from graphgen.domain import Domain, ParamDef
+from graphgen.domain import Domain, ParamDef, domain_enum_members
 from graphgen.envs.schemas import FINISH_NAME
 from graphgen.grading import expected_final
+from graphgen.llm import openai_client
 from graphgen.state import State
 from graphgen.tasks.dryrun import permitted_orders
 from graphgen.tasks.model import Task
@@ -112,19 +113,11 @@ class OpenAIAgent:
         timeout: float = 120.0,
         max_retries: int = 2,
     ) -> None:
-        try:
-            from openai import OpenAI
-        except ImportError as exc:  # the model client is an optional extra
-            raise ImportError(
-                "OpenAIAgent needs the openai package: install graphgen-envs "
-                "with the `eval` extra (pip install 'graphgen-envs[eval]')"
-            ) from exc
-
         self.name = model
         self.model = model
         self.temperature = temperature
-        self.client = OpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        self.client = openai_client(
+            base_url, api_key, timeout=timeout, max_retries=max_retries, feature="OpenAIAgent"
         )
 
     def start(self, task: Task) -> None:
@@ -258,20 +251,6 @@ def _observed(observation: str) -> Any:
 
 def _tool_observations(messages: list[dict[str, Any]]) -> list[str]:
     return [str(m.get("content", "")) for m in messages if m.get("role") == "tool"]
-
-
-def domain_enum_members(domain: Domain) -> list[str]:
-    """Every enum member the domain declares (fields, parameters, named enums), once each."""
-    types: list[Any] = list(domain.enums.values())
-    for ent in domain.entities.values():
-        types += [f.ty for f in ent.fields.values()]
-    for tool in domain.tools.values():
-        types += [p.ty for p in tool.params.values()]
-    members: list[str] = []
-    for t in types:
-        if isinstance(t, EnumT):
-            members += [v for v in t.values if v not in members]
-    return members
 
 
 class EchoAgent:

@@ -60,6 +60,21 @@ def _main(
 
 DomainArg = Annotated[str, typer.Argument(help="A built-in domain name or a domain YAML file.")]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Processes for the proofs.")]
+Paraphrase = Annotated[
+    str | None,
+    typer.Option(
+        "--paraphrase",
+        metavar="MODEL",
+        help="Rewrite each instruction with this model (at --base-url); a rewrite is kept "
+        "only if it states the same values and passes the gate again.",
+    ),
+]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint URL.")]
+ApiKeyEnv = Annotated[str, typer.Option(help="Environment variable with the API key.")]
+ParaphraseCache = Annotated[
+    Path | None,
+    typer.Option(help="Folder of cached paraphrase replies (a rerun makes no request)."),
+]
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -234,6 +249,12 @@ def _summary(m: dict[str, Any]) -> None:
         t.add_row(f"chain length {k}", str(v))
     for k, v in m["rejected"].items():
         t.add_row(f"rejected: {k}", str(v))
+    para = m.get("paraphrase")
+    if para:
+        t.add_row(f"paraphrased by {para['model']}", str(para["paraphrased"]))
+        t.add_row("paraphrase unchanged", str(para["unchanged"]))
+        for k, v in para["rejected"].items():
+            t.add_row(f"paraphrase rejected: {k}", str(v))
     out.print(t)
 
 
@@ -335,6 +356,10 @@ def generate(
         bool,
         typer.Option(help="Keep proof times in certificates (they vary, so the bytes do too)."),
     ] = DEFAULTS.record_times,
+    paraphrase: Paraphrase = DEFAULTS.paraphrase,
+    base_url: BaseUrl = DEFAULTS.base_url,
+    api_key_env: ApiKeyEnv = DEFAULTS.api_key_env,
+    paraphrase_cache: ParaphraseCache = None,
 ) -> None:
     """Generate a task set: expand the graph, gate every candidate, write JSONL."""
     d = _load(domain)
@@ -345,10 +370,15 @@ def generate(
         prove=prove,
         jobs=jobs,
         record_times=record_times,
+        paraphrase=paraphrase,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        paraphrase_cache=str(paraphrase_cache) if paraphrase_cache is not None else None,
     )
     p = _Printer(d.name, n)
     try:
-        res = pl.generate(d, n, opts, output=output, progress=p.generating)
+        with _errors_exit():
+            res = pl.generate(d, n, opts, output=output, progress=p.generating)
     finally:
         p.bar.close()
     p.generated(res, output)
@@ -547,14 +577,26 @@ def run(
     seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     output: Annotated[Path, typer.Option("-o", "--output", help="Output directory.")] = Path("out"),
     jobs: Jobs = DEFAULTS.jobs,
+    paraphrase: Paraphrase = DEFAULTS.paraphrase,
+    base_url: BaseUrl = DEFAULTS.base_url,
+    api_key_env: ApiKeyEnv = DEFAULTS.api_key_env,
+    paraphrase_cache: ParaphraseCache = None,
 ) -> None:
     """The whole pipeline on one domain: check, graph, generate with proofs, verify the
     file from scratch, compile the environment, run the baselines in it."""
     d = _load(domain)
+    opts = _options(
+        seed=seed,
+        jobs=jobs,
+        paraphrase=paraphrase,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        paraphrase_cache=str(paraphrase_cache) if paraphrase_cache is not None else None,
+    )
     p = _Printer(d.name, n)
     try:
         with _errors_exit():
-            pl.run(d, n, output, _options(seed=seed, jobs=jobs), events=p)
+            pl.run(d, n, output, opts, events=p)
     finally:
         p.bar.close()
     out.print(f"[green]done[/green]: everything is in {output}/")

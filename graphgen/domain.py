@@ -178,3 +178,17 @@ class Domain:
 def canonical_json(obj: object) -> str:
     """Stable JSON: sorted keys, no whitespace variance. Used for hashes and files."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def domain_enum_members(domain: Domain) -> list[str]:
+    """Every enum member the domain declares (fields, parameters, named enums), once each."""
+    types: list[Ty] = list(domain.enums.values())
+    for ent in domain.entities.values():
+        types += [f.ty for f in ent.fields.values()]
+    for tool in domain.tools.values():
+        types += [p.ty for p in tool.params.values()]
+    members: list[str] = []
+    for t in types:
+        if isinstance(t, EnumT):
+            members += [v for v in t.values if v not in members]
+    return members

@@ -30,6 +30,7 @@ import dataclasses
 import difflib
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -64,9 +65,11 @@ from graphgen.errors import GraphgenError
 from graphgen.export import to_dot, to_json, to_png
 from graphgen.extras import MissingExtraError, require
 from graphgen.graph import build_graph
+from graphgen.llm import API_KEY_ENV, api_key
 from graphgen.load import load_domain
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Task
+from graphgen.tasks.paraphrase import Paraphraser
 from graphgen.tasks.taskset import GenResult, read_taskset, write_taskset
 from graphgen.tasks.taskset import generate as generate_tasks
 from graphgen.verify.certify import proof_check, recheck
@@ -74,6 +77,7 @@ from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS
 from graphgen.verify.satcheck import unsatisfiable_writes
 
 __all__ = [
+    "API_KEY_ENV",
     "BASELINES",
     "DEFAULTS",
     "GRAPH_FORMATS",
@@ -111,8 +115,6 @@ adversarial ones (see :mod:`graphgen.envs.agent`): answering with the instructio
 naming every value seen, and the reference writes in every permitted order."""
 
 GRAPH_FORMATS = ("json", "dot", "png")
-
-API_KEY_ENV = "OPENAI_API_KEY"
 
 
 def _default_jobs() -> int:
@@ -154,11 +156,27 @@ class Options:
     """z3 time limit per query when re-checking."""
     max_steps: int = 30
     """Most agent turns per task in :func:`evaluate`."""
+    paraphrase: str | None = None
+    """A model that rewrites each instruction (served at ``base_url``); a rewrite is kept
+    only if it states the same values and passes the gate again
+    (:mod:`graphgen.tasks.paraphrase`). None: the template text as it is."""
+    base_url: str | None = None
+    """The OpenAI-compatible endpoint of the ``paraphrase`` model."""
+    api_key_env: str = API_KEY_ENV
+    """Environment variable holding the endpoint's API key."""
+    paraphrase_cache: str | None = None
+    """Folder of cached paraphrase replies (default: ``graphgen-paraphrase`` in the
+    temporary directory); a rerun with the cache makes no request."""
 
     def __post_init__(self) -> None:
         for name in ("jobs", "timeout_ms", "max_steps"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"Options.{name} must be at least 1, not {getattr(self, name)}")
+        if self.paraphrase is not None and not self.base_url:
+            raise PipelineError(
+                f"Options.paraphrase={self.paraphrase!r} needs base_url (the model's "
+                "OpenAI-compatible endpoint)"
+            )
         try:  # max_intents and walk_ratio: the generator's own model has the bounds
             self.gen_options()
         except ValidationError as exc:
@@ -168,6 +186,14 @@ class Options:
     def gen_options(self) -> GenOptions:
         """The generator's own options (recorded in the task-set manifest)."""
         return GenOptions(max_intents=self.max_intents, walk_ratio=self.walk_ratio)
+
+    def paraphraser(self) -> Paraphraser | None:
+        """The paraphrase step these options ask for (None without ``paraphrase``)."""
+        if self.paraphrase is None or not self.base_url:
+            return None
+        require("openai", "eval", f"paraphrasing with the model {self.paraphrase!r}")
+        cache = self.paraphrase_cache or Path(tempfile.gettempdir()) / "graphgen-paraphrase"
+        return Paraphraser(self.paraphrase, self.base_url, api_key(self.api_key_env), Path(cache))
 
 
 DEFAULTS = Options()
@@ -261,6 +287,8 @@ def generate(
 ) -> GenResult:
     """Generate up to ``n`` tasks, each passing the dry-run gate and (unless
     ``options.prove`` is false) the z3 proofs, which attach a certificate.
+    With ``options.paraphrase`` each instruction is offered to that model for a rewrite
+    (kept only when the checks pass on the new text; counted in the manifest).
 
     Same domain, ``n`` and options give the same tasks, whatever ``options.jobs`` is.
     With ``output`` the task set is also written there as canonical JSONL.
@@ -282,6 +310,7 @@ def generate(
         task_checks=[proof_check] if options.prove else (),
         jobs=options.jobs,
         record_times=options.record_times,
+        paraphraser=options.paraphraser(),
     )
     if output is not None:
         write_taskset(output, res.manifest, res.tasks)
@@ -421,7 +450,7 @@ def _agent(
             "and needs base_url (an OpenAI-compatible endpoint)"
         )
     require("openai", "eval", f"evaluating the model {name!r}")
-    return OpenAIAgent(name, base_url, os.environ.get(api_key_env, "EMPTY"))
+    return OpenAIAgent(name, base_url, api_key(api_key_env))
 
 
 def _write_trajectories(path: Path, episodes: Sequence[Episode]) -> None:

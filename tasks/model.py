@@ -160,6 +160,17 @@ class Task(_Strict):
     certificate: Certificate | None = None
 
 
+class ParaphraseCounts(_Strict):
+    """What the paraphrase step did to a task set's accepted tasks (one count each)."""
+
+    model: str
+    paraphrased: int = Field(description="tasks whose instruction is the model's rewrite")
+    unchanged: int = Field(description="the model returned the instruction as it was")
+    rejected: dict[str, int] = Field(
+        default_factory=dict, description="rewrites refused (original kept), by reason"
+    )
+
+
 class Manifest(_Strict):
     """First line of a task-set file: how it was made and what it holds."""
 
@@ -173,3 +184,6 @@ class Manifest(_Strict):
     by_kind: dict[str, int]
     by_length: dict[str, int]
     rejected: dict[str, int]
+    paraphrase: ParaphraseCounts | None = Field(
+        default=None, description="only in sets made with a paraphrase model"
+    )

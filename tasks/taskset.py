@@ -24,6 +24,7 @@ from graphgen.stategen import generate_state
 from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.expand import Candidate, Expander, GenOptions, NoCandidate
 from graphgen.tasks.model import Manifest, Task
+from graphgen.tasks.paraphrase import Paraphraser, counts_for
 from graphgen.tasks.plan import Executor
 
 Progress = Callable[[int, int], None]  # (accepted, attempts)
@@ -92,6 +93,7 @@ def generate(
     max_attempts: int | None = None,
     jobs: int = 1,
     record_times: bool = False,
+    paraphraser: Paraphraser | None = None,
 ) -> GenResult:
     """Generate up to ``n`` accepted tasks; every rejection is counted by reason.
 
@@ -104,6 +106,13 @@ def generate(
     here) run on a batch, in ``jobs`` processes, and accepted tasks are kept in order.
     Proof times in certificates are wall-clock, so they are zeroed unless
     ``record_times``: by default the same inputs give the same bytes.
+
+    With a ``paraphraser``, each candidate that passed the gate gets its instruction
+    rewritten (:meth:`~graphgen.tasks.paraphrase.Paraphraser.apply`, which re-runs the
+    gate on the new text) before the ``task_checks`` run on it; a rewritten task they
+    reject is checked again with its original text, which is kept if it passes (the
+    reason counts as the paraphrase's). The manifest counts the outcomes over the
+    accepted tasks.
     """
     opts = options or GenOptions()
     exp = Expander(domain, opts, execute)
@@ -113,6 +122,7 @@ def generate(
     rejected: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     planned: Counter[str] = Counter()  # kinds of candidates that passed the dry-run
+    rewrites: Counter[str] = Counter()  # paraphrase outcomes of the accepted tasks
     attempts = 0
     limit = max_attempts if max_attempts is not None else max(50, n * 6)
     pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 and checks else None
@@ -123,6 +133,7 @@ def generate(
                 states[block] = generate_state(domain, seed * 7919 + block, opts.sizes)
             initial = states[block]
             batch: list[Task] = []
+            originals: list[tuple[Task | None, str]] = []  # per batch entry: before paraphrase
             want = min(BATCH, n - len(tasks)) if checks else 1
             while len(batch) < want and attempts < limit:
                 rng = random.Random(f"{seed}:{attempts}")
@@ -153,7 +164,16 @@ def generate(
                 if not res.ok:
                     rejected[res.reason] += 1
                     continue
-                batch.append(candidate_to_task(domain, cand, "pending", seed))
+                task = candidate_to_task(domain, cand, "pending", seed)
+                original: Task | None = None
+                outcome = ""
+                if paraphraser is not None:
+                    new, outcome = paraphraser.apply(domain, task, execute)
+                    if new is not task:
+                        original, task = task, new
+                    outcome = outcome or ("paraphrased" if original else "unchanged")
+                batch.append(task)
+                originals.append((original, outcome))
                 planned[cand.kind] += 1
             if pool is not None:
                 outcomes = list(
@@ -161,12 +181,20 @@ def generate(
                 )
             else:
                 outcomes = [_run_checks(domain, t, checks) for t in batch]
-            for got in outcomes:
+            for got, (original, outcome) in zip(outcomes, originals, strict=True):
+                if isinstance(got, str) and original is not None:
+                    # The proofs refused the rewritten text: the original may still pass.
+                    again = _run_checks(domain, original, checks)
+                    if not isinstance(again, str):
+                        outcome = got
+                        got = again
                 if isinstance(got, str):
                     rejected[got] += 1
                     continue
                 if len(tasks) >= n:
                     break
+                if paraphraser is not None:
+                    rewrites[outcome] += 1
                 if got.certificate is not None and not record_times:
                     cert = got.certificate.model_copy(
                         update={
@@ -197,6 +225,7 @@ def generate(
             sorted(Counter(str(t.difficulty) for t in tasks).items(), key=lambda kv: int(kv[0]))
         ),
         rejected=dict(sorted(rejected.items())),
+        paraphrase=counts_for(paraphraser.model, rewrites) if paraphraser is not None else None,
     )
     return GenResult(tasks, manifest, rejected)
 
@@ -209,7 +238,9 @@ def write_taskset(path: str | Path, manifest: Manifest, tasks: list[Task]) -> No
     """Write manifest + tasks as canonical JSONL."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    lines = [_dumps({"manifest": manifest.model_dump(mode="json")})]
+    # Sets made without a paraphrase model keep the manifest they always had.
+    skip = {"paraphrase"} if manifest.paraphrase is None else None
+    lines = [_dumps({"manifest": manifest.model_dump(mode="json", exclude=skip)})]
     lines += [_dumps(t.model_dump(mode="json")) for t in tasks]
     p.write_text("\n".join(lines) + "\n", encoding="utf-8")
 

@@ -98,3 +98,14 @@ class StubServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=5)
+
+
+def dead_base_url() -> str:
+    """The ``/v1`` URL of a loopback port nothing listens on (a server that is down):
+    bound once to get a free port, then closed, so a connection is refused at once."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
