@@ -414,7 +414,7 @@ def _outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
     try:
         return "ok", fn()
     except ToolError as exc:  # the interpreter's error type
-        return "err", (exc.message, exc.kind)
+        return "err", (exc.message, exc.kind, exc.detail)
 
 
 def run_differential(c: Compiled, seeds: range, calls: int, tally: Tally) -> None:
@@ -439,7 +439,7 @@ def run_differential(c: Compiled, seeds: range, calls: int, tally: Tally) -> Non
             try:
                 got: tuple[str, Any] = ("ok", c.tools.call_tool(db, name, args))
             except compiled_error as exc:
-                got = ("err", (exc.message, exc.kind))
+                got = ("err", (exc.message, exc.kind, exc.detail))
             tally.calls += 1
             if expected[0] == "ok":
                 tally.ok += 1
