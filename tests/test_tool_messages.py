@@ -245,3 +245,37 @@ def test_schema_hints_use_the_right_article() -> None:
         "a",
         "an",
     ]
+
+
+@pytest.mark.parametrize("name", ["retail", "airline"])
+def test_refusals_are_not_for_a_stranger_drawn_as_the_customer(name: str) -> None:
+    # The order and reservation writes take the customer's user id; a refusal candidate
+    # binds it to the owner of the rows it names, so it is refused for a real reason,
+    # never "does not belong to user ..." for a user id nobody would give.
+    from graphgen.interp import failed_check
+    from graphgen.stategen import generate_state
+    from graphgen.tasks.expand import Expander, NoCandidate
+
+    dom = load_builtin(name)
+    exp = Expander(dom)
+    st = generate_state(dom, 5, {e: d.size for e, d in dom.entities.items()})
+    refusals = []
+    for i in range(40):
+        try:
+            refusals.append(exp.refusal(st, random.Random(i)))
+        except NoCandidate:
+            continue
+    assert len(refusals) >= 20, len(refusals)
+    owned = 0
+    for cand in refusals:
+        assert cand.refused_call is not None
+        call = cand.refused_call
+        chk = failed_check(dom, st, call.tool, dict(call.args))
+        assert chk is not None and "does not belong" not in chk.message, (call, chk)
+        if "user_id" in call.args and ("order_id" in call.args or "reservation_id" in call.args):
+            ent, key = (
+                ("Order", "order_id") if name == "retail" else ("Reservation", "reservation_id")
+            )
+            assert st.tables[ent][call.args[key]]["user_id"] == call.args["user_id"]
+            owned += 1
+    assert owned > 0
