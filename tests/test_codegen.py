@@ -679,7 +679,7 @@ def test_schema_shapes() -> None:
     assert props["add_shelf"]["since"]["pattern"] == r"^\d{4}-\d{2}-\d{2}$"
     assert "YYYY-MM-DD" in props["add_shelf"]["since"]["description"]
     assert props["pack"]["sorted"] == {"type": "boolean"}
-    assert props["move_box"]["box_id"] == {"type": "string", "description": "A Box id."}
+    assert props["move_box"]["box_id"] == {"type": "string", "description": "A box id."}
     mock = {t["function"]["name"]: t["function"] for t in openai_tools(load_builtin("mock"))}
     assert mock["pay"]["parameters"]["properties"]["amount"] == {
         "type": "integer",
