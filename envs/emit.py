@@ -350,7 +350,7 @@ class ToolEmitter:
                 facts.append(item)
         if facts:
             self.runtime_names.add("fact")
-        args = [py_str(t.name), py_str(chk.message or "precondition failed"), py_str(chk.source)]
+        args = [py_str(t.name), py_str(chk.message), py_str(chk.source)]
         if facts or self.message_values(chk):
             args.append("[" + ", ".join(facts) + "]")
         args += [f"{n}={self.var_name(n)}" for n in self.message_values(chk)]

@@ -16,6 +16,7 @@ from typing import Any
 
 from graphgen.domain import Domain, ParamDef, ToolDef
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, RefT
+from graphgen.vocabulary import identifier_words, indefinite_article
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
@@ -34,8 +35,8 @@ ALLOWED_KEYWORDS: dict[str, frozenset[str]] = {
 def _type_hint(p: ParamDef) -> str:
     """A short sentence naming the value's shape, added after the author's description."""
     if isinstance(p.ty, RefT):
-        article = "An" if p.ty.entity[:1].lower() in "aeiou" else "A"
-        return f"{article} {p.ty.entity} id."
+        words = identifier_words(p.ty.entity) + " id"
+        return f"{indefinite_article(words).capitalize()} {words}."
     if p.ty == DATE:
         return "A date in YYYY-MM-DD format."
     return ""

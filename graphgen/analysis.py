@@ -107,6 +107,22 @@ def unwritten_fields(domain: Domain, g: nx.MultiDiGraph) -> list[str]:
     return out
 
 
+def unexplained_checks(domain: Domain) -> list[str]:
+    """Preconditions without a ``message:``: a failing one tells the agent only that the
+    request is not possible (the condition itself is never shown to it)."""
+    return [
+        f"{t.name} requires[{i}]"
+        for t in domain.tools.values()
+        for i, c in enumerate(t.requires)
+        if not c.message.strip()
+    ]
+
+
+def silent_writes(domain: Domain) -> list[str]:
+    """Write tools without ``returns``: they answer a bare ``ok`` instead of what changed."""
+    return [t.name for t in domain.write_tools if t.returns is None]
+
+
 def _check_fields(domain: Domain, names: list[str]) -> None:
     for name in names:
         ent, _, f = name.partition(".")
@@ -174,6 +190,12 @@ class Report(BaseModel):
     sat_checked: bool = Field(description="whether a satisfiability checker was given")
     unread_fields: list[str]
     unwritten_fields: list[str]
+    unexplained_checks: list[str] = Field(
+        default_factory=list, description="preconditions without a message for the agent"
+    )
+    silent_writes: list[str] = Field(
+        default_factory=list, description="write tools that return a bare 'ok'"
+    )
     cycles: list[list[str]] = Field(description="SCCs of the tool graph (data + enables)")
     enable_cycles: list[list[str]] = Field(description="SCCs over enables edges alone")
 
@@ -191,6 +213,8 @@ class Report(BaseModel):
             ),
             "unread fields": self.unread_fields,
             "unwritten fields": self.unwritten_fields,
+            "checks without a message": self.unexplained_checks,
+            "writes that return only 'ok'": self.silent_writes,
             "tool cycles (data + enables)": ["{" + ", ".join(c) + "}" for c in self.cycles],
             "enables cycles": ["{" + ", ".join(c) + "}" for c in self.enable_cycles],
         }
@@ -230,6 +254,8 @@ def report(
         sat_checked=sat_checker is not None,
         unread_fields=unread_fields(domain, g),
         unwritten_fields=unwritten_fields(domain, g),
+        unexplained_checks=unexplained_checks(domain),
+        silent_writes=silent_writes(domain),
         cycles=strongly_connected(g),
         enable_cycles=strongly_connected(g, ("enables",)),
     )

@@ -6,8 +6,10 @@ Two families matter to users:
   tool (or entity), which expression and which column, so a domain author can fix it
   without reading our code.
 * :class:`ToolError` — a tool call failed at run time (precondition, missing entity,
-  bound violated). Its message is written for an LLM agent: it names the condition and
-  the entity, never a Python traceback.
+  bound violated). Its ``message`` is written for an LLM agent: plain words (a failed
+  precondition's ``message:`` with its placeholders filled), never the rule language, a
+  Python traceback or values read from rows the agent did not name; its ``detail`` keeps
+  the located developer view (the condition's source and the cells it read).
 """
 
 from __future__ import annotations
@@ -68,17 +70,31 @@ class StateGenError(GraphgenError):
     """A state cannot be generated for this domain (e.g. a required ref has no target)."""
 
 
+#: What the agent reads when a failed precondition has no ``message:`` of its own (the
+#: compiled environments' runtime carries the same words).
+NO_MESSAGE = "the request is not possible in the current state"
+
+
 class ToolError(GraphgenError):
     """A tool call was rejected: precondition failed, unknown entity, bad argument.
 
-    The message is meant to be shown to the agent as the tool's observation.
+    ``message`` is the tool's observation for the agent; ``detail`` (empty unless a
+    precondition failed) is for developers: ``requires <condition>; <Entity 'id' has
+    field = value>; ...``. :meth:`located` joins the two.
     """
 
-    def __init__(self, message: str, *, tool: str = "", kind: str = "precondition") -> None:
+    def __init__(
+        self, message: str, *, tool: str = "", kind: str = "precondition", detail: str = ""
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.tool = tool
         self.kind = kind
+        self.detail = detail
 
     def __str__(self) -> str:
         return self.message
+
+    def located(self) -> str:
+        """The message with the developer detail in parentheses (for logs and gate reasons)."""
+        return f"{self.message} ({self.detail})" if self.detail else self.message

@@ -14,7 +14,7 @@ from typing import Any, TypeAlias, assert_never
 
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
-from graphgen.errors import ToolError
+from graphgen.errors import NO_MESSAGE, ToolError
 from graphgen.explain import explained_fields
 from graphgen.parse import is_iso_date
 from graphgen.state import State
@@ -265,11 +265,13 @@ def precheck(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> d
     if failure is not None:
         chk, exc = failure
         if exc is not None:  # the condition itself could not be evaluated
-            raise ToolError(f"{name}: {exc.message}", tool=name, kind=exc.kind)
+            raise ToolError(f"{name}: {exc.message}", tool=name, kind=exc.kind, detail=exc.detail)
         facts = _explain(chk, st, env)
-        msg = chk.message.format(**env) if chk.message else "precondition failed"
-        detail = f" (requires {chk.source}" + (f"; {facts})" if facts else ")")
-        raise ToolError(f"{name}: {msg}{detail}", tool=name, kind="precondition")
+        # The agent reads the author's words only: the facts may show another customer's
+        # rows, and the condition is in the rule language. Developers get both in detail.
+        msg = chk.message.format(**env) if chk.message else NO_MESSAGE
+        detail = f"requires {chk.source}" + (f"; {facts}" if facts else "")
+        raise ToolError(f"{name}: {msg}", tool=name, kind="precondition", detail=detail)
     return env
 
 
@@ -356,6 +358,7 @@ def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> 
             f"{name}: {exc.message}" if not exc.message.startswith(name) else exc.message,
             tool=name,
             kind=exc.kind,
+            detail=exc.detail,
         ) from None
 
 

@@ -88,7 +88,7 @@ class GenerateSpec(_Strict):
             - "x.business_price > x.economy_price"
             - >-
               sum(r.passengers for r in Reservation if r.flight_id == x.flight_id
-              and r.cabin == 'economy' and r.status == 'booked') <= x.economy_seats
+              and r.cabin == 'economy' and r.status == 'booked') <= x.economy_capacity
 
     ``derive`` maps a field to an expression of the field's type. After every table is
     drawn, the field of each row is replaced by the expression's value. A derive may

@@ -31,6 +31,8 @@ __all__ = [
     "draw_email",
     "draw_time",
     "draw_username",
+    "identifier_words",
+    "indefinite_article",
     "int_bounds",
     "is_birth_field",
     "later_time",
@@ -275,6 +277,44 @@ def _words_in(name: str) -> list[str]:
     """Lowercase words of an identifier (snake_case or CamelCase)."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
     return name_tokens(spaced)
+
+
+def identifier_words(name: str) -> str:
+    """An identifier as lowercase words: ``PaymentMethod`` -> ``payment method``.
+
+    >>> identifier_words("PaymentMethod"), identifier_words("flight_number")
+    ('payment method', 'flight number')
+    """
+    return " ".join(_words_in(name))
+
+
+# Words whose first letter misleads: a vowel letter read as a consonant sound ("a user",
+# "a one-way"), or a silent h ("an hour"). Matched on the lowercase start of the word.
+_CONSONANT_SOUND = re.compile(r"^(u[bcfhjkqrst][aeiou]|use|usu|uni|ur[aeiou]|eu|ewe|one\b|once)")
+_VOWEL_SOUND = re.compile(r"^(hour|honest|honou?r|heir)")
+# Letters said with a leading vowel sound when an abbreviation is spelt out ("an SMS").
+_VOWEL_LETTERS = frozenset("aefhilmnorsx")
+
+
+def indefinite_article(phrase: str) -> str:
+    """``a`` or ``an`` for ``phrase``, by the sound of its first word, not its letter.
+
+    >>> [indefinite_article(w) for w in ("user id", "order", "hour", "item", "unit", "SMS")]
+    ['a', 'an', 'an', 'an', 'a', 'an']
+    >>> [indefinite_article(w) for w in ("umbrella", "European", "payment method", "")]
+    ['an', 'a', 'a', 'a']
+    """
+    word = phrase.strip().split(" ", 1)[0] if phrase.strip() else ""
+    if not word:
+        return "a"
+    if len(word) > 1 and word.isupper():  # an abbreviation is read letter by letter
+        return "an" if word[0].lower() in _VOWEL_LETTERS else "a"
+    low = word.lower()
+    if _VOWEL_SOUND.match(low):
+        return "an"
+    if low[0] in "aeiou":
+        return "a" if _CONSONANT_SOUND.match(low) else "an"
+    return "a"
 
 
 def _vocab_from_name(entity: str, fname: str) -> str:

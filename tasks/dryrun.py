@@ -196,7 +196,7 @@ def replay(
         try:
             step.result = execute(domain, st, c.tool, dict(c.args))
         except ToolError as exc:
-            step.error = exc.message
+            step.error = exc.located()
             break
         for s, v in facts_of_result(domain, tool, step.result):
             know.add(s, v, step.index)

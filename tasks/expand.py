@@ -178,6 +178,10 @@ class Expander:
             return None
         for _ in range(WRITE_TRIES):
             args = {n: rng.choice(vals) for n, vals in pools.items()}
+            # A customer acts on their own rows: the user id follows the rows the call
+            # names. Drawn freely it would almost always be a stranger's, so writes that
+            # check ownership would rarely bind and refusals would all be "not yours".
+            self._align_principal(st, tool, args)
             try:
                 precheck(self.domain, st, tool.name, args)
             except ToolError as exc:
@@ -187,6 +191,23 @@ class Expander:
             if not want_fail:
                 return args
         return None
+
+    def _align_principal(self, st: State, tool: ToolDef, args: dict[str, Any]) -> None:
+        """Set the principal's key parameters (``user_id``) to the one owner of the call's
+        other id arguments, when they have exactly one."""
+        p = self.principal
+        if p is None:
+            return
+        mine = [n for n, q in tool.params.items() if param_sort(q) == Sort("key", p)]
+        owners = {
+            self._owner(st, param_sort(q).name, args[n])
+            for n, q in tool.params.items()
+            if n not in mine and param_sort(q).kind == "key"
+        } - {None}
+        owner = owners.pop() if mine and len(owners) == 1 else None
+        if owner is not None:
+            for n in mine:
+                args[n] = owner[1]
 
     def _identify(
         self,

@@ -414,7 +414,7 @@ def _outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
     try:
         return "ok", fn()
     except ToolError as exc:  # the interpreter's error type
-        return "err", (exc.message, exc.kind)
+        return "err", (exc.message, exc.kind, exc.detail)
 
 
 def run_differential(c: Compiled, seeds: range, calls: int, tally: Tally) -> None:
@@ -439,7 +439,7 @@ def run_differential(c: Compiled, seeds: range, calls: int, tally: Tally) -> Non
             try:
                 got: tuple[str, Any] = ("ok", c.tools.call_tool(db, name, args))
             except compiled_error as exc:
-                got = ("err", (exc.message, exc.kind))
+                got = ("err", (exc.message, exc.kind, exc.detail))
             tally.calls += 1
             if expected[0] == "ok":
                 tally.ok += 1
@@ -679,7 +679,7 @@ def test_schema_shapes() -> None:
     assert props["add_shelf"]["since"]["pattern"] == r"^\d{4}-\d{2}-\d{2}$"
     assert "YYYY-MM-DD" in props["add_shelf"]["since"]["description"]
     assert props["pack"]["sorted"] == {"type": "boolean"}
-    assert props["move_box"]["box_id"] == {"type": "string", "description": "A Box id."}
+    assert props["move_box"]["box_id"] == {"type": "string", "description": "A box id."}
     mock = {t["function"]["name"]: t["function"] for t in openai_tools(load_builtin("mock"))}
     assert mock["pay"]["parameters"]["properties"]["amount"] == {
         "type": "integer",

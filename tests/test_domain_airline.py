@@ -29,8 +29,8 @@ def _flight(number: str, date: str, status: str, **kw: Any) -> dict[str, Any]:
         date=date,
         departure_time="08:00",
         status=status,
-        economy_seats=4,
-        business_seats=2,
+        economy_capacity=4,
+        business_capacity=2,
         baggage_capacity=10,
         economy_price=200,
         business_price=600,
@@ -202,8 +202,11 @@ def test_rebooking_chain_after_airline_cancellation(dom: Domain, st: State) -> N
         {"origin": fl["origin"], "destination": fl["destination"], "date": fl["date"]},
     )
     assert alts == ["FL002"]  # the cancelled flight itself is not offered
-    call_tool(dom, st, "change_flight", {"reservation_id": rid, "new_flight_id": alts[0]})
+    out = call_tool(
+        dom, st, "change_flight", {"user_id": uid, "reservation_id": rid, "new_flight_id": alts[0]}
+    )
     row = st.tables["Reservation"][rid]
+    assert out == {"reservation_id": rid, **row}  # the write shows what it changed
     assert row["flight_id"] == "FL002"
     # the airline cancelled the original flight, so no fare difference either way
     assert row["amount_paid"] == 200
@@ -212,18 +215,68 @@ def test_rebooking_chain_after_airline_cancellation(dom: Domain, st: State) -> N
 
 def test_bag_fees_follow_membership_and_bags_never_decrease(dom: Domain, st: State) -> None:
     with pytest.raises(ToolError, match="not removed"):
-        call_tool(dom, st, "update_baggage", {"reservation_id": "R0001", "bags": 2})
+        call_tool(
+            dom, st, "update_baggage", {"user_id": "U002", "reservation_id": "R0001", "bags": 2}
+        )
     # regular, 3 passengers: 3 free bags; 2 -> 5 makes 2 chargeable bags
-    call_tool(dom, st, "update_baggage", {"reservation_id": "R0001", "bags": 5})
+    out = call_tool(
+        dom, st, "update_baggage", {"user_id": "U002", "reservation_id": "R0001", "bags": 5}
+    )
+    assert out["bags"] == 5 and out["amount_paid"] == 700
     assert st.tables["PaymentMethod"]["PM002"]["available"] == 3000 - 100
     assert st.tables["Reservation"]["R0001"]["amount_paid"] == 700
 
 
 def test_cancellation_refund_depends_on_insurance(dom: Domain, st: State) -> None:
-    out = call_tool(dom, st, "cancel_reservation", {"reservation_id": "R0001"})
+    out = call_tool(dom, st, "cancel_reservation", {"user_id": "U002", "reservation_id": "R0001"})
     assert out == {"refunded_to_payment_method": 0, "travel_credit_added": 500}
     assert st.tables["User"]["U002"]["travel_credit"] == 750
     rid = call_tool(dom, st, "book_reservation", _book())
-    out = call_tool(dom, st, "cancel_reservation", {"reservation_id": rid})
+    out = call_tool(dom, st, "cancel_reservation", {"user_id": "U001", "reservation_id": rid})
     assert out == {"refunded_to_payment_method": 280, "travel_credit_added": 0}
     assert st.tables["PaymentMethod"]["PM001"]["available"] == 5000
+
+
+def test_reservation_writes_refuse_another_travellers_booking(dom: Domain, st: State) -> None:
+    # Ana (U001) names Bo's booking R0001: every reservation write refuses it in plain
+    # words, without showing Bo's id or booking, and nothing changes.
+    before = st.copy()
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("cancel_reservation", {}),
+        ("change_cabin", {"cabin": "business"}),
+        ("change_flight", {"new_flight_id": "FL002"}),
+        ("add_passengers", {"count": 1}),
+        ("update_baggage", {"bags": 4}),
+        ("remove_insurance", {}),
+    ]
+    for tool, extra in calls:
+        with pytest.raises(ToolError) as err:
+            call_tool(dom, st, tool, {"user_id": "U001", "reservation_id": "R0001", **extra})
+        assert err.value.message == f"{tool}: reservation R0001 does not belong to user U001"
+        assert "U002" in err.value.detail and "U002" not in err.value.message
+    assert st == before
+
+
+def test_writes_return_the_rows_they_change(dom: Domain, st: State) -> None:
+    rid = call_tool(dom, st, "book_reservation", _book(insurance=True, bags=0))
+    ana = {"user_id": "U001", "reservation_id": rid}
+    for tool, extra, field, value in [
+        ("change_cabin", {"cabin": "business"}, "cabin", "business"),
+        ("add_passengers", {"count": 1}, "passengers", 2),
+        ("update_baggage", {"bags": 2}, "bags", 2),
+        ("remove_insurance", {}, "insurance", False),
+        ("change_flight", {"new_flight_id": "FL002"}, "flight_id", "FL002"),
+    ]:
+        out = call_tool(dom, st, tool, {**ana, **extra})
+        assert out == {"reservation_id": rid, **st.tables["Reservation"][rid]}, tool
+        assert out[field] == value, tool
+    user = call_tool(dom, st, "update_membership", {"user_id": "U001", "membership": "regular"})
+    assert user == {"user_id": "U001", **st.tables["User"]["U001"]}
+    assert user["membership"] == "regular"
+
+
+def test_hold_room_left_is_readable(dom: Domain, st: State) -> None:
+    # FL001 takes 10 bags; Bo's booked reservation holds 2 of them.
+    assert call_tool(dom, st, "count_available_bag_space", {"flight_id": "FL001"}) == 8
+    call_tool(dom, st, "book_reservation", _book(bags=3))
+    assert call_tool(dom, st, "count_available_bag_space", {"flight_id": "FL001"}) == 5

@@ -143,7 +143,7 @@ def test_cancel_chain_refunds_gift_card(dom: Domain) -> None:
         dom, st, "find_user_orders_by_status", {"user_id": users[0], "status": "pending"}
     )
     assert pending == ["O0001"]
-    out = call_tool(dom, st, "cancel_pending_order", {"order_id": pending[0]})
+    out = call_tool(dom, st, "cancel_pending_order", {"user_id": users[0], "order_id": pending[0]})
     assert out["status"] == "cancelled"
     assert diff(before, st) == [
         ("Order", "O0001", "status", "pending", "cancelled"),
@@ -169,7 +169,7 @@ def test_exchange_chain_of_five_calls(dom: Domain) -> None:
         dom,
         st,
         "exchange_delivered_order_item",
-        {"order_id": "O0002", "item_id": "IT0001", "new_item_id": alternatives[0]},
+        {"user_id": uid, "order_id": "O0002", "item_id": "IT0001", "new_item_id": alternatives[0]},
     )
     row = st.tables["Order"]["O0002"]
     assert (row["items"], row["total"], row["status"]) == (["IT0002"], 95, "exchanged")
@@ -178,30 +178,76 @@ def test_exchange_chain_of_five_calls(dom: Domain) -> None:
 def test_precondition_failure_is_readable(dom: Domain) -> None:
     st = _state()
     with pytest.raises(ToolError) as err:
-        call_tool(dom, st, "cancel_pending_order", {"order_id": "O0003"})
+        call_tool(dom, st, "cancel_pending_order", {"user_id": "U0002", "order_id": "O0003"})
     assert err.value.kind == "precondition"
-    assert "order O0003 is not pending" in err.value.message
-    assert "processed" in err.value.message
-    with pytest.raises(ToolError, match="does not belong to the owner of O0001"):
+    assert err.value.message == (
+        "cancel_pending_order: order O0003 is not pending, so it can no longer be cancelled"
+    )
+    # The condition and the values it read are for developers only.
+    assert "processed" in err.value.detail and "requires Order[order_id]" in err.value.detail
+    with pytest.raises(ToolError, match="does not belong to user U0001"):
         call_tool(
             dom,
             st,
             "modify_pending_order_payment",
-            {"order_id": "O0001", "payment_method_id": "PM0003"},
+            {"user_id": "U0001", "order_id": "O0001", "payment_method_id": "PM0003"},
         )
     with pytest.raises(ToolError, match="not a variant of the same product"):
         call_tool(
             dom,
             st,
             "exchange_delivered_order_item",
-            {"order_id": "O0002", "item_id": "IT0001", "new_item_id": "IT0004"},
+            {"user_id": "U0001", "order_id": "O0002", "item_id": "IT0001", "new_item_id": "IT0004"},
         )
+
+
+def test_order_writes_refuse_another_customers_order(dom: Domain) -> None:
+    # Ana (U0001) names Bo's order O0003: every order write refuses it, in plain words,
+    # before looking at anything else of Bo's, and nothing changes.
+    st = _state()
+    before = st.copy()
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("cancel_pending_order", {}),
+        ("modify_pending_order_address", {"street": "9 Pine", "city": "Oslo", "zip": "1"}),
+        ("modify_pending_order_payment", {"payment_method_id": "PM0002"}),
+        ("modify_pending_order_item", {"item_id": "IT0004", "new_item_id": "IT0002"}),
+        ("return_delivered_order", {"payment_method_id": "PM0002"}),
+        ("exchange_delivered_order_item", {"item_id": "IT0004", "new_item_id": "IT0002"}),
+    ]
+    for tool, extra in calls:
+        with pytest.raises(ToolError) as err:
+            call_tool(dom, st, tool, {"user_id": "U0001", "order_id": "O0003", **extra})
+        assert err.value.message == f"{tool}: order O0003 does not belong to user U0001"
+        assert "U0002" not in err.value.message and "processed" not in err.value.message
+        assert "U0002" in err.value.detail  # the owner is shown to developers only
+    assert st == before
+
+
+def test_catalogue_can_be_listed_and_searched(dom: Domain) -> None:
+    st = _state()
+    products = call_tool(dom, st, "list_products", {})
+    assert products == [
+        {"product_id": "PR001", "name": "Trail Shoe"},
+        {"product_id": "PR002", "name": "Desk Lamp"},
+    ]
+    red = call_tool(dom, st, "find_product_items_by_color", {"product_id": "PR001", "color": "red"})
+    assert [i["item_id"] for i in red] == ["IT0001"] and red[0]["size"] == "M"
+    medium = call_tool(dom, st, "find_product_items_by_size", {"product_id": "PR001", "size": "M"})
+    assert [(i["item_id"], i["color"]) for i in medium] == [
+        ("IT0001", "red"),
+        ("IT0002", "blue"),
+        ("IT0003", "green"),
+    ]
+    assert call_tool(dom, st, "find_product_by_name", {"name": "trail shoe"}) == []
 
 
 @pytest.mark.parametrize(
     ("tool", "args"),
     [
-        ("return_delivered_order", {"order_id": "O0002", "payment_method_id": "PM0003"}),
+        (
+            "return_delivered_order",
+            {"user_id": "U0001", "order_id": "O0002", "payment_method_id": "PM0003"},
+        ),
         (
             "place_order",
             {
@@ -214,7 +260,7 @@ def test_precondition_failure_is_readable(dom: Domain) -> None:
         ("add_gift_card", {"user_id": "U0001", "funding_method_id": "PM0001", "amount": 20}),
         (
             "modify_pending_order_item",
-            {"order_id": "O0001", "item_id": "IT0001", "new_item_id": "IT0003"},
+            {"user_id": "U0001", "order_id": "O0001", "item_id": "IT0001", "new_item_id": "IT0003"},
         ),
     ],
 )
@@ -233,7 +279,7 @@ def test_failure_inside_effects_rolls_back(dom: Domain) -> None:
     st.tables["PaymentMethod"]["PM0001"]["balance"] = 99_990
     before = st.copy()
     with pytest.raises(ToolError, match="above the maximum"):
-        call_tool(dom, st, "cancel_pending_order", {"order_id": "O0001"})
+        call_tool(dom, st, "cancel_pending_order", {"user_id": "U0001", "order_id": "O0001"})
     assert st == before
 
 

@@ -504,7 +504,7 @@ def test_airline_amount_paid_matches_book_reservation() -> None:
         }
         # make the booking possible whatever the state: open flight, room, money, no twin
         trial.tables["Flight"][r["flight_id"]].update(
-            status="scheduled", economy_seats=30, business_seats=8, baggage_capacity=60
+            status="scheduled", economy_capacity=30, business_capacity=8, baggage_capacity=60
         )
         for other in trial.tables["Reservation"].values():
             other["status"] = "cancelled"

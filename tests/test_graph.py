@@ -595,3 +595,14 @@ def test_png_export(
     r = tmp_path / "retail.png"
     to_png(retail[1], r)
     assert r.stat().st_size > 50_000
+
+
+def test_checks_without_message_and_silent_writes_are_reported() -> None:
+    for name in ("retail", "airline"):
+        r = report(load_builtin(name))
+        assert (r.unexplained_checks, r.silent_writes) == ([], []), name
+    # mock is kept terse on purpose (the smallest example): both findings show on it
+    r = report(load_builtin("mock"))
+    assert r.silent_writes == ["deposit", "lock_account"]
+    assert r.unexplained_checks == ["lock_account requires[0]"]
+    assert r.findings()["checks without a message"] == ["lock_account requires[0]"]

@@ -462,8 +462,16 @@ def test_unrelated_rows_stay_out_of_the_slice(name: str) -> None:
     user = sorted(state.tables["User"])[0]
     givens = [(Sort("field", "User.email"), state.tables["User"][user]["email"])]
     base = analyze_flow(domain, state, givens=givens).state
-    big = analyze_flow(domain, _pad(domain, state, 10), givens=givens).state
-    assert big == base
+    padded = _pad(domain, state, 10)
+    big = analyze_flow(domain, padded, givens=givens).state
+    # retail's list_products (no argument) makes the whole catalogue knowable, so padded
+    # products and their items are related rows there; everything else must stay out.
+    shared = {"Product", "Item"} if name == "retail" else set()
+    for ent in shared:
+        assert big.tables[ent] == padded.tables[ent]
+    assert {e: t for e, t in big.tables.items() if e not in shared} == {
+        e: t for e, t in base.tables.items() if e not in shared
+    }
     assert sum(len(t) for t in base.tables.values()) < sum(len(t) for t in state.tables.values())
 
 
