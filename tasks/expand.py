@@ -33,7 +33,7 @@ from graphgen.interp import (
     footprint,
     precheck,
 )
-from graphgen.knowledge import Sort, param_sort
+from graphgen.knowledge import Cell, Sort, param_sort, shown_cells
 from graphgen.state import State, diff
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
@@ -238,6 +238,24 @@ class Expander:
             self._reveal(planner, entity, key)
         return not unseen_cells(self.domain, initial, t, cands, planner.shown())
 
+    def _recognising_reads(
+        self, planner: Planner, initial: State, targets: list[Target]
+    ) -> set[int]:
+        """Indexes of the calls that show a cell some target's recognition needs (an
+        exploratory read of the walk that did so must not be pruned)."""
+        need: set[Cell] = set()
+        for t in targets:
+            origin = planner.know.origin(Sort("key", t.entity), t.key)
+            cands = candidates_of(
+                self.domain, planner.chain, planner.results, origin, t.key, t.entity
+            )
+            need.update(unseen_cells(self.domain, initial, t, cands, set()))
+        return {
+            i
+            for i, (c, r) in enumerate(zip(planner.chain, planner.results, strict=True))
+            if shown_cells(self.domain, self.domain.tools[c.tool], c.args, r) & need
+        }
+
     def _reveal(self, planner: Planner, entity: str, key: Any) -> None:
         """Add a read that shows the whole row (so the agent can match the description)."""
         for t in self._pick_tool(self.domain.read_tools, planner.rng):
@@ -321,6 +339,7 @@ class Expander:
                     raise NoCandidate("no_valid_binding")
                 break
         goal = Goal(changes=_changes(initial, st, pinned))
+        explored -= self._recognising_reads(planner, initial, list(targets.values()))
         chain = prune_reads(self.domain, planner, explored)
         sentences = [
             intent_text(
