@@ -277,7 +277,10 @@ class Planner:
                 self.acquire(param_sort(tool.params[p]), a, depth + 1, pending)
                 for p, a in args.items()
             ):
-                self.record(tool.name, args, result)
+                # A lookup made for an argument may already have shown ``v`` (listing a
+                # product's items shows the one a variant search would find): stop there.
+                if not self.know.knows(s, v):
+                    self.record(tool.name, args, result)
                 return True
             self.restore(snap)
         return False
