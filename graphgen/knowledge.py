@@ -5,13 +5,20 @@ values earlier tool outputs returned. We classify every value by a :class:`Sort`
 
 * ``key:E``      — an id of entity ``E`` (from a lookup, or givable when ``E``'s key is);
 * ``field:E.f``  — a value of field ``E.f`` (givable fields such as ``User.email``);
-* ``enum:N``     — a member of enum ``N``: always known, the tool schema lists them;
+* ``enum:N``     — a member of enum ``N``;
 * ``free:T``     — a free primitive (an amount, a new address) that the user states.
 
 A call is *valid for the agent* when every argument is known at its sort and the
-precondition holds. The same classification gives the graph's data edges (type level,
-:func:`produced_sorts`) and the concrete knowledge of a task (value level,
-:func:`facts_of_result`), so the graph, the task generator and the z3 proofs agree.
+precondition holds. No sort is known for free: the tool schema lists an enum's members,
+but knowing that a status *exists* is not knowing which one the user's order has. **An
+enum member is known at a step iff it is a given of the task at that parameter's sort
+(``enum:N``: the instruction states it, "my pending order") or an earlier output revealed
+it** (a row or field of enum type ``N`` shows ``enum:N`` as well as ``field:E.f``).
+
+The same classification gives the graph's data edges (type level, :func:`produced_sorts`)
+and the concrete knowledge of a task (value level, :func:`facts_of_result`), so the
+graph, the task generator and the z3 proofs agree. :func:`shown_cells` adds *whose*
+values an output shows, which recognising a described row needs.
 """
 
 from __future__ import annotations
@@ -36,8 +43,12 @@ class Sort:
 
     @property
     def always_known(self) -> bool:
-        """Enum members are listed by the tool schema, so no one has to give them."""
-        return self.kind == "enum"
+        """Whether a value of this sort is known without being given or revealed: never.
+
+        Enum members used to be (the schema lists them); now an enum member must be a
+        given or revealed like any other value (see the module docstring).
+        """
+        return False
 
 
 def parse_sort(text: str) -> Sort:
@@ -82,6 +93,8 @@ def field_sorts(domain: Domain, entity: str, field: str) -> list[Sort]:
     target = domain.entity_of_ref(t)
     if target is not None:
         out.append(key_sort(target))
+    if isinstance(t, EnumT):
+        out.append(Sort("enum", t.name))  # seeing a status reveals that member
     return out
 
 
@@ -154,6 +167,8 @@ def _type_sorts(domain: Domain, t: Ty) -> set[Sort]:
         return _row_sorts(domain, t.entity)
     if isinstance(t, RecordT):
         return set().union(*(_type_sorts(domain, x) for _, x in t.fields)) if t.fields else set()
+    if isinstance(t, EnumT):
+        return {Sort("enum", t.name)}
     return set()  # counts, flags, free strings reveal nothing an argument could need
 
 
@@ -211,6 +226,8 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
         return
     if isinstance(t, RefT):
         out.add((key_sort(t.entity), v))
+    elif isinstance(t, EnumT):
+        out.add((Sort("enum", t.name), v))
 
 
 def _item_expr(e: ir.Expr | None, i: int) -> ir.Expr | None:
@@ -242,3 +259,195 @@ def _item_expr(e: ir.Expr | None, i: int) -> ir.Expr | None:
             return None  # e.g. a list field: its items are keys, known from the type
         case _:
             assert_never(e)
+
+
+# ---------------------------------------------------------------- rows the agent sees
+
+Cell = tuple[str, Any, str]  # (entity, key, field)
+
+
+def shown_cells(domain: Domain, tool: ToolDef, args: dict[str, Any], value: Any) -> set[Cell]:
+    """The cells of particular rows an agent sees from ``tool(**args)`` returning ``value``.
+
+    Facts (:func:`facts_of_result`) say which values the agent holds; cells say *whose*
+    they are, which is what recognising a described row needs ("my order placed on
+    2026-11-02" is recognised only by seeing that order's date). A row read shows its
+    row; ``Entity[param].f`` shows one cell; a search ``[x for x in E if x.f == param
+    and ...]`` shows, for every row it returns, the fields its filter pins to a value.
+
+    >>> from graphgen.domains import load_builtin
+    >>> d = load_builtin("retail")
+    >>> t = d.tools["find_user_orders_by_status"]
+    >>> sorted(shown_cells(d, t, {"user_id": "U0001", "status": "pending"}, ["O0003"]))
+    [('Order', 'O0003', 'status'), ('Order', 'O0003', 'user_id')]
+    """
+    out: set[Cell] = set()
+    if tool.returns is not None:
+        _cells(domain, tool.returns, args, value, out)
+    return out
+
+
+def _cells(domain: Domain, e: ir.Expr, args: dict[str, Any], v: Any, out: set[Cell]) -> None:
+    if v is None:
+        return
+    match e:
+        case ir.RowOf(entity=ent):
+            if isinstance(v, dict):
+                key = v.get(domain.entities[ent].key)
+                out.update((ent, key, f) for f in v if f in domain.entities[ent].fields)
+        case ir.FieldOf(entity=ent, key=ir.Var(name=n), field=f) if n in args:
+            out.add((ent, args[n], f))
+        case ir.Comp(var=var, entity=ent, cond=cond, proj=proj) if isinstance(v, list):
+            pinned = _pinned_fields(var, ent, cond)
+            is_key = isinstance(proj, ir.Var) and proj.name == var
+            is_row = (
+                isinstance(proj, ir.RowOf) and isinstance(proj.key, ir.Var) and proj.key.name == var
+            )
+            for item in v:
+                if is_key:
+                    out.update((ent, item, f) for f in pinned)
+                elif is_row:
+                    _cells(domain, proj, args, item, out)
+                    key = item.get(domain.entities[ent].key) if isinstance(item, dict) else None
+                    out.update((ent, key, f) for f in pinned)
+        case ir.DictLit(keys=ks, values=vs) if isinstance(v, dict):
+            for k, x in zip(ks, vs, strict=True):
+                if k in v:
+                    _cells(domain, x, args, v[k], out)
+        case ir.ListLit(items=items) if isinstance(v, list):
+            for x, item in zip(items, v, strict=False):
+                _cells(domain, x, args, item, out)
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Comp()
+            | ir.DictLit()
+            | ir.ListLit()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.Agg()
+            | ir.IfExp()
+        ):
+            return  # a computed value: whose row it describes is not shown
+        case _:
+            assert_never(e)
+
+
+def _pinned_fields(var: str, entity: str, cond: ir.Expr | None) -> list[str]:
+    """Fields of ``entity`` that every row a comprehension over ``var`` keeps has at a
+    value the caller knows: conjuncts ``var.f == param`` (or a literal)."""
+    if cond is None:
+        return []
+    conj = cond.values if isinstance(cond, ir.BoolOp) and cond.op == "and" else (cond,)
+    out = []
+    for c in conj:
+        if isinstance(c, ir.Compare) and c.op == "==":
+            for a, b in ((c.left, c.right), (c.right, c.left)):
+                if _row_field(a, var, entity) and _known_side(b, var):
+                    assert isinstance(a, ir.FieldOf)
+                    out.append(a.field)
+                    break
+    return out
+
+
+def _row_field(e: ir.Expr, var: str, entity: str) -> bool:
+    """Is ``e`` a field ``var.f`` of the row being visited?"""
+    return (
+        isinstance(e, ir.FieldOf)
+        and e.entity == entity
+        and isinstance(e.key, ir.Var)
+        and e.key.name == var
+    )
+
+
+def _known_side(e: ir.Expr, var: str) -> bool:
+    """A literal, or a name other than the row variable (a parameter the caller passed)."""
+    return isinstance(e, ir.Lit) or (isinstance(e, ir.Var) and e.name != var)
+
+
+def visible_fields(domain: Domain) -> dict[str, set[str]]:
+    """Per entity, the fields some tool's output can show for a particular row (type level
+    of :func:`shown_cells`): what a referring expression may describe a row by."""
+    out: dict[str, set[str]] = {e: set() for e in domain.entities}
+    for t in domain.tools.values():
+        if t.returns is not None:
+            for ent, f in _shown_fields(domain, t.returns):
+                out[ent].add(f)
+    return out
+
+
+def _shown_fields(domain: Domain, e: ir.Expr) -> set[tuple[str, str]]:
+    match e:
+        case ir.RowOf(entity=ent):
+            return {(ent, f) for f in domain.entities[ent].fields}
+        case ir.FieldOf(entity=ent, key=ir.Var(), field=f):
+            return {(ent, f)}
+        case ir.Comp(var=var, entity=ent, cond=cond, proj=proj):
+            row = isinstance(proj, ir.Var) and proj.name == var
+            if isinstance(proj, ir.RowOf) and isinstance(proj.key, ir.Var):
+                row = proj.key.name == var
+                if row:
+                    return _shown_fields(domain, proj) | {
+                        (ent, f) for f in _pinned_fields(var, ent, cond)
+                    }
+            return {(ent, f) for f in _pinned_fields(var, ent, cond)} if row else set()
+        case ir.DictLit(values=vs) | ir.ListLit(items=vs):
+            return set().union(*(_shown_fields(domain, v) for v in vs)) if vs else set()
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.Agg()
+            | ir.IfExp()
+        ):
+            return set()
+        case _:
+            assert_never(e)
+
+
+def listed_keys(domain: Domain, tool: ToolDef, value: Any, entity: str) -> list[Any]:
+    """The ids of ``entity`` that ``tool`` returning ``value`` shows, in the order shown
+    (each once): the candidates an agent holds after the call ("list_user_orders returned
+    four orders")."""
+    out: list[Any] = []
+    if tool.return_ty is not None:
+        _keys(domain, tool.return_ty, value, entity, out)
+    return list(dict.fromkeys(out))
+
+
+def _keys(domain: Domain, t: Ty, v: Any, entity: str, out: list[Any]) -> None:
+    if v is None:
+        return
+    if isinstance(t, RefT):
+        if t.entity == entity:
+            out.append(v)
+    elif isinstance(t, ListT) and isinstance(v, list):
+        for item in v:
+            _keys(domain, t.elem, item, entity, out)
+    elif isinstance(t, RowT) and isinstance(v, dict):
+        edef = domain.entities[t.entity]
+        for name, x in v.items():
+            if name == edef.key:
+                if t.entity == entity:
+                    out.append(x)
+            elif name in edef.fields:
+                _keys(domain, edef.fields[name].ty, x, entity, out)
+    elif isinstance(t, RecordT) and isinstance(v, dict):
+        for name, ft in t.fields:
+            _keys(domain, ft, v.get(name), entity, out)

@@ -38,13 +38,19 @@ from graphgen.domain import Domain
 from graphgen.errors import ExprError, ToolError
 from graphgen.grading import changes_hold, grade, state_diff
 from graphgen.interp import call_tool, failed_check
-from graphgen.knowledge import Sort, facts_of_result, param_sort
+from graphgen.knowledge import Cell, Sort, facts_of_result, key_sort, param_sort, shown_cells
 from graphgen.state import State
 from graphgen.staterules import invariant_violations
 from graphgen.tasks.identity import identity_problem
 from graphgen.tasks.model import Call, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Knowledge
-from graphgen.tasks.referring import matching_keys
+from graphgen.tasks.referring import (
+    MAX_CANDIDATES,
+    candidates_of,
+    described_fields,
+    matching_keys,
+    unseen_cells,
+)
 from graphgen.tasks.render import spoken_forms, stated
 
 REASONS = (
@@ -57,6 +63,9 @@ REASONS = (
     "goal_not_reached",
     "nondeterministic",
     "ambiguous_target",
+    "too_many_candidates",
+    "description_not_seen",
+    "candidates_not_read",
     "answer_not_revealed",
     "answer_in_instruction",
     "state_changed",
@@ -348,6 +357,73 @@ def policy_problem(domain: Domain, state: State) -> str:
     return bad[0].describe() if bad else ""
 
 
+def recognition_problem(
+    domain: Domain, initial: State, run: Replay, targets: list[Target]
+) -> GateResult | None:
+    """Can an agent tell each described target apart, from what the chain shows it?
+
+    Before the first write that acts on a target (or by the end of the chain), the calls
+    must have shown the target's described fields for that very row, and those of every
+    other candidate the call that revealed its id listed (in list order, at most
+    :data:`~graphgen.tasks.referring.MAX_CANDIDATES`); a field that names another row
+    ("with flight GG123") needs that row's display value too. Knowing a list of ids is
+    not knowing which one was placed on 2026-11-02.
+    """
+    chain = [s.call for s in run.steps]
+    results = [s.result for s in run.steps]
+    for t in targets:
+        edef = domain.entities.get(t.entity)
+        if edef is None or edef.key_givable or not described_fields(domain, t):
+            continue
+        deadline = next(
+            (s.index for s in run.steps if _acts_on(domain, s.call, t.entity, t.key)),
+            len(run.steps),
+        )
+        shown: set[Cell] = set()
+        for s in run.steps[:deadline]:
+            if s.ran and not s.error and s.call.tool in domain.tools:
+                shown |= shown_cells(domain, domain.tools[s.call.tool], s.call.args, s.result)
+        origin = run.knowledge.origin(key_sort(t.entity), t.key)
+        cands = candidates_of(domain, chain, results, origin, t.key, t.entity)
+        if len(cands) > MAX_CANDIDATES:
+            return GateResult(
+                False,
+                "too_many_candidates",
+                f"{t.phrase!r}: call {origin} lists {len(cands)} {t.entity} ids "
+                f"(more than {MAX_CANDIDATES} to read one by one) and no search narrows them",
+            )
+        missing = unseen_cells(domain, initial, t, cands, shown)
+        rivals = {(t.entity, k) for k in cands if k != t.key}
+        own = [c for c in missing if c[:2] not in rivals]
+        if own:
+            e, k, f = own[0]
+            return GateResult(
+                False,
+                "description_not_seen",
+                f"{t.phrase!r}: no call before it is used shows {e} {k!r}'s {f}",
+            )
+        if missing:
+            e, k, f = missing[0]
+            return GateResult(
+                False,
+                "candidates_not_read",
+                f"{t.phrase!r} is picked among {len(cands)} {t.entity} ids from call {origin}, "
+                f"but no call shows candidate {k!r}'s {f}",
+            )
+    return None
+
+
+def _acts_on(domain: Domain, call: Call, entity: str, key: Any) -> bool:
+    """Is ``call`` a write with ``key`` (an id of ``entity``) among its arguments?"""
+    tool = domain.tools.get(call.tool)
+    if tool is None or not tool.is_write:
+        return False
+    return any(
+        p in tool.params and param_sort(tool.params[p]) == key_sort(entity) and v == key
+        for p, v in call.args.items()
+    )
+
+
 def check_candidate(
     domain: Domain,
     kind: TaskKind,
@@ -417,6 +493,10 @@ def check_candidate(
                 "ambiguous_target",
                 f"{t.phrase!r} matches {len(keys)} {t.entity} rows: {keys[:5]}",
             )
+    # 3b. the agent can recognise each target from what the chain shows
+    unfit = recognition_problem(domain, initial, run, targets)
+    if unfit is not None:
+        return unfit
     # 4. determinism: the same chain gives the same state and outputs
     again = replay(domain, initial, givens, chain, execute)
     if not again.complete:

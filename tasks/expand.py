@@ -34,19 +34,22 @@ from graphgen.interp import (
     footprint,
     precheck,
 )
-from graphgen.knowledge import Sort, param_sort, parse_sort
+from graphgen.knowledge import Cell, Sort, param_sort, parse_sort, shown_cells
 from graphgen.state import State, diff
 from graphgen.tasks.dryrun import call_dependencies
 from graphgen.tasks.identity import identified_principals, principal_entity
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.referring import (
+    MAX_CANDIDATES,
     absorb_givens,
+    candidates_of,
     describe,
     field_name,
     humanize,
     relation_name,
     stated_facts,
+    unseen_cells,
 )
 from graphgen.tasks.render import (
     NoTrueIntent,
@@ -221,7 +224,9 @@ class Expander:
         principal: tuple[str, str] | None,
     ) -> bool:
         """Describe each id argument for the instruction and make the agent able to
-        check it: if the description uses fields no call has shown yet, read the row."""
+        recognise it: the description's stated values become givens, the id is looked
+        up, and every candidate the lookup listed is read until the chain has shown each
+        one's described fields (:func:`~graphgen.tasks.referring.unseen_cells`)."""
         for name, v in args.items():
             s = param_sort(tool.params[name])
             if s.kind != "key" or v in created or (s.name, v) == principal:
@@ -232,39 +237,63 @@ class Expander:
                 continue
             if v not in initial.tables[s.name]:
                 return False
-            if not planner.acquire(s, v):
-                return False
             t = describe(self.domain, initial, s.name, v, rng, principal)
             if t is None:
                 return False
-            targets[(s.name, v)] = t
+            # Stated first: "my order with status pending" lets the lookup filter by it.
             for fs, fv in stated_facts(self.domain, initial, t):
                 planner.give(fs, fv)
-            row = initial.tables[s.name][v]
-            seen = all(
-                planner.know.knows(Sort("field", f"{s.name}.{f}"), row[f])
-                for f in re.findall(r"x\.(\w+) ==", t.description)
-                if f in row
-            )
-            if not seen:
-                self._reveal(planner, s.name, v)
-            # "my reservation with flight GG123" names another row by its display value;
-            # the target row shows only that row's id, so checking it needs that row too.
-            for fname, fd in self.domain.entities[s.name].fields.items():
-                if isinstance(fd.ty, RefT) and f"x.{fname} ==" in t.description:
-                    ref = (fd.ty.entity, row[fname])
-                    if ref != principal and not self._named_by_lookup(planner, initial, *ref):
-                        self._reveal(planner, *ref)
+            if not self._recognise(planner, initial, t):
+                return False
+            targets[(s.name, v)] = t
         return True
 
-    def _named_by_lookup(self, planner: Planner, initial: State, entity: str, key: Any) -> bool:
-        """Was ``key`` learned from a call given its display value (``find_flight(GG123)``)?
-        Then the agent already knows which id the display value names."""
-        shown = self.domain.entities[entity].display
-        i = planner.know.origin(Sort("key", entity), key)
-        if shown is None or i is None or i < 0:
+    def _recognise(self, planner: Planner, initial: State, t: Target) -> bool:
+        """Look ``t`` up and read the candidates it must be told apart from (at most
+        :data:`MAX_CANDIDATES`; a narrower search is tried when a list is longer)."""
+        s = Sort("key", t.entity)
+        for narrow in (False, True):
+            snap = planner.snapshot()
+            if not planner.acquire(s, t.key, narrow=narrow):
+                return False
+            cands = candidates_of(
+                self.domain,
+                planner.chain,
+                planner.results,
+                planner.know.origin(s, t.key),
+                t.key,
+                t.entity,
+            )
+            if len(cands) <= MAX_CANDIDATES:
+                break
+            planner.restore(snap)
+        else:
             return False
-        return initial.tables[entity][key][shown] in planner.chain[i].args.values()
+        for entity, key in dict.fromkeys(
+            (e, k) for e, k, _ in unseen_cells(self.domain, initial, t, cands, planner.shown())
+        ):
+            if not planner.acquire(Sort("key", entity), key):
+                return False
+            self._reveal(planner, entity, key)
+        return not unseen_cells(self.domain, initial, t, cands, planner.shown())
+
+    def _recognising_reads(
+        self, planner: Planner, initial: State, targets: list[Target]
+    ) -> set[int]:
+        """Indexes of the calls that show a cell some target's recognition needs (an
+        exploratory read of the walk that did so must not be pruned)."""
+        need: set[Cell] = set()
+        for t in targets:
+            origin = planner.know.origin(Sort("key", t.entity), t.key)
+            cands = candidates_of(
+                self.domain, planner.chain, planner.results, origin, t.key, t.entity
+            )
+            need.update(unseen_cells(self.domain, initial, t, cands, set()))
+        return {
+            i
+            for i, (c, r) in enumerate(zip(planner.chain, planner.results, strict=True))
+            if shown_cells(self.domain, self.domain.tools[c.tool], c.args, r) & need
+        }
 
     def _absorb(
         self,
@@ -350,7 +379,7 @@ class Expander:
                 ):
                     planner.restore(snap)
                     continue
-                ok, _ = planner.call(tool.name, args)
+                ok, _ = planner.call(tool.name, args, stated=True)
                 if not ok or st == before:
                     planner.restore(snap)  # failed or changed nothing: not an intent
                     continue
@@ -380,6 +409,7 @@ class Expander:
                     raise NoCandidate("no_valid_binding")
                 break
         goal = Goal(changes=_changes(initial, st, pinned))
+        explored -= self._recognising_reads(planner, initial, list(targets.values()))
         chain = prune_reads(self.domain, planner, explored)
         targets = self._absorb(initial, targets, planner.givens, principal)
         try:
@@ -472,7 +502,8 @@ class Expander:
     def _bind_known(
         self, tool: ToolDef, st: State, planner: Planner, rng: random.Random
     ) -> dict[str, Any] | None:
-        """Arguments drawn only from what the walk already knows (plus enums/free)."""
+        """Arguments drawn only from what the walk already knows (plus free values, and
+        any enum member for a write: its intent sentence will state it)."""
         pools: dict[str, list[Any]] = {}
         nows = now_params(self.domain, tool)
         for name, p in tool.params.items():
@@ -481,7 +512,7 @@ class Expander:
                 pools[name] = [self.today]
             elif s.kind == "free":
                 pools[name] = [free_value(self.domain, tool, p, rng, st) for _ in range(3)]
-            elif s.kind == "enum":
+            elif s.kind == "enum" and tool.is_write:
                 pools[name] = list(p.ty.values)  # type: ignore[attr-defined]
             else:
                 pools[name] = planner.know.values(s)
@@ -540,7 +571,7 @@ class Expander:
                 if not self._identify(planner, initial, tool, args, set(), rng, targets, principal):
                     planner.restore(snap)
                     continue
-                ok, _ = planner.call(tool.name, args)
+                ok, _ = planner.call(tool.name, args, stated=True)
                 if not ok:
                     planner.restore(snap)
                     continue
@@ -604,12 +635,7 @@ class Expander:
                 odef = self.domain.entities[other]
                 askable = [g for g, fd in odef.fields.items() if fd.ty in (INT, STR, DATE)]
                 principal = self._owner(initial, ent, key)
-                if (
-                    u not in initial.tables[other]
-                    or not askable
-                    or principal == (other, u)
-                    or not planner.acquire(Sort("key", ent), key)
-                ):
+                if u not in initial.tables[other] or not askable or principal == (other, u):
                     planner.restore(snap)
                     continue
                 edef = self.domain.entities[ent]
@@ -712,8 +738,6 @@ class Expander:
                 ]
                 if not askable:
                     break
-                if not planner.acquire(Sort("key", ent), key):
-                    continue
                 target = None
                 if (ent, key) != principal and not edef.key_givable:
                     target = describe(self.domain, initial, ent, key, rng, principal)
@@ -721,15 +745,21 @@ class Expander:
                         continue
                     for fs, fv in stated_facts(self.domain, initial, target):
                         planner.give(fs, fv)
+                    if not self._recognise(planner, initial, target):
+                        continue
+                elif not planner.acquire(Sort("key", ent), key):
+                    continue
                 fname = rng.choice(askable)
                 value = initial.tables[ent][key][fname]
                 if target is not None and f"x.{fname} ==" in target.description:
                     continue
                 if any(str(g.value) == str(value) for g in planner.givens):
                     continue
-                ok, _ = planner.call(tool.name, {pname: key})
-                if not ok:
-                    continue
+                read = Call(tool=tool.name, args={pname: key})
+                if read not in planner.chain:  # recognising the target may have read it
+                    ok, _ = planner.call(tool.name, {pname: key})
+                    if not ok:
+                        continue
                 if target is not None:
                     target = self._absorb(initial, {(ent, key): target}, planner.givens, principal)[
                         (ent, key)
@@ -790,11 +820,12 @@ class Expander:
                 continue
             targets: dict[tuple[str, str], Target] = {}
             snap = planner.snapshot()
-            if not all(planner.acquire(param_sort(tool.params[p]), a) for p, a in args.items()):
+            planner.state_args(tool, args)  # the request states its enum values
+            if not self._identify(planner, initial, tool, args, set(), rng, targets, principal):
                 planner.restore(snap)
                 continue
-            if not self._identify(
-                planner, initial, tool, args, set(), rng, targets, principal
+            if not all(
+                planner.acquire(param_sort(tool.params[p]), a) for p, a in args.items()
             ) or self._two_customers(initial, planner):
                 planner.restore(snap)
                 continue

@@ -20,12 +20,15 @@ from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
 from graphgen.interp import call_tool
 from graphgen.knowledge import (
+    Cell,
     Sort,
     facts_of_result,
     givable_sorts,
+    listed_keys,
     param_sort,
     parse_sort,
     produced_sorts,
+    shown_cells,
 )
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given
@@ -70,7 +73,16 @@ def sort_distances(domain: Domain) -> dict[Sort, int]:
 
 @dataclass
 class Knowledge:
-    """Known values by sort, each with the index of the call that revealed it (-1: given)."""
+    """Known values by sort, each with the index of the call that revealed it (-1: given).
+
+    Nothing is known for free. In particular **an enum member is known at a step iff it
+    is a given of the task at that parameter's sort (``enum:OrderStatus``: the
+    instruction states it, "my pending order", "refund it to my gift card") or an earlier
+    output revealed it** (an order row showing ``status: pending`` reveals
+    ``enum:OrderStatus`` = ``pending``, see :func:`graphgen.knowledge.field_sorts`). The
+    tool schema lists every member, but an agent that filters by a status the user never
+    mentioned and no output showed is guessing. The z3 model of chains mirrors this rule.
+    """
 
     facts: dict[Sort, dict[Any, int]] = field(default_factory=dict)
 
@@ -83,7 +95,8 @@ class Knowledge:
         return know
 
     def knows(self, s: Sort, v: Any) -> bool:
-        return s.always_known or _hashable(v) in self.facts.get(s, {})
+        """Is ``v`` known at sort ``s`` (a given, or revealed by an earlier call)?"""
+        return _hashable(v) in self.facts.get(s, {})
 
     def add(self, s: Sort, v: Any, origin: int) -> None:
         self.facts.setdefault(s, {}).setdefault(_hashable(v), origin)
@@ -218,16 +231,27 @@ class Planner:
         return []
 
     def acquire(
-        self, s: Sort, v: Any, depth: int = 0, pending: frozenset[tuple[Sort, Any]] = frozenset()
+        self,
+        s: Sort,
+        v: Any,
+        depth: int = 0,
+        pending: frozenset[tuple[Sort, Any]] = frozenset(),
+        narrow: bool = False,
     ) -> bool:
         """Make ``v`` known at sort ``s``, adding givens or lookup calls. Rolls back on failure.
 
         ``pending`` holds the values being acquired further up: a lookup that needs one
         of them as an argument is circular (``get_x(id)`` to learn ``id``) and is skipped,
-        otherwise chains repeat the same read once per nesting level.
+        otherwise chains repeat the same read once per nesting level. An enum member is
+        never acquired: it is known only when given (:meth:`state_args`) or revealed.
+        ``narrow`` prefers, among the lookups that reveal ``v``, the one listing the fewest
+        values of ``s`` (a search by status before a list of every order): an agent must
+        then read fewer candidates to recognise a described target.
         """
         if self.know.knows(s, v):
             return True
+        if s.kind == "enum":
+            return False
         if s.kind == "free" or s in self.givable:
             self.give(s, v)
             return True
@@ -242,6 +266,33 @@ class Planner:
         else:
             producers.sort(key=lambda t: (self._cost(t), self.usage.get(t.name, 0)))
         pending = pending | {(s, _hashable(v))}
+        found: Iterable[tuple[ToolDef, dict[str, Any], Any]] = self._revealing(
+            producers, s, v, pending
+        )
+        if narrow and s.kind == "key":
+            found = sorted(found, key=lambda m: len(listed_keys(self.domain, m[0], m[2], s.name)))
+        for tool, args, result in found:
+            snap = self.snapshot()
+            if all(
+                self.acquire(param_sort(tool.params[p]), a, depth + 1, pending)
+                for p, a in args.items()
+            ):
+                # A lookup made for an argument may already have shown ``v`` (listing a
+                # product's items shows the one a variant search would find): stop there.
+                if not self.know.knows(s, v):
+                    self.record(tool.name, args, result)
+                return True
+            self.restore(snap)
+        return False
+
+    def _revealing(
+        self,
+        producers: list[ToolDef],
+        s: Sort,
+        v: Any,
+        pending: frozenset[tuple[Sort, Any]],
+    ) -> Iterable[tuple[ToolDef, dict[str, Any], Any]]:
+        """The (tool, args, result) reads on this state whose output reveals ``v`` at ``s``."""
         for tool in producers:
             for args in self._bindings(tool):
                 if any(
@@ -252,19 +303,27 @@ class Planner:
                     result = self.read(tool, args)
                 except ToolError:
                     continue
-                if (s, _hashable(v)) not in {
+                if (s, _hashable(v)) in {
                     (fs, _hashable(fv)) for fs, fv in facts_of_result(self.domain, tool, result)
                 }:
-                    continue
-                snap = self.snapshot()
-                if all(
-                    self.acquire(param_sort(tool.params[p]), a, depth + 1, pending)
-                    for p, a in args.items()
-                ):
-                    self.record(tool.name, args, result)
-                    return True
-                self.restore(snap)
-        return False
+                    yield tool, args, result
+
+    def state_args(self, tool: ToolDef, args: dict[str, Any]) -> None:
+        """The user asks for this call in words: the intent sentence states every
+        argument (:func:`graphgen.tasks.render.intent_text`), so its enum members are
+        givens ("refund it to my gift card", "upgrade me to business")."""
+        for p, a in args.items():
+            s = param_sort(tool.params[p])
+            if s.kind == "enum":
+                self.give(s, a)
+
+    def shown(self) -> set[Cell]:
+        """The cells of particular rows the chain so far has shown
+        (:func:`graphgen.knowledge.shown_cells`)."""
+        out: set[Cell] = set()
+        for c, r in zip(self.chain, self.results, strict=True):
+            out |= shown_cells(self.domain, self.domain.tools[c.tool], c.args, r)
+        return out
 
     def _cost(self, tool: ToolDef) -> int:
         cost = 0
@@ -291,13 +350,17 @@ class Planner:
 
     # ------------------------------------------------------------- acting
 
-    def call(self, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
+    def call(self, tool: str, args: dict[str, Any], stated: bool = False) -> tuple[bool, Any]:
         """Acquire every argument, then execute ``tool`` on the state.
 
-        Returns (ok, result-or-ToolError). On failure the planner is rolled back.
+        ``stated``: the call is an intent the instruction asks for in words, so its enum
+        arguments are givens (:meth:`state_args`). Returns (ok, result-or-ToolError). On
+        failure the planner is rolled back.
         """
         t = self.domain.tools[tool]
         snap = self.snapshot()
+        if stated:
+            self.state_args(t, args)
         for p, a in args.items():
             if not self.acquire(param_sort(t.params[p]), a):
                 self.restore(snap)

@@ -12,17 +12,22 @@ from __future__ import annotations
 import itertools
 import random
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from graphgen.domain import Domain
 from graphgen.interp import evaluate
-from graphgen.knowledge import Sort
+from graphgen.knowledge import Cell, Sort, listed_keys, visible_fields
 from graphgen.parse import Elaborator
 from graphgen.state import State
-from graphgen.tasks.model import Target
+from graphgen.tasks.identity import principal_entity
+from graphgen.tasks.model import Call, Target
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT
 
 MAX_ATOMS = 3
+# Most candidates an agent is expected to read one by one to recognise a described
+# target; a longer list needs a search that narrows it.
+MAX_CANDIDATES = 6
 
 
 def humanize(name: str) -> str:
@@ -200,9 +205,14 @@ def describe(
             entity=entity, key=key, phrase=f"{label} {key}", description=f"x.{edef.key} == {key!r}"
         )
     row = state.tables[entity][key]
+    # Only what some tool can show about this row: a description by a field no output
+    # reveals ("the item with price 10" with no tool showing prices) cannot be checked.
+    visible = visible_fields(domain)
     atoms: list[tuple[str, str, tuple[str, str]]] = []  # (field, src, (words, place))
     for fname, fd in edef.fields.items():
-        if isinstance(fd.ty, ListT):
+        if isinstance(fd.ty, ListT) or fname not in visible[entity]:
+            continue
+        if isinstance(fd.ty, RefT) and not _ref_visible(domain, visible, fd.ty.entity):
             continue
         ph = _phrase_atom(domain, entity, fname, row[fname], principal, state)
         if ph is None:
@@ -297,12 +307,73 @@ def absorb_givens(
     )
 
 
+def _ref_visible(domain: Domain, visible: dict[str, set[str]], entity: str) -> bool:
+    """Can a reference to ``entity`` be phrased checkably: "my ..." for the principal, else
+    by the other row's display field, which some output must show."""
+    shown = domain.entities[entity].display
+    return entity == principal_entity(domain) or (shown is not None and shown in visible[entity])
+
+
+def described_fields(domain: Domain, target: Target) -> list[str]:
+    """The fields (not the key) a target's description pins, in order."""
+    key = domain.entities[target.entity].key
+    return [f for f in re.findall(r"x\.(\w+) ==", target.description) if f != key]
+
+
+def candidates_of(
+    domain: Domain,
+    chain: Sequence[Call],
+    results: Sequence[Any],
+    origin: int | None,
+    key: Any,
+    entity: str,
+) -> list[Any]:
+    """The ids the agent must tell the target ``key`` apart from: every id of ``entity``
+    the call that first revealed ``key`` (index ``origin``) listed, in list order, the
+    target among them. A given key, or one no call revealed, has no rivals."""
+    if origin is None or origin < 0 or origin >= len(chain):
+        return [key]
+    found = listed_keys(domain, domain.tools[chain[origin].tool], results[origin], entity)
+    return found if key in found else [key]
+
+
+def unseen_cells(
+    domain: Domain, state: State, target: Target, candidates: Sequence[Any], shown: set[Cell]
+) -> list[Cell]:
+    """The cells an agent must see to recognise ``target`` among ``candidates`` but that
+    no call in ``shown`` showed, in candidate order.
+
+    Every candidate's described fields must be seen (a careful agent reads each listed
+    order until it has seen which one was placed on the stated day; one that reads them
+    all is modelled, which is never less work). A field that refers to another row
+    ("with flight GG123") also needs that row's display value, for the target, unless
+    the row is the user speaking ("my order").
+    """
+    fields = described_fields(domain, target)
+    edef = domain.entities[target.entity]
+    principal = principal_entity(domain)
+    out: list[Cell] = []
+    for c in candidates:
+        out.extend((target.entity, c, f) for f in fields if (target.entity, c, f) not in shown)
+    row = state.tables[target.entity].get(target.key)
+    for f in fields:
+        fd = edef.fields.get(f)
+        if row is None or fd is None or not isinstance(fd.ty, RefT) or fd.ty.entity == principal:
+            continue
+        shows = domain.entities[fd.ty.entity].display
+        if shows is not None and (fd.ty.entity, row[f], shows) not in shown:
+            out.append((fd.ty.entity, row[f], shows))
+    return out
+
+
 def stated_facts(domain: Domain, state: State, target: Target) -> list[tuple[Sort, Any]]:
-    """The givable values a target's phrase states (so the agent may use them).
+    """The values a target's phrase states that the agent may use as givens.
 
     An instruction that says "the item with color amber" has told the agent the value
     ``amber`` of ``Item.color``; if that field is givable it is as good as a given, and
-    the knowledge model (and so the proven minimum) must count it.
+    the knowledge model (and so the proven minimum) must count it. A phrase that says an
+    enum field's value ("my order with status pending") states that enum member, so the
+    agent may filter by it (``enum:OrderStatus``).
     """
     edef = domain.entities[target.entity]
     row = state.tables[target.entity][target.key]
@@ -317,6 +388,8 @@ def stated_facts(domain: Domain, state: State, target: Target) -> list[tuple[Sor
             continue
         if fd.givable:
             out.append((Sort("field", f"{target.entity}.{f}"), row[f]))
+        if isinstance(fd.ty, EnumT):
+            out.append((Sort("enum", fd.ty.name), row[f]))
         if isinstance(fd.ty, RefT):  # "with flight GG123": the other row's display value
             other = domain.entities[fd.ty.entity]
             shown = other.fields.get(other.display or "")
