@@ -628,6 +628,7 @@ def test_good_task_is_accepted(deposit_case: Any) -> None:
         "min_calls",
         "unique_targets",
         "unique_final_state",
+        "write_orders",
     }
     assert all(p.ok for p in proofs.values()), proofs
     assert all(p.ms >= 0 for p in proofs.values())
@@ -708,15 +709,23 @@ def test_two_minimal_solutions_with_different_ends_are_rejected() -> None:
         Call(tool="find_account", args={"email": row["email"]}),
         Call(tool="pay", args={"account_id": a, "amount": 5}),
     ]
-    # only the payment's account is part of the goal: paying 5 or 10 both reach it
-    goal = Goal(changes=[Change(entity="Payment", key=new, field="account_id", after=a)])
+    # only the payment's account is part of the goal: paying 5 or 10 both reach it. The
+    # account is named too (its status is pinned), so paying 10 changes only rows the goal
+    # names, and proof 5 must see that the payment's amount and the balance differ.
+    pinned = Change(entity="Account", key=a, field="status", before="active", after="active")
+    goal = Goal(
+        changes=[Change(entity="Payment", key=new, field="account_id", after=a), pinned]
+    )
     proofs = _proofs(MOCK, _task(state, chain, goal, givens))
     assert proofs["reference_chain"].ok and proofs["min_calls"].ok
     assert not proofs["unique_final_state"].ok
     assert "amount" in proofs["unique_final_state"].detail
     # stating the amount of the payment too makes the end state unique
     full = Goal(
-        changes=[Change(entity="Payment", key=new, field="*", after={"account_id": a, "amount": 5})]
+        changes=[
+            Change(entity="Payment", key=new, field="*", after={"account_id": a, "amount": 5}),
+            pinned,
+        ]
     )
     assert _proofs(MOCK, _task(state, chain, full, givens))["unique_final_state"].ok
 
