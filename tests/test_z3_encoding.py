@@ -709,23 +709,15 @@ def test_two_minimal_solutions_with_different_ends_are_rejected() -> None:
         Call(tool="find_account", args={"email": row["email"]}),
         Call(tool="pay", args={"account_id": a, "amount": 5}),
     ]
-    # only the payment's account is part of the goal: paying 5 or 10 both reach it. The
-    # account is named too (its status is pinned), so paying 10 changes only rows the goal
-    # names, and proof 5 must see that the payment's amount and the balance differ.
-    pinned = Change(entity="Account", key=a, field="status", before="active", after="active")
-    goal = Goal(
-        changes=[Change(entity="Payment", key=new, field="account_id", after=a), pinned]
-    )
+    # only the payment's account is part of the goal: paying 5 or 10 both reach it
+    goal = Goal(changes=[Change(entity="Payment", key=new, field="account_id", after=a)])
     proofs = _proofs(MOCK, _task(state, chain, goal, givens))
     assert proofs["reference_chain"].ok and proofs["min_calls"].ok
     assert not proofs["unique_final_state"].ok
     assert "amount" in proofs["unique_final_state"].detail
     # stating the amount of the payment too makes the end state unique
     full = Goal(
-        changes=[
-            Change(entity="Payment", key=new, field="*", after={"account_id": a, "amount": 5}),
-            pinned,
-        ]
+        changes=[Change(entity="Payment", key=new, field="*", after={"account_id": a, "amount": 5})]
     )
     assert _proofs(MOCK, _task(state, chain, full, givens))["unique_final_state"].ok
 

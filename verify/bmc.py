@@ -1153,40 +1153,47 @@ class Bmc:
             parts.append(not_(eq(fin.created[ent], int_val(n_other))))
         return or_(*parts)
 
-    def rows_changed(
-        self, horizon: int, rows: dict[tuple[str, str], set[str] | None], other: State
-    ) -> tuple[Term, Term]:
-        """Two terms comparing the state after ``horizon`` steps with concrete ``other``
-        (on the rows the encoding tracks): (a) some row *not* in ``rows`` differs —
-        a field, or whether it exists (a created id counts as a row); (b) some row in
-        ``rows`` that exists in both differs in a field outside its set (None: every
-        field may differ)."""
-        fin = self.state_at(horizon)
-        ref = SymState.from_state(self.uni, self.restrict(other))
-        outside: list[Term] = []
-        inside: list[Term] = []
-        for ent, edef in self.domain.entities.items():
-            for i, key in enumerate(self.uni.keys[ent]):
-                listed = (ent, key) in rows
-                free = rows.get((ent, key)) if listed else set()
-                if free is None:
-                    continue
-                diffs: list[Term] = []
-                for f, fd in edef.fields.items():
-                    if f in free:
-                        continue
-                    a, b = fin.cells[ent][f][i], ref.cells[ent][f][i]
-                    if isinstance(fd.ty, ListT):
-                        diffs.extend(not_(eq(x, y)) for x, y in zip(a, b, strict=True))
-                    else:
-                        diffs.append(not_(eq(a, b)))
-                e1, e2 = fin.exists[ent][i], ref.exists[ent][i]
-                both = and_(e1, e2, or_(*diffs))
-                if listed:
-                    inside.append(both)
-                else:
-                    outside.extend([not_(eq(e1, e2)), both])
-        return or_(*outside), or_(*inside)
+    def _matches(self, step: _Step, j: int, calls: Sequence[Call]) -> list[Term]:
+        """Per call of ``calls`` to tool ``j``: this step's arguments are that call's."""
+        tool = self.tools[j]
+        out: list[Term] = []
+        for c in calls:
+            if c.tool != tool.name or set(c.args) != set(tool.params):
+                continue
+            parts: list[Term] = []
+            for p, v in c.args.items():
+                t = self.uni.encode_value(tool.params[p].ty, v)
+                if t is None:
+                    break
+                parts.append(eq(step.args[j][p], t))
+            else:
+                out.append(and_(*parts))
+        return out
+
+    def writes_among(self, horizon: int, calls: Sequence[Call]) -> Term:
+        """Every write call of the first ``horizon`` steps is one of ``calls`` (same tool,
+        same arguments); reads are unconstrained."""
+        self.ensure(horizon)
+        return and_(
+            *(
+                implies(step.chosen[j], or_(*self._matches(step, j, calls)))
+                for step in self.steps[:horizon]
+                for j, tool in enumerate(self.tools)
+                if tool.is_write
+            )
+        )
+
+    def new_write(self, horizon: int, calls: Sequence[Call]) -> Term:
+        """Some write call of the first ``horizon`` steps is none of ``calls``."""
+        self.ensure(horizon)
+        return or_(
+            *(
+                and_(step.chosen[j], not_(or_(*self._matches(step, j, calls))))
+                for step in self.steps[:horizon]
+                for j, tool in enumerate(self.tools)
+                if tool.is_write
+            )
+        )
 
     def restrict(self, st: State) -> State:
         """``st`` restricted to the rows the encoding tracks: the slice's rows and the

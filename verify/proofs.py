@@ -34,6 +34,7 @@ z3's other reasons), it never hangs.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,7 +45,7 @@ from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, GraphgenError, ToolError
 from graphgen.footprint import cells_read
-from graphgen.grading import changes_hold, grade, rename_changes, renamings
+from graphgen.grading import MAX_RENAMINGS, changes_hold, grade, rename_changes, renamings
 from graphgen.interp import apply_unchecked, evaluate
 from graphgen.knowledge import Sort, facts_of_result, parse_sort
 from graphgen.parse import Elaborator
@@ -83,11 +84,13 @@ from graphgen.verify.bmc import (
 from graphgen.verify.evaluator import Evaluator
 from graphgen.verify.slicing import analyze_flow
 from graphgen.verify.symstate import SymState
-from graphgen.verify.terms import EncodeError, and_, eq, is_f, is_t, not_
+from graphgen.verify.terms import EncodeError, and_, eq, is_f, is_t
 from graphgen.verify.universe import Universe
 
 DEFAULT_TIMEOUT_MS = 4000
 NOT_APPLICABLE = "n/a"
+# Most distinct write calls the minimal solutions of one task may make (proof 5 lists them).
+MAX_MINIMAL_WRITES = 24
 
 
 # ------------------------------------------------------------------ concrete side
@@ -140,7 +143,7 @@ def renamed_goals(initial: State, goal: ChangesGoal) -> AnyGoal:
     changes = [c.model_dump() for c in goal.changes]
     s0 = initial.to_dict()
     # the rows the goal's final state has (renamings look at keys only)
-    keys: dict[str, dict[str, Any]] = {e: dict.fromkeys(t, {}) for e, t in initial.tables.items()}
+    keys: dict[str, dict[str, Any]] = {e: {k: {} for k in t} for e, t in initial.tables.items()}
     for c in goal.changes:
         keys.setdefault(c.entity, {})[c.key] = {}
     want = {"tables": keys}
@@ -150,6 +153,46 @@ def renamed_goals(initial: State, goal: ChangesGoal) -> AnyGoal:
         if renamed is not None:
             out.append(ChangesGoal([Change.model_validate(c) for c in renamed], goal.answers))
     return AnyGoal(out)
+
+
+def renamed_states(initial: State, final: State) -> list[State]:
+    """``final`` under every consistent renaming of the ids of the rows it created (absent
+    from ``initial``), the identity first: per entity a permutation of its new keys, and
+    every value equal to a renamed key renamed with it (as the grader renames goals).
+    Beyond :data:`graphgen.grading.MAX_RENAMINGS` only the identity."""
+    new = {
+        e: sorted(k for k in t if k not in initial.tables.get(e, {}))
+        for e, t in final.tables.items()
+    }
+    new = {e: ks for e, ks in new.items() if len(ks) > 1}
+    out = [final]
+    if not new or math.prod(math.factorial(len(ks)) for ks in new.values()) > MAX_RENAMINGS:
+        return out
+    ents = list(new)
+    for images in itertools.product(*(itertools.permutations(new[e]) for e in ents)):
+        names = {
+            k: v
+            for e, im in zip(ents, images, strict=True)
+            for k, v in zip(new[e], im, strict=True)
+        }
+        if all(k == v for k, v in names.items()):
+            continue
+        tables = {
+            e: {names.get(k, k) if e in new else k: _renamed(r, names) for k, r in t.items()}
+            for e, t in final.tables.items()
+        }
+        out.append(State(tables, dict(final.counters)))
+    return out
+
+
+def _renamed(v: Any, names: dict[str, str]) -> Any:
+    if isinstance(v, str):
+        return names.get(v, v)
+    if isinstance(v, list):
+        return sorted(_renamed(x, names) for x in v)
+    if isinstance(v, dict):
+        return {k: _renamed(x, names) for k, x in v.items()}
+    return v
 
 
 def recognitions(domain: Domain, targets: list[Target]) -> list[Recognition]:
@@ -644,14 +687,46 @@ class Prover:
             return _res("unique_targets", False, "; ".join(problems))
         return _res("unique_targets", True, f"{len(self.task.targets)} target(s) unique")
 
-    def unique_final_state(self) -> ProofResult:
-        """(5) every chain of at most :attr:`horizon` calls (the reference chain's length,
-        or ``min_calls`` if larger) that reaches the goal — up to a renaming of created
-        ids — and changes no row the goal does not name ends in a state the grader
-        accepts: no named row has a field changed that the goal does not list.
+    def minimal_writes(self) -> list[Call] | ProofResult:
+        """Every write call (tool and arguments) some solution of exactly ``min_calls``
+        calls makes, found exhaustively by z3: ask for a minimal solution making a write
+        not listed yet until there is none. A failed ``unique_final_state`` when z3 gave
+        up or the list grows past :data:`MAX_MINIMAL_WRITES`."""
+        bmc = self.bmc
+        assert bmc is not None
+        m = self.task.min_calls
+        found: list[Call] = []
+        while True:
+            lit = bmc.lit(f"new_write@{m}:{len(found)}", bmc.new_write(m, found))
+            status, model = self._check([self._goal_lit(), lit, *bmc.length_is(m)])
+            if status == "unknown":
+                return self._undecided("unique_final_state")
+            if status == "unsat":
+                return found
+            names = {t.name: t for t in bmc.tools}
+            for c in bmc.extract(model):
+                if names[c.tool].is_write and c not in found:
+                    found.append(c)
+            if len(found) > MAX_MINIMAL_WRITES:
+                return _res(
+                    "unique_final_state",
+                    False,
+                    f"more than {MAX_MINIMAL_WRITES} different write calls solve the task "
+                    f"in {m} calls: the request is too open",
+                )
 
-        Chains that change another row as well are left out on purpose: they did
-        something not asked, and the exact-state grader fails them for that reason."""
+    def unique_final_state(self) -> ProofResult:
+        """(5) let W be every write call some solution of ``min_calls`` calls makes
+        (:meth:`minimal_writes`). Every chain of at most :attr:`horizon` calls (the
+        reference chain's length, or ``min_calls`` if larger) whose write calls all belong
+        to W and that reaches the goal (up to a renaming of created ids) ends in the
+        reference chain's final state, up to a consistent renaming of created ids.
+
+        So the proof covers reorderings of the requested writes, other minimal ways to
+        make them, and every read an agent adds, up to the reference's length; it leaves
+        out chains that make a write no minimal solution makes (something not asked,
+        which the exact-state grader fails for that reason) and chains that miss the
+        goal (the order proof, :meth:`write_orders`, covers the reference's own calls)."""
         if self.refusal:
             return _res("unique_final_state", True, f"{NOT_APPLICABLE}: refusal task")
         if self.run_failed:
@@ -659,23 +734,20 @@ class Prover:
         bmc = self.build()
         if bmc is None:
             return _res("unique_final_state", False, self.build_error)
+        writes = self.minimal_writes()
+        if isinstance(writes, ProofResult):
+            return writes
         h = self.horizon
-        rows: dict[tuple[str, str], set[str] | None] = {}
-        for g in self.goal_pred.goals:
-            for c in g.changes:
-                if c.field == "*":
-                    rows[(c.entity, c.key)] = None
-                else:
-                    free = rows.setdefault((c.entity, c.key), set())
-                    if free is not None:
-                        free.add(c.field)
         try:
-            outside, inside = bmc.rows_changed(h, rows, self.run.final)
+            differs = and_(
+                *(bmc.state_differs(st, h) for st in renamed_states(self.initial, self.run.final))
+            )
         except EncodeError as exc:
             return _res("unique_final_state", False, f"encoding failed: {exc}")
-        stays = bmc.lit(f"stays@{h}", not_(outside))
-        wrong = bmc.lit(f"wrong@{h}", inside)
-        status, model = self._check([self._goal_lit(h), stays, wrong])
+        key = repr([(c.tool, sorted(c.args.items())) for c in writes])
+        among = bmc.lit(f"among@{h}:{key}", bmc.writes_among(h, writes))
+        wrong = bmc.lit(f"differs_renamed@{h}", differs)
+        status, model = self._check([self._goal_lit(h), among, wrong])
         if status == "unknown":
             return self._undecided("unique_final_state")
         if status == "sat":
@@ -683,13 +755,15 @@ class Prover:
             return _res(
                 "unique_final_state",
                 False,
-                f"a solution of <= {h} calls changes a field the goal does not list: "
-                f"{self._witness(model)}; differences {d}",
+                f"a solution of <= {h} calls making only minimal solutions' writes ends "
+                f"elsewhere: {self._witness(model)}; differences {d}",
             )
         return _res(
             "unique_final_state",
             True,
-            f"every solution of <= {h} calls that changes only the goal's rows is graded a success",
+            f"every solution of <= {h} calls whose writes are among the {len(writes)} "
+            f"write call(s) of {self.task.min_calls}-call solutions ends in one state "
+            f"(up to renaming created ids)",
         )
 
     def write_orders(self) -> ProofResult:
