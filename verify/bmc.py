@@ -1170,18 +1170,37 @@ class Bmc:
                 out.append(and_(*parts))
         return out
 
-    def writes_among(self, horizon: int, calls: Sequence[Call]) -> Term:
+    def writes_among(
+        self, horizon: int, calls: Sequence[Call], times: Sequence[int], total: int
+    ) -> Term:
         """Every write call of the first ``horizon`` steps is one of ``calls`` (same tool,
-        same arguments); reads are unconstrained."""
+        same arguments), call ``i`` made at most ``times[i]`` times and at most ``total``
+        writes in all; reads are free."""
         self.ensure(horizon)
-        return and_(
-            *(
-                implies(step.chosen[j], or_(*self._matches(step, j, calls)))
-                for step in self.steps[:horizon]
-                for j, tool in enumerate(self.tools)
-                if tool.is_write
-            )
-        )
+        names = [t.name for t in self.tools]
+        made: list[list[Term]] = [[] for _ in calls]
+        parts: list[Term] = []
+        any_write: list[Term] = []
+        for step in self.steps[:horizon]:
+            for j, tool in enumerate(self.tools):
+                if not tool.is_write:
+                    continue
+                any_write.append(step.chosen[j])
+                opts: list[Term] = []
+                for i, c in enumerate(calls):
+                    if c.tool != names[j]:
+                        continue
+                    match = self._matches(step, j, [c])
+                    if match:
+                        m = and_(step.chosen[j], match[0])
+                        made[i].append(m)
+                        opts.append(match[0])
+                parts.append(implies(step.chosen[j], or_(*opts)))
+        for bs, n in [*zip(made, times, strict=True), (any_write, total)]:
+            live = [b for b in bs if not is_f(b)]
+            if len(live) > n:
+                parts.append(z3.AtMost(*live, n))
+        return and_(*parts)
 
     def new_write(self, horizon: int, calls: Sequence[Call]) -> Term:
         """Some write call of the first ``horizon`` steps is none of ``calls``."""

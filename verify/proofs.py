@@ -719,13 +719,15 @@ class Prover:
         """(5) let W be every write call some solution of ``min_calls`` calls makes
         (:meth:`minimal_writes`). Every chain of at most :attr:`horizon` calls (the
         reference chain's length, or ``min_calls`` if larger) whose write calls all belong
-        to W and that reaches the goal (up to a renaming of created ids) ends in the
-        reference chain's final state, up to a consistent renaming of created ids.
+        to W — each made at most as often as the reference chain makes it (once if it
+        does not), and no more writes in all than the reference makes — and that reaches
+        the goal (up to a renaming of created ids) ends in the reference chain's final
+        state, up to a consistent renaming of created ids.
 
         So the proof covers reorderings of the requested writes, other minimal ways to
         make them, and every read an agent adds, up to the reference's length; it leaves
-        out chains that make a write no minimal solution makes (something not asked,
-        which the exact-state grader fails for that reason) and chains that miss the
+        out chains that make a write no minimal solution makes, or repeat one (something
+        not asked, which the exact-state grader fails for that reason) and chains that miss the
         goal (the order proof, :meth:`write_orders`, covers the reference's own calls)."""
         if self.refusal:
             return _res("unique_final_state", True, f"{NOT_APPLICABLE}: refusal task")
@@ -745,7 +747,9 @@ class Prover:
         except EncodeError as exc:
             return _res("unique_final_state", False, f"encoding failed: {exc}")
         key = repr([(c.tool, sorted(c.args.items())) for c in writes])
-        among = bmc.lit(f"among@{h}:{key}", bmc.writes_among(h, writes))
+        times = [max(1, self.task.chain.count(c)) for c in writes]
+        total = sum(self.domain.tools[c.tool].is_write for c in self.task.chain)
+        among = bmc.lit(f"among@{h}:{key}", bmc.writes_among(h, writes, times, total))
         wrong = bmc.lit(f"differs_renamed@{h}", differs)
         status, model = self._check([self._goal_lit(h), among, wrong])
         if status == "unknown":
