@@ -67,6 +67,7 @@ from graphgen.tasks.model import (
     Target,
     Task,
 )
+from graphgen.tasks.render import stated
 from graphgen.types import EnumT, RefT, RowT, Ty
 from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.bmc import (
@@ -193,6 +194,26 @@ def _renamed(v: Any, names: dict[str, str]) -> Any:
     if isinstance(v, dict):
         return {k: _renamed(x, names) for k, x in v.items()}
     return v
+
+
+def agent_givens(domain: Domain, task: Task) -> list[Given]:
+    """What the agent is told: the task's givens, and every enum member (of an enum some
+    tool parameter takes) that the instruction states word for word — the agent reads the
+    text, so "upgrade me to business" tells it the member ``business`` whether or not the
+    generator listed it as a given."""
+    out = list(task.givens)
+    have = {(g.sort, repr(g.value)) for g in out}
+    enums: dict[str, EnumT] = {}
+    for tool in domain.tools.values():
+        for p in tool.params.values():
+            if isinstance(p.ty, EnumT):
+                enums.setdefault(p.ty.name, p.ty)
+    for name, ty in sorted(enums.items()):
+        for m in ty.values:
+            g = Given(sort=f"enum:{name}", value=m)
+            if (g.sort, repr(m)) not in have and stated(task.instruction, m):
+                out.append(g)
+    return out
 
 
 def recognitions(domain: Domain, targets: list[Target]) -> list[Recognition]:
@@ -391,10 +412,11 @@ class Prover:
         # what z3 checks: the goal up to a consistent renaming of created ids
         self.goal_pred = renamed_goals(self.initial, self.goal)
         self.recognize = recognitions(domain, task.targets)
-        self.run = replay(domain, self.initial, task.givens, task.chain)
+        self.givens = agent_givens(domain, task)
+        self.run = replay(domain, self.initial, self.givens, task.chain)
         # why the reference chain is invalid for an agent, "" when it is valid
         self.run_failed = self.run.first_problem() or knowledge_problem(
-            domain, self.run, task.givens, self.recognize
+            domain, self.run, self.givens, self.recognize
         )
         self.requested: list[Change] | str = []
         if task.refused_call is not None:
@@ -467,7 +489,7 @@ class Prover:
                 self.bmc = Bmc(
                     self.domain,
                     self.initial,
-                    self.task.givens,
+                    self.givens,
                     want,
                     tools=self.tool_set(),
                     seeds=seeds,
@@ -546,15 +568,15 @@ class Prover:
             )
             or "(no calls)"
         )
-        run = replay(self.domain, self.initial, self.task.givens, chain)
+        run = replay(self.domain, self.initial, self.givens, chain)
         goal = goal or self.goal
         failed = run.first_problem() or knowledge_problem(
-            self.domain, run, self.task.givens, self.recognize
+            self.domain, run, self.givens, self.recognize
         )
         if failed:
             text += f" [encoding disagrees with the interpreter: {failed}]"
         elif not goal_holds(
-            goal, run.final, shown_values(self.domain, run), self.task.givens, self.initial
+            goal, run.final, shown_values(self.domain, run), self.givens, self.initial
         ):
             text += " [encoding disagrees with the interpreter: the goal does not hold]"
         return text
@@ -574,7 +596,7 @@ class Prover:
         if self.run_failed:
             return _res("reference_chain", False, f"dry-run: {self.run_failed}")
         if not goal_holds(
-            self.goal, run.final, shown_values(self.domain, run), self.task.givens, self.initial
+            self.goal, run.final, shown_values(self.domain, run), self.givens, self.initial
         ):
             return _res("reference_chain", False, "dry-run: the goal does not hold after it")
         bmc = self.build()
@@ -615,7 +637,7 @@ class Prover:
             return _res(
                 "goal_not_initial", True, f"{NOT_APPLICABLE}: refusal task (nothing must change)"
             )
-        if goal_holds(self.goal, self.initial, [], self.task.givens):
+        if goal_holds(self.goal, self.initial, [], self.givens):
             return _res("goal_not_initial", False, "the goal already holds initially")
         bmc = self.build()
         if bmc is None:
@@ -784,7 +806,7 @@ class Prover:
         if self.run_failed:
             return _res("write_orders", False, "the reference chain fails")
         ok, detail = write_orders(
-            self.domain, self.initial, self.task.givens, chain, self.task.goal.model_dump()
+            self.domain, self.initial, self.givens, chain, self.task.goal.model_dump()
         )
         return _res("write_orders", ok, detail)
 
@@ -932,12 +954,12 @@ class Prover:
         i = len(chain) - 1
         while i >= 0:
             cand = chain[:i] + chain[i + 1 :]
-            run = replay(self.domain, start, self.task.givens, cand)
+            run = replay(self.domain, start, self.givens, cand)
             ok = not run.first_problem() and not knowledge_problem(
-                self.domain, run, self.task.givens, self.recognize
+                self.domain, run, self.givens, self.recognize
             )
             if ok and goal_holds(
-                self.goal, run.final, shown_values(self.domain, run), self.task.givens, self.initial
+                self.goal, run.final, shown_values(self.domain, run), self.givens, self.initial
             ):
                 chain = cand
             i -= 1
