@@ -214,14 +214,14 @@ def _conjuncts(e: ir.Expr) -> list[ir.Expr]:
 @dataclass(frozen=True)
 class Recognition:
     """A target the agent must *recognise* before a write may name it: row ``key`` of
-    ``entity``, described by the atoms ``x.f == value``. It is recognised at a step when,
-    for every atom, an earlier output showed ``value`` at ``field:entity.f`` (a row or a
-    field read, or a search filtered on that value); givens do not count, the user's
-    words do not say which id fits."""
+    ``entity``, and the values that tell it apart, as ``(E, f, value)`` atoms. It is
+    recognised at a step when, for every atom, an earlier output showed ``value`` at
+    ``field:E.f`` (a row or a field read, or a search filtered on that value); givens
+    do not count, the user's words do not say which id fits."""
 
     entity: str
     key: str
-    atoms: tuple[tuple[str, Any], ...]
+    atoms: tuple[tuple[str, str, Any], ...]
 
 
 def description_atoms(cond: ir.Expr) -> tuple[tuple[str, Any], ...] | None:
@@ -730,7 +730,7 @@ class Bmc:
         self._ready = True
         self._needed = {param_sort(p) for t in self.tools for p in t.params.values()}
         self._needed.update(
-            Sort("field", f"{r.entity}.{f}") for r in self.recognize for f, _ in r.atoms
+            Sort("field", f"{e}.{f}") for r in self.recognize for e, f, _ in r.atoms
         )
         self._mask, self._pre = self._pre_state()
         self._pre_terms = self._pre.terms()
@@ -975,14 +975,14 @@ class Bmc:
     def _see(self, sites: list[tuple[Term, Sort, Term]]) -> None:
         """Add one step's output sites to the recognition atoms they show."""
         for r, seen in zip(self.recognize, self._seen, strict=True):
-            edef = self.domain.entities[r.entity]
-            for i, (f, v) in enumerate(r.atoms):
+            for i, (ent, f, v) in enumerate(r.atoms):
+                edef = self.domain.entities[ent]
                 if is_t(seen[i]) or f not in edef.fields:
                     continue
                 want = self.uni.encode_value(edef.fields[f].ty, v)
                 if want is None:
                     continue
-                s = Sort("field", f"{r.entity}.{f}")
+                s = Sort("field", f"{ent}.{f}")
                 new = [and_(g, eq(x, want)) for g, st, x in sites if st == s]
                 if not new:
                     continue

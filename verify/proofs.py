@@ -216,11 +216,13 @@ def agent_givens(domain: Domain, task: Task) -> list[Given]:
     return out
 
 
-def recognitions(domain: Domain, targets: list[Target]) -> list[Recognition]:
+def recognitions(domain: Domain, targets: list[Target], initial: State) -> list[Recognition]:
     """What recognising each target takes: the values its description compares fields
-    with (``x.f == v``; a comparison with the key itself needs nothing). A description of
-    another form cannot be turned into atoms; it is rejected by :func:`check_target`'s
-    caller, :meth:`Prover.reference_chain`."""
+    with (``x.f == v``; a comparison with the key itself needs nothing), and for a
+    reference the phrase names by the other row's display value ("my reservation with
+    flight GG123") that value too: seeing the reservation's flight id is not seeing
+    that it is flight GG123. A description of another form gives no atoms (and needs
+    no recognition)."""
     out = []
     for t in targets:
         edef = domain.entities.get(t.entity)
@@ -232,9 +234,20 @@ def recognitions(domain: Domain, targets: list[Target]) -> list[Recognition]:
             continue
         if atoms is None:
             continue
-        atoms = tuple((f, v) for f, v in atoms if f != edef.key)
-        if atoms:
-            out.append(Recognition(t.entity, t.key, atoms))
+        need: list[tuple[str, str, Any]] = []
+        for f, v in atoms:
+            if f == edef.key or f not in edef.fields:
+                continue
+            need.append((t.entity, f, v))
+            ref = domain.entity_of_ref(edef.fields[f].ty)
+            if ref is None:
+                continue
+            shown = domain.entities[ref].display
+            row = initial.tables.get(ref, {}).get(v)
+            if shown and row is not None and shown in row and stated(t.phrase, row[shown]):
+                need.append((ref, shown, row[shown]))
+        if need:
+            out.append(Recognition(t.entity, t.key, tuple(need)))
     return out
 
 
@@ -275,7 +288,7 @@ def knowledge_problem(
                 continue
             for r in recognize:
                 if r.entity == pd.ty.entity and r.key == v:
-                    missing = [f for f, x in r.atoms if (f"{r.entity}.{f}", x) not in seen]
+                    missing = [f"{e}.{f}" for e, f, x in r.atoms if (f"{e}.{f}", x) not in seen]
                     if missing:
                         return (
                             f"call {step.index} ({c.tool}): {p}={v!r} names a target the "
@@ -411,7 +424,7 @@ class Prover:
         self.goal = ChangesGoal(list(task.goal.changes), answers)
         # what z3 checks: the goal up to a consistent renaming of created ids
         self.goal_pred = renamed_goals(self.initial, self.goal)
-        self.recognize = recognitions(domain, task.targets)
+        self.recognize = recognitions(domain, task.targets, self.initial)
         self.givens = agent_givens(domain, task)
         self.run = replay(domain, self.initial, self.givens, task.chain)
         # why the reference chain is invalid for an agent, "" when it is valid
@@ -441,6 +454,10 @@ class Prover:
                 seeds.update(strings_in(v))
                 if tool is not None and p in tool.params:
                     extra.append((tool.params[p].ty, v))
+        for r in self.recognize:
+            for e, f, v in r.atoms:
+                extra.append((self.domain.entities[e].fields[f].ty, v))
+                seeds.update(strings_in(v))
         if isinstance(self.requested, list):
             rg = ChangesGoal(self.requested)
             seeds |= rg.seeds()
@@ -459,7 +476,7 @@ class Prover:
             [ChangesGoal(self.requested)] if isinstance(self.requested, list) else []
         )
         # recognising a target needs the tools that show its description's values
-        shown = {Sort("field", f"{r.entity}.{f}") for r in self.recognize for f, _ in r.atoms}
+        shown = {Sort("field", f"{e}.{f}") for r in self.recognize for e, f, _ in r.atoms}
         for g in goals:
             reads, outputs = g.relevance(self.domain) or (set(), True)
             names.update(relevant_tools(self.domain, reads, outputs, shown))
