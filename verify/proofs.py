@@ -351,8 +351,10 @@ def write_orders(
     Reads change nothing, so a clean run's final state depends only on the order of its
     writes: per permitted write order it suffices to grade *one* clean placement of the
     reads, or to see every placement fail (a call raises, or an argument is not known
-    yet). Up to ``limit`` placements are tried per write order and ``limit`` write orders
-    in all; beyond that the claim is not made (holds is False, the detail says why)."""
+    yet; a write that raises does so in every placement, since the state before it
+    depends only on the writes before it). Up to ``limit`` placements are tried per
+    write order and ``limit`` write orders in all; beyond that the claim is not made
+    (holds is False, the detail says why)."""
     deps = call_dependencies(domain, initial, givens, chain)
     is_write = [c.tool in domain.tools and domain.tools[c.tool].is_write for c in chain]
     writes = [i for i, w in enumerate(is_write) if w]
@@ -379,6 +381,11 @@ def write_orders(
                     f"{limit}: not checked exhaustively"
                 )
             run = replay(domain, initial, givens, [chain[i] for i in order])
+            failed = next((st for st in run.steps if st.error), None)
+            if failed is not None and is_write[order[failed.index]]:
+                # the state before a write depends only on the writes before it, so this
+                # write fails in every placement of the reads: the order cannot run
+                break
             if not run.complete or any(st.unknown for st in run.steps):
                 continue
             result = grade(s0, run.final.to_dict(), goal)
