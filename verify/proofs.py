@@ -11,12 +11,20 @@ For a task (its initial state, givens, reference chain, goal, ``min_calls``):
    exactly ``min_calls`` does (``min_calls`` is the length of the shortest solution);
 4. ``unique_targets``   — each target's description (a condition over ``x``) holds for
    exactly its row on the initial state (z3 on the slice, interpreter on the full table);
-5. ``unique_final_state`` — every chain of ``min_calls`` calls reaching the goal ends in
-   the reference chain's final state (so no minimal solution is graded a failure). It
-   says nothing of chains that miss the goal, such as the reference's calls in another
-   order: the dry-run gate replays those (``order_dependent``);
+5. ``unique_final_state`` — every chain of at most the reference chain's length whose
+   writes are calls minimal solutions make (each at most as often as the reference) and
+   that reaches the goal ends in the reference chain's final state, created ids up to
+   renaming (so no way of doing what was asked is graded a failure);
 6. ``refusal_impossible`` — refusal tasks: no chain of at most k calls makes the change
-   the refused call asks for (its effects applied with its preconditions ignored).
+   the refused call asks for (its effects applied with its preconditions ignored);
+7. ``write_orders`` — action tasks with two or more writes: every order of the
+   reference chain's calls an agent may make that runs cleanly is graded a success,
+   checked exhaustively with the interpreter.
+
+The proofs' agent knows enum members only when given (or stated in the instruction) or
+shown by an output, and names a target in a write only once outputs showed the values
+its description uses (:class:`~graphgen.verify.bmc.Recognition`); the goal holds up to
+a consistent renaming of created ids, as in the grader.
 
 The goal is the task's intent: each listed change holds (field = ``after``; created rows
 exist with those values; deleted rows do not exist) and each answer value is *known*:
