@@ -269,11 +269,11 @@ def permitted_orders(
     # it depends on, even through reads.
     write_deps = {w: before[w] & set(writes) for w in writes}
     streams: list[Iterator[list[int]]] = []
-    for perm in itertools.islice(_topological_orders(writes, write_deps), limit):
+    for perm in itertools.islice(topological_orders(writes, write_deps), limit):
         pinned = {i: set(d) for i, d in enumerate(deps)}
         for a, b in itertools.pairwise(perm):
             pinned[b].add(a)
-        streams.append(_topological_orders(list(range(len(chain))), pinned))
+        streams.append(topological_orders(list(range(len(chain))), pinned))
     out: list[list[int]] = []
     while streams and len(out) < limit:
         alive = []
@@ -289,7 +289,7 @@ def permitted_orders(
     return out
 
 
-def _topological_orders(nodes: list[int], deps: dict[int, set[int]]) -> Iterator[list[int]]:
+def topological_orders(nodes: list[int], deps: dict[int, set[int]]) -> Iterator[list[int]]:
     """Every order of ``nodes`` with each after its dependencies (those among ``nodes``),
     lexicographically, so ``nodes`` itself comes first when it is one. ``deps`` must be
     acyclic (it is: dependencies point to earlier calls, and a write order pinned on top

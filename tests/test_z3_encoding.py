@@ -628,6 +628,7 @@ def test_good_task_is_accepted(deposit_case: Any) -> None:
         "min_calls",
         "unique_targets",
         "unique_final_state",
+        "write_orders",
     }
     assert all(p.ok for p in proofs.values()), proofs
     assert all(p.ms >= 0 for p in proofs.values())

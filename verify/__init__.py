@@ -14,4 +14,6 @@
 * :mod:`graphgen.verify.proofs`  — the per-task proof obligations, collected into a certificate.
 """
 
-CHECKER_VERSION = "verify-z3-0.1"
+# 0.2: enum members and recognition in the agent model; proof 5 up to the reference
+# length, created ids up to renaming; the write_orders proof
+CHECKER_VERSION = "verify-z3-0.2"

@@ -118,13 +118,31 @@ def typed_givens(domain: Domain, givens: Iterable[Given]) -> list[tuple[Sort, Ty
 # ------------------------------------------------------------------ knowledge sites
 
 
+def enum_sort(t: Ty) -> Sort | None:
+    """The sort of members of enum type ``t`` (None for other types)."""
+    return Sort("enum", t.name) if isinstance(t, EnumT) else None
+
+
+def shown_sorts(domain: Domain, entity: str, f: str) -> list[Sort]:
+    """The sorts seeing a value of ``entity.f`` makes known: those of
+    :func:`graphgen.knowledge.field_sorts`, and for an enum field the enum's own sort —
+    an enum member is known once an output showed it (or the task gives it)."""
+    out = list(field_sorts(domain, entity, f))
+    edef = domain.entities[entity]
+    es = enum_sort(edef.fields[f].ty) if f in edef.fields else None
+    if es is not None and es not in out:
+        out.append(es)
+    return out
+
+
 def reveal_sites(
     domain: Domain, e: ir.Expr | None, t: Ty, v: SymVal, g: Term, out: list[tuple[Term, Sort, Term]]
 ) -> None:
     """What an output ``v`` of expression ``e`` (type ``t``) reveals, as guarded
-    (guard, sort, value) sites: the symbolic mirror of ``knowledge._facts``."""
+    (guard, sort, value) sites: the symbolic mirror of ``knowledge._facts``, plus the
+    enum sort of every enum value shown (:func:`shown_sorts`)."""
     if isinstance(e, ir.FieldOf) and not isinstance(t, ListT):
-        for s in field_sorts(domain, e.entity, e.field):
+        for s in shown_sorts(domain, e.entity, e.field):
             out.append((g, s, v))
         return
     if isinstance(t, ListT) and isinstance(v, ListVal):
@@ -144,7 +162,7 @@ def reveal_sites(
                     for p, item in x.items:
                         out.append((and_(g, p), key_sort(fd.ty.elem.entity), item))
             else:
-                for s in field_sorts(domain, t.entity, name):
+                for s in shown_sorts(domain, t.entity, name):
                     out.append((g, s, x))
         return
     if isinstance(t, RecordT) and isinstance(v, RecVal):
@@ -155,15 +173,85 @@ def reveal_sites(
         return
     if isinstance(t, RefT):
         out.append((g, key_sort(t.entity), v))
+    elif (es := enum_sort(t)) is not None:
+        out.append((g, es, v))
+
+
+def search_sites(
+    tool: ToolDef, ret: SymVal, args: dict[str, Term]
+) -> list[tuple[Term, Sort, Term]]:
+    """What a filtered search shows about the rows it returns: for ``[x.k for x in E if
+    ... and x.f == p ...]`` every returned row has ``f`` equal to the argument ``p``, so a
+    non-empty result shows that value at ``field:E.f``. Used for recognising targets
+    only (the agent passed the value itself; it learns nothing new to pass on)."""
+    e = tool.returns
+    if not isinstance(e, ir.Comp) or e.cond is None or not isinstance(ret, ListVal):
+        return []
+    some = or_(*(p for p, _ in ret.items))
+    out: list[tuple[Term, Sort, Term]] = []
+    for atom in _conjuncts(e.cond):
+        if not (isinstance(atom, ir.Compare) and atom.op == "=="):
+            continue
+        for a, b in ((atom.left, atom.right), (atom.right, atom.left)):
+            if (
+                isinstance(a, ir.FieldOf)
+                and isinstance(a.key, ir.Var)
+                and a.key.name == e.var
+                and a.entity == e.entity
+                and isinstance(b, ir.Var)
+                and b.name in args
+            ):
+                out.append((some, Sort("field", f"{e.entity}.{a.field}"), args[b.name]))
+    return out
+
+
+def _conjuncts(e: ir.Expr) -> list[ir.Expr]:
+    if isinstance(e, ir.BoolOp) and e.op == "and":
+        return [x for v in e.values for x in _conjuncts(v)]
+    return [e]
+
+
+@dataclass(frozen=True)
+class Recognition:
+    """A target the agent must *recognise* before a write may name it: row ``key`` of
+    ``entity``, and the values that tell it apart, as ``(E, f, value)`` atoms. It is
+    recognised at a step when, for every atom, an earlier output showed ``value`` at
+    ``field:E.f`` (a row or a field read, or a search filtered on that value); givens
+    do not count, the user's words do not say which id fits."""
+
+    entity: str
+    key: str
+    atoms: tuple[tuple[str, str, Any], ...]
+
+
+def description_atoms(cond: ir.Expr) -> tuple[tuple[str, Any], ...] | None:
+    """The ``(field, value)`` atoms of a conjunction of ``x.f == literal`` (None if the
+    description has another form: then recognition cannot be stated and is not
+    required — the caller decides)."""
+    out: list[tuple[str, Any]] = []
+    for atom in _conjuncts(cond):
+        if not (isinstance(atom, ir.Compare) and atom.op == "=="):
+            return None
+        a, b = atom.left, atom.right
+        if isinstance(b, ir.FieldOf):
+            a, b = b, a
+        if not (isinstance(a, ir.FieldOf) and isinstance(a.key, ir.Var) and isinstance(b, ir.Lit)):
+            return None
+        out.append((a.field, b.value))
+    return tuple(out)
 
 
 # ------------------------------------------------------------------ relevance
 
 
-def relevant_tools(domain: Domain, reads: set[FieldRef], outputs: bool) -> list[str]:
+def relevant_tools(
+    domain: Domain, reads: set[FieldRef], outputs: bool, sorts: Iterable[Sort] = ()
+) -> list[str]:
     """The tools that can matter for a goal reading ``reads`` (and, when ``outputs``,
-    values shown by outputs): the backward closure over "writes a cell a relevant call
-    or the goal reads" and "reveals a sort a relevant call's parameter needs".
+    values shown by outputs; ``sorts``: values that must be shown, e.g. to recognise a
+    target): the backward closure over "writes a cell a relevant call or the goal reads"
+    and "reveals a sort a relevant call's parameter needs" (enum members included: they
+    are known only once given or shown).
 
     Sound for chain search: deleting the other calls from a chain leaves every relevant
     call reading the same cells and knowing the same values, so it stays valid and the
@@ -172,13 +260,21 @@ def relevant_tools(domain: Domain, reads: set[FieldRef], outputs: bool) -> list[
     from graphgen.knowledge import produced_sorts
 
     need_cells = set(reads)
-    need_sorts: set[Sort] = set()
+    need_sorts: set[Sort] = set(sorts)
     chosen: set[str] = set()
+
+    def produced(t: ToolDef) -> set[Sort]:
+        out = set(produced_sorts(domain, t))
+        for s in list(out):
+            if s.kind == "field":
+                ent, _, f = s.name.partition(".")
+                out.update(shown_sorts(domain, ent, f))
+        return out
 
     def take(t: ToolDef) -> None:
         chosen.add(t.name)
         need_cells.update(cells_read(domain, t))
-        need_sorts.update(s for p in t.params.values() if not (s := param_sort(p)).always_known)
+        need_sorts.update(param_sort(p) for p in t.params.values())
 
     if outputs:
         for t in domain.tools.values():
@@ -190,7 +286,7 @@ def relevant_tools(domain: Domain, reads: set[FieldRef], outputs: bool) -> list[
         for t in domain.tools.values():
             if t.name in chosen:
                 continue
-            if cells_written(domain, t) & need_cells or produced_sorts(domain, t) & need_sorts:
+            if cells_written(domain, t) & need_cells or produced(t) & need_sorts:
                 take(t)
                 changed = True
     return [n for n in domain.tools if n in chosen]
@@ -357,6 +453,37 @@ class ChangesGoal:
 
 
 @dataclass
+class AnyGoal:
+    """One of several goals holds: a task's goal under each consistent renaming of the
+    ids of the rows it creates (ids come from counters, so creating the same rows in
+    another order swaps them; the grader accepts any such renaming, and so do the
+    proofs). The first goal is the one as written."""
+
+    goals: list[ChangesGoal]
+
+    def build(self, view: GoalView) -> Term:
+        return or_(*(g.build(view) for g in self.goals))
+
+    def seeds(self) -> set[str]:
+        return set().union(*(g.seeds() for g in self.goals))
+
+    def typed_values(self, domain: Domain) -> list[tuple[Ty, Any]]:
+        return [x for g in self.goals for x in g.typed_values(domain)]
+
+    def relevance(self, domain: Domain) -> tuple[set[FieldRef], bool] | None:
+        reads: set[FieldRef] = set()
+        outputs = False
+        for g in self.goals:
+            rel = g.relevance(domain)
+            if rel is None:
+                return None
+            r, o = rel
+            reads |= r
+            outputs = outputs or o
+        return reads, outputs
+
+
+@dataclass
 class FnGoal:
     """A goal given as a function of the view (``seeds``: strings it mentions)."""
 
@@ -444,9 +571,12 @@ class Bmc:
         extra_scans: Sequence[ir.Comp] = (),
         slice_rows: bool = True,
         answers: Sequence[Any] | None = None,
+        recognize: Sequence[Recognition] = (),
     ) -> None:
         """``answers``: the values goals may ask to be *shown* (:meth:`GoalView.known`);
-        only outputs that can show one are tracked. None: track every output."""
+        only outputs that can show one are tracked. None: track every output.
+        ``recognize``: targets a write call may name only once recognised
+        (:class:`Recognition`; a target whose key is a given needs no recognition)."""
         self.domain = domain
         self.k = k
         names = list(domain.tools) if tools is None else list(tools)
@@ -485,6 +615,12 @@ class Bmc:
             self.uni.bounds = self.flow
             self.uni.list_elements = self._list_elems(self.flow)
         self.answers = None if answers is None else list(answers)
+        given_keys = {(s.name, v) for s, _, v in self.givens if s.kind == "key"}
+        self.recognize = [
+            r
+            for r in recognize
+            if (r.entity, r.key) not in given_keys and r.key in self.uni.index.get(r.entity, {})
+        ]
         self._setup()
 
     def _list_elems(self, flow: Flow) -> dict[tuple[str, str], list[Any]]:
@@ -521,6 +657,10 @@ class Bmc:
             term = self.uni.encode_value(gty, v)
             if term is not None:
                 self.given_terms.setdefault(s, []).append(term)
+                # a stated value of an enum field ("status pending") states the member
+                es = enum_sort(gty)
+                if es is not None and es != s:
+                    self.given_terms.setdefault(es, []).append(term)
         self.solver = z3.SimpleSolver()
         self.templates: list[ToolTemplate | None] = []
         self._site_tpl: list[list[tuple[Term, Sort, Term]]] = []
@@ -535,6 +675,8 @@ class Bmc:
         self.leaf_sites: list[tuple[Term, Ty, Term]] = []
         self._leaf_count: list[int] = [0]  # leaf sites revealed by the first h steps
         self._lits: dict[str, Term] = {}
+        # per recognition, per atom: "an earlier output showed it" (before the next step)
+        self._seen: list[list[Term]] = [[FALSE for _ in r.atoms] for r in self.recognize]
         self._ready = False
         self.added: list[Term] = []  # every constraint asserted, in order
 
@@ -565,6 +707,7 @@ class Bmc:
                 "state": self.state,
                 "uni": self.uni,
                 "answers": self.answers,
+                "recognize": self.recognize,
                 "tools": [t for t in self.tools if not t.is_write],
             }
         )
@@ -586,6 +729,9 @@ class Bmc:
             return
         self._ready = True
         self._needed = {param_sort(p) for t in self.tools for p in t.params.values()}
+        self._needed.update(
+            Sort("field", f"{e}.{f}") for r in self.recognize for e, f, _ in r.atoms
+        )
         self._mask, self._pre = self._pre_state()
         self._pre_terms = self._pre.terms()
         self.templates = [None] * len(self.tools)
@@ -632,8 +778,9 @@ class Bmc:
         ret, rty = tpl.call.ret, tpl.call.ret_ty
         if ret is not None and rty is not None:
             reveal_sites(self.domain, tpl.tool.returns, rty, ret, TRUE, sites)
-            # knowledge no parameter needs changes nothing a chain can do
-            sites = [x for x in sites if x[1] in self._needed and not x[1].always_known]
+            sites.extend(search_sites(tpl.tool, ret, tpl.args))
+            # knowledge no parameter (or recognition) needs changes nothing a chain can do
+            sites = [x for x in sites if x[1] in self._needed]
             lv = [x for x in leaves(self.domain, ret, rty) if self._may_show(x[1])]
         self._site_tpl[j] = sites
         self._leaf_tpl[j] = lv
@@ -661,6 +808,8 @@ class Bmc:
             return out
         if ty == PRIMS["bool"]:
             return [(True, TRUE), (False, FALSE)]
+        if isinstance(ty, EnumT):
+            return [(i, uni.index_term(i)) for i in range(len(ty.values))]
         return None
 
     def _init_knowledge(self) -> None:
@@ -669,9 +818,9 @@ class Bmc:
         self.kn: dict[Sort, dict[Any, Term]] = {}
         self.kn_terms: dict[Sort, dict[Any, Term]] = {}
         self.kn_list: dict[Sort, list[tuple[Term, Term]]] = {}
+        # Every sort must be known, enum members too: the schema lists them, but which one
+        # applies is known only when the task gives it or an output showed it.
         for s in sorted(needed):
-            if s.always_known:
-                continue
             dom = self._domain_of(s)
             givens = self.given_terms.get(s, [])
             if dom is None:
@@ -686,8 +835,6 @@ class Bmc:
 
     def _known(self, p: Any, arg: Term) -> Term:
         s = param_sort(p)
-        if s.always_known:
-            return TRUE
         opts = [and_(g, eq(arg, v)) for g, v in self.kn_list.get(s, [])]
         if s in self.kn:
             terms = self.kn_terms[s]
@@ -748,6 +895,7 @@ class Bmc:
             for tool in self.tools
         ]
         self.steps.append(_Step(act, sel, chosen, args))
+        self._require_recognition(chosen, args)
         cur = self.states[-1]
         cur_terms = cur.terms()
         posts: list[list[Term] | None] = []
@@ -808,6 +956,42 @@ class Bmc:
         self._leaf_count.append(len(self.leaf_sites))
         if t + 1 < self.k:
             self._learn(new_sites)
+            self._see(new_sites)
+
+    def _require_recognition(self, chosen: list[Term], args: list[dict[str, Term]]) -> None:
+        """A write call may pass a target's key only once the target is recognised."""
+        for r, seen in zip(self.recognize, self._seen, strict=True):
+            rec = and_(*seen)
+            if is_t(rec):
+                continue
+            key = self.uni.index_term(self.uni.index[r.entity][r.key])
+            for j, tool in enumerate(self.tools):
+                if not tool.is_write:
+                    continue  # looking at a row is how an agent recognises it
+                for p in tool.params.values():
+                    if p.ty == RefT(r.entity):
+                        self._add(implies(and_(chosen[j], eq(args[j][p.name], key)), rec))
+
+    def _see(self, sites: list[tuple[Term, Sort, Term]]) -> None:
+        """Add one step's output sites to the recognition atoms they show."""
+        for r, seen in zip(self.recognize, self._seen, strict=True):
+            for i, (ent, f, v) in enumerate(r.atoms):
+                edef = self.domain.entities[ent]
+                if is_t(seen[i]) or f not in edef.fields:
+                    continue
+                want = self.uni.encode_value(edef.fields[f].ty, v)
+                if want is None:
+                    continue
+                s = Sort("field", f"{ent}.{f}")
+                new = [and_(g, eq(x, want)) for g, st, x in sites if st == s]
+                if not new:
+                    continue
+                val = or_(seen[i], *new)
+                if not (is_t(val) or is_f(val)):
+                    b = fresh_bool("seen")
+                    self._add(b == val)
+                    val = b
+                seen[i] = val
 
     def state_at(self, h: int) -> SymState:
         """The state after ``h`` steps (the final state of chains of at most ``h``)."""
@@ -969,6 +1153,67 @@ class Bmc:
             parts.append(not_(eq(fin.created[ent], int_val(n_other))))
         return or_(*parts)
 
+    def _matches(self, step: _Step, j: int, calls: Sequence[Call]) -> list[Term]:
+        """Per call of ``calls`` to tool ``j``: this step's arguments are that call's."""
+        tool = self.tools[j]
+        out: list[Term] = []
+        for c in calls:
+            if c.tool != tool.name or set(c.args) != set(tool.params):
+                continue
+            parts: list[Term] = []
+            for p, v in c.args.items():
+                t = self.uni.encode_value(tool.params[p].ty, v)
+                if t is None:
+                    break
+                parts.append(eq(step.args[j][p], t))
+            else:
+                out.append(and_(*parts))
+        return out
+
+    def writes_among(
+        self, horizon: int, calls: Sequence[Call], times: Sequence[int], total: int
+    ) -> Term:
+        """Every write call of the first ``horizon`` steps is one of ``calls`` (same tool,
+        same arguments), call ``i`` made at most ``times[i]`` times and at most ``total``
+        writes in all; reads are free."""
+        self.ensure(horizon)
+        names = [t.name for t in self.tools]
+        made: list[list[Term]] = [[] for _ in calls]
+        parts: list[Term] = []
+        any_write: list[Term] = []
+        for step in self.steps[:horizon]:
+            for j, tool in enumerate(self.tools):
+                if not tool.is_write:
+                    continue
+                any_write.append(step.chosen[j])
+                opts: list[Term] = []
+                for i, c in enumerate(calls):
+                    if c.tool != names[j]:
+                        continue
+                    match = self._matches(step, j, [c])
+                    if match:
+                        m = and_(step.chosen[j], match[0])
+                        made[i].append(m)
+                        opts.append(match[0])
+                parts.append(implies(step.chosen[j], or_(*opts)))
+        for bs, n in [*zip(made, times, strict=True), (any_write, total)]:
+            live = [b for b in bs if not is_f(b)]
+            if len(live) > n:
+                parts.append(z3.AtMost(*live, n))
+        return and_(*parts)
+
+    def new_write(self, horizon: int, calls: Sequence[Call]) -> Term:
+        """Some write call of the first ``horizon`` steps is none of ``calls``."""
+        self.ensure(horizon)
+        return or_(
+            *(
+                and_(step.chosen[j], not_(or_(*self._matches(step, j, calls))))
+                for step in self.steps[:horizon]
+                for j, tool in enumerate(self.tools)
+                if tool.is_write
+            )
+        )
+
     def restrict(self, st: State) -> State:
         """``st`` restricted to the rows the encoding tracks: the slice's rows and the
         ids creates can make (to compare with decoded states). Other universe keys are
@@ -1029,14 +1274,19 @@ def search(
 
 
 __all__ = [
+    "AnyGoal",
     "Bmc",
     "ChangesGoal",
     "FnGoal",
     "GoalPredicate",
     "GoalView",
+    "Recognition",
     "SearchResult",
+    "description_atoms",
     "reveal_sites",
     "search",
+    "search_sites",
+    "shown_sorts",
     "sort_type",
     "typed_givens",
 ]

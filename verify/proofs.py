@@ -11,12 +11,20 @@ For a task (its initial state, givens, reference chain, goal, ``min_calls``):
    exactly ``min_calls`` does (``min_calls`` is the length of the shortest solution);
 4. ``unique_targets``   — each target's description (a condition over ``x``) holds for
    exactly its row on the initial state (z3 on the slice, interpreter on the full table);
-5. ``unique_final_state`` — every chain of ``min_calls`` calls reaching the goal ends in
-   the reference chain's final state (so no minimal solution is graded a failure). It
-   says nothing of chains that miss the goal, such as the reference's calls in another
-   order: the dry-run gate replays those (``order_dependent``);
+5. ``unique_final_state`` — every chain of at most the reference chain's length whose
+   writes are calls minimal solutions make (each at most as often as the reference) and
+   that reaches the goal ends in the reference chain's final state, created ids up to
+   renaming (so no way of doing what was asked is graded a failure);
 6. ``refusal_impossible`` — refusal tasks: no chain of at most k calls makes the change
-   the refused call asks for (its effects applied with its preconditions ignored).
+   the refused call asks for (its effects applied with its preconditions ignored);
+7. ``write_orders`` — action tasks with two or more writes: every order of the
+   reference chain's calls an agent may make that runs cleanly is graded a success,
+   checked exhaustively with the interpreter.
+
+The proofs' agent knows enum members only when given (or stated in the instruction) or
+shown by an output, and names a target in a write only once outputs showed the values
+its description uses (:class:`~graphgen.verify.bmc.Recognition`); the goal holds up to
+a consistent renaming of created ids, as in the grader.
 
 The goal is the task's intent: each listed change holds (field = ``after``; created rows
 exist with those values; deleted rows do not exist) and each answer value is *known*:
@@ -33,6 +41,8 @@ z3's other reasons), it never hangs.
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,11 +53,18 @@ from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, GraphgenError, ToolError
 from graphgen.footprint import cells_read
-from graphgen.grading import changes_hold
+from graphgen.grading import MAX_RENAMINGS, changes_hold, grade, rename_changes, renamings
 from graphgen.interp import apply_unchecked, evaluate
+from graphgen.knowledge import Sort, facts_of_result, parse_sort
 from graphgen.parse import Elaborator
 from graphgen.state import State, diff
-from graphgen.tasks.dryrun import Replay, replay
+from graphgen.tasks.dryrun import (
+    ORDER_LIMIT,
+    Replay,
+    call_dependencies,
+    replay,
+    topological_orders,
+)
 from graphgen.tasks.model import (
     Call,
     Certificate,
@@ -58,14 +75,19 @@ from graphgen.tasks.model import (
     Target,
     Task,
 )
-from graphgen.types import RefT, RowT, Ty
+from graphgen.tasks.render import stated
+from graphgen.types import EnumT, RefT, RowT, Ty
 from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.bmc import (
+    AnyGoal,
     Bmc,
     ChangesGoal,
+    Recognition,
+    description_atoms,
     relevant_tools,
     same_value,
     scalars,
+    sort_type,
     strings_in,
 )
 from graphgen.verify.evaluator import Evaluator
@@ -76,6 +98,8 @@ from graphgen.verify.universe import Universe
 
 DEFAULT_TIMEOUT_MS = 4000
 NOT_APPLICABLE = "n/a"
+# Most distinct write calls the minimal solutions of one task may make (proof 5 lists them).
+MAX_MINIMAL_WRITES = 24
 
 
 # ------------------------------------------------------------------ concrete side
@@ -91,9 +115,18 @@ def shown_values(domain: Domain, run: Replay) -> list[Any]:
     return shown
 
 
-def goal_holds(goal: ChangesGoal, st: State, shown: list[Any], givens: list[Given]) -> bool:
-    """The goal on a concrete state, with ``shown`` the values outputs displayed."""
-    if not changes_hold({"tables": st.tables}, [c.model_dump() for c in goal.changes]):
+def goal_holds(
+    goal: ChangesGoal,
+    st: State,
+    shown: list[Any],
+    givens: list[Given],
+    initial: State | None = None,
+) -> bool:
+    """The goal on a concrete state, with ``shown`` the values outputs displayed; with
+    ``initial``, created rows may hold under any consistent renaming of their ids."""
+    changes = [c.model_dump() for c in goal.changes]
+    init = None if initial is None else {"tables": initial.tables}
+    if not changes_hold({"tables": st.tables}, changes, init):
         return False
     pool = [g.value for g in givens] + list(shown)
     return all(any(same_value(x, a) for x in pool) for a in goal.answers)
@@ -111,6 +144,271 @@ def requested_change(domain: Domain, initial: State, call: Call) -> list[Change]
         Change(entity=e, key=k, field=f, before=a, after=b)
         for e, k, f, a, b in diff(initial, probe)
     ]
+
+
+def renamed_goals(initial: State, goal: ChangesGoal) -> AnyGoal:
+    """``goal`` under every consistent renaming of the ids of the rows it creates, as the
+    grader tries them (:func:`graphgen.grading.renamings`; the identity first)."""
+    changes = [c.model_dump() for c in goal.changes]
+    s0 = initial.to_dict()
+    # the rows the goal's final state has (renamings look at keys only)
+    keys: dict[str, dict[str, Any]] = {e: {k: {} for k in t} for e, t in initial.tables.items()}
+    for c in goal.changes:
+        keys.setdefault(c.entity, {})[c.key] = {}
+    want = {"tables": keys}
+    out = [goal]
+    for ren in renamings(s0, want, changes):
+        renamed = rename_changes(changes, ren) if ren else None
+        if renamed is not None:
+            out.append(ChangesGoal([Change.model_validate(c) for c in renamed], goal.answers))
+    return AnyGoal(out)
+
+
+def renamed_states(initial: State, final: State) -> list[State]:
+    """``final`` under every consistent renaming of the ids of the rows it created (absent
+    from ``initial``), the identity first: per entity a permutation of its new keys, and
+    every value equal to a renamed key renamed with it (as the grader renames goals).
+    Beyond :data:`graphgen.grading.MAX_RENAMINGS` only the identity."""
+    new = {
+        e: sorted(k for k in t if k not in initial.tables.get(e, {}))
+        for e, t in final.tables.items()
+    }
+    new = {e: ks for e, ks in new.items() if len(ks) > 1}
+    out = [final]
+    if not new or math.prod(math.factorial(len(ks)) for ks in new.values()) > MAX_RENAMINGS:
+        return out
+    ents = list(new)
+    for images in itertools.product(*(itertools.permutations(new[e]) for e in ents)):
+        names = {
+            k: v
+            for e, im in zip(ents, images, strict=True)
+            for k, v in zip(new[e], im, strict=True)
+        }
+        if all(k == v for k, v in names.items()):
+            continue
+        tables = {
+            e: {names.get(k, k) if e in new else k: _renamed(r, names) for k, r in t.items()}
+            for e, t in final.tables.items()
+        }
+        out.append(State(tables, dict(final.counters)))
+    return out
+
+
+def _renamed(v: Any, names: dict[str, str]) -> Any:
+    if isinstance(v, str):
+        return names.get(v, v)
+    if isinstance(v, list):
+        return sorted(_renamed(x, names) for x in v)
+    if isinstance(v, dict):
+        return {k: _renamed(x, names) for k, x in v.items()}
+    return v
+
+
+def agent_givens(domain: Domain, task: Task) -> list[Given]:
+    """What the agent is told: the task's givens, and every enum member (of an enum some
+    tool parameter takes) that the instruction states word for word — the agent reads the
+    text, so "upgrade me to business" tells it the member ``business`` whether or not the
+    generator listed it as a given."""
+    out = list(task.givens)
+    have = {(g.sort, repr(g.value)) for g in out}
+    enums: dict[str, EnumT] = {}
+    for tool in domain.tools.values():
+        for p in tool.params.values():
+            if isinstance(p.ty, EnumT):
+                enums.setdefault(p.ty.name, p.ty)
+    for name, ty in sorted(enums.items()):
+        for m in ty.values:
+            g = Given(sort=f"enum:{name}", value=m)
+            if (g.sort, repr(m)) not in have and stated(task.instruction, m):
+                out.append(g)
+    return out
+
+
+def recognitions(domain: Domain, targets: list[Target], initial: State) -> list[Recognition]:
+    """What recognising each target takes: the values its description compares fields
+    with (``x.f == v``; a comparison with the key itself needs nothing), and for a
+    reference the phrase names by the other row's display value ("my reservation with
+    flight GG123") that value too: seeing the reservation's flight id is not seeing
+    that it is flight GG123. A description of another form gives no atoms (and needs
+    no recognition)."""
+    out = []
+    for t in targets:
+        edef = domain.entities.get(t.entity)
+        if edef is None:
+            continue
+        try:
+            atoms = description_atoms(target_condition(domain, t))
+        except ExprError:
+            continue
+        if atoms is None:
+            continue
+        need: list[tuple[str, str, Any]] = []
+        for f, v in atoms:
+            if f == edef.key or f not in edef.fields:
+                continue
+            need.append((t.entity, f, v))
+            ref = domain.entity_of_ref(edef.fields[f].ty)
+            if ref is None:
+                continue
+            shown = domain.entities[ref].display
+            row = initial.tables.get(ref, {}).get(v)
+            if shown and row is not None and shown in row and stated(t.phrase, row[shown]):
+                need.append((ref, shown, row[shown]))
+        if need:
+            out.append(Recognition(t.entity, t.key, tuple(need)))
+    return out
+
+
+def knowledge_problem(
+    domain: Domain, run: Replay, givens: list[Given], recognize: list[Recognition]
+) -> str:
+    """Why an agent could not make the replayed chain's calls in this order, on the two
+    points where the proofs' agent knows less than :func:`replay` assumes ("" if none):
+    an enum member passed before it was given or shown (an enum sort, or an enum
+    field's value), or a write naming a target before its description's values were
+    shown. The concrete mirror of what :class:`~graphgen.verify.bmc.Bmc` requires, so a
+    rejection names the call; z3 checks the same chain anyway."""
+    enums: set[tuple[str, Any]] = set()
+
+    def learn(s: Sort, ty: Ty | None, v: Any) -> None:
+        if s.kind == "enum":
+            enums.add((s.name, v))
+        elif isinstance(ty, EnumT):
+            enums.add((ty.name, v))
+
+    for g in givens:
+        s = parse_sort(g.sort)
+        learn(s, sort_type(domain, s), g.value)
+    seen: set[tuple[str, Any]] = set()  # (field sort name, value) shown by outputs
+    for step in run.steps:
+        if not step.ran or step.error:
+            break
+        c = step.call
+        tool = domain.tools[c.tool]
+        for p, v in c.args.items():
+            pd = tool.params.get(p)
+            if pd is not None and isinstance(pd.ty, EnumT) and (pd.ty.name, v) not in enums:
+                return (
+                    f"call {step.index} ({c.tool}): {p}={v!r} is a member of enum "
+                    f"{pd.ty.name} that no given states and no earlier output showed"
+                )
+            if pd is None or not tool.is_write or not isinstance(pd.ty, RefT):
+                continue
+            for r in recognize:
+                if r.entity == pd.ty.entity and r.key == v:
+                    missing = [f"{e}.{f}" for e, f, x in r.atoms if (f"{e}.{f}", x) not in seen]
+                    if missing:
+                        return (
+                            f"call {step.index} ({c.tool}): {p}={v!r} names a target the "
+                            f"agent has not recognised: no earlier output showed its "
+                            f"{', '.join(missing)}"
+                        )
+        for fs, fv in facts_of_result(domain, tool, step.result):
+            learn(fs, sort_type(domain, fs), fv)
+            if fs.kind == "field":
+                seen.add((fs.name, _hashable(fv)))
+        for fs_name, fv in _search_facts(tool, c.args, step.result):
+            seen.add((fs_name, fv))
+    return ""
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+def _search_facts(tool: Any, args: dict[str, Any], result: Any) -> list[tuple[str, Any]]:
+    """The concrete mirror of :func:`graphgen.verify.bmc.search_sites`."""
+    e = tool.returns
+    if not isinstance(e, ir.Comp) or e.cond is None or not result:
+        return []
+    out = []
+    for atom in _conj(e.cond):
+        if not (isinstance(atom, ir.Compare) and atom.op == "=="):
+            continue
+        for a, b in ((atom.left, atom.right), (atom.right, atom.left)):
+            if (
+                isinstance(a, ir.FieldOf)
+                and isinstance(a.key, ir.Var)
+                and a.key.name == e.var
+                and a.entity == e.entity
+                and isinstance(b, ir.Var)
+                and b.name in args
+            ):
+                out.append((f"{e.entity}.{a.field}", _hashable(args[b.name])))
+    return out
+
+
+def _conj(e: ir.Expr) -> list[ir.Expr]:
+    if isinstance(e, ir.BoolOp) and e.op == "and":
+        return [x for v in e.values for x in _conj(v)]
+    return [e]
+
+
+def write_orders(
+    domain: Domain,
+    initial: State,
+    givens: list[Given],
+    chain: list[Call],
+    goal: dict[str, Any],
+    limit: int = ORDER_LIMIT,
+) -> tuple[bool, str]:
+    """Every order of ``chain``'s calls that keeps each argument's source before its use
+    (:func:`graphgen.tasks.dryrun.call_dependencies`) and runs cleanly ends in a state
+    the grader accepts: (holds, detail), exhaustively.
+
+    Reads change nothing, so a clean run's final state depends only on the order of its
+    writes: per permitted write order it suffices to grade *one* clean placement of the
+    reads, or to see every placement fail (a call raises, or an argument is not known
+    yet; a write that raises does so in every placement, since the state before it
+    depends only on the writes before it). Up to ``limit`` placements are tried per
+    write order and ``limit`` write orders in all; beyond that the claim is not made
+    (holds is False, the detail says why)."""
+    deps = call_dependencies(domain, initial, givens, chain)
+    is_write = [c.tool in domain.tools and domain.tools[c.tool].is_write for c in chain]
+    writes = [i for i, w in enumerate(is_write) if w]
+    before: list[set[int]] = []
+    for d in deps:
+        before.append(set(d).union(*(before[j] for j in d)))
+    write_deps = {w: before[w] & set(writes) for w in writes}
+    s0 = initial.to_dict()
+    n_orders = 0
+    clean = 0
+    for perm in topological_orders(writes, write_deps):
+        n_orders += 1
+        if n_orders > limit:
+            return False, f"more than {limit} permitted write orders: not checked exhaustively"
+        pinned = {i: set(d) for i, d in enumerate(deps)}
+        for a, b in itertools.pairwise(perm):
+            pinned[b].add(a)
+        tried = 0
+        for order in topological_orders(list(range(len(chain))), pinned):
+            tried += 1
+            if tried > limit:
+                return False, (
+                    f"write order {perm}: no clean placement of the reads among the first "
+                    f"{limit}: not checked exhaustively"
+                )
+            run = replay(domain, initial, givens, [chain[i] for i in order])
+            failed = next((st for st in run.steps if st.error), None)
+            if failed is not None and is_write[order[failed.index]]:
+                # the state before a write depends only on the writes before it, so this
+                # write fails in every placement of the reads: the order cannot run
+                break
+            if not run.complete or any(st.unknown for st in run.steps):
+                continue
+            result = grade(s0, run.final.to_dict(), goal)
+            if not result["success"]:
+                bad = next(i for i in result["items"] if not i["ok"])
+                calls = ", ".join(f"{i}:{chain[i].tool}" for i in order)
+                return False, (
+                    f"order [{calls}] runs cleanly but fails {bad['check']}: {bad['detail']}"
+                )
+            clean += 1
+            break
+    return True, (
+        f"all {n_orders} permitted write orders checked exhaustively: {clean} run cleanly "
+        f"and are graded a success, the others cannot run"
+    )
 
 
 # ------------------------------------------------------------------ the prover
@@ -139,9 +437,15 @@ class Prover:
         self.refusal = task.kind == "refusal"
         answers = [] if self.refusal else list(task.goal.answer)
         self.goal = ChangesGoal(list(task.goal.changes), answers)
-        self.run = replay(domain, self.initial, task.givens, task.chain)
+        # what z3 checks: the goal up to a consistent renaming of created ids
+        self.goal_pred = renamed_goals(self.initial, self.goal)
+        self.recognize = recognitions(domain, task.targets, self.initial)
+        self.givens = agent_givens(domain, task)
+        self.run = replay(domain, self.initial, self.givens, task.chain)
         # why the reference chain is invalid for an agent, "" when it is valid
-        self.run_failed = self.run.first_problem()
+        self.run_failed = self.run.first_problem() or knowledge_problem(
+            domain, self.run, self.givens, self.recognize
+        )
         self.requested: list[Change] | str = []
         if task.refused_call is not None:
             self.requested = requested_change(domain, self.initial, task.refused_call)
@@ -156,8 +460,8 @@ class Prover:
         self._reads: Bmc | None = None
 
     def _seeds_and_extra(self) -> tuple[set[str], list[tuple[Ty, Any]]]:
-        seeds = set(self.goal.seeds())
-        extra = list(self.goal.typed_values(self.domain))
+        seeds = set(self.goal_pred.seeds())
+        extra = list(self.goal_pred.typed_values(self.domain))
         calls = list(self.task.chain) + ([self.task.refused_call] if self.task.refused_call else [])
         for c in calls:
             tool = self.domain.tools.get(c.tool)
@@ -165,6 +469,10 @@ class Prover:
                 seeds.update(strings_in(v))
                 if tool is not None and p in tool.params:
                     extra.append((tool.params[p].ty, v))
+        for r in self.recognize:
+            for e, f, v in r.atoms:
+                extra.append((self.domain.entities[e].fields[f].ty, v))
+                seeds.update(strings_in(v))
         if isinstance(self.requested, list):
             rg = ChangesGoal(self.requested)
             seeds |= rg.seeds()
@@ -182,9 +490,11 @@ class Prover:
         goals = [self.goal] + (
             [ChangesGoal(self.requested)] if isinstance(self.requested, list) else []
         )
+        # recognising a target needs the tools that show its description's values
+        shown = {Sort("field", f"{e}.{f}") for r in self.recognize for e, f, _ in r.atoms}
         for g in goals:
             reads, outputs = g.relevance(self.domain) or (set(), True)
-            names.update(relevant_tools(self.domain, reads, outputs))
+            names.update(relevant_tools(self.domain, reads, outputs, shown))
         refused = self.task.refused_call
         if refused is not None and refused.tool in self.domain.tools:
             # Proof 6 also asks whether the refused call itself can become valid: keep it
@@ -211,13 +521,14 @@ class Prover:
                 self.bmc = Bmc(
                     self.domain,
                     self.initial,
-                    self.task.givens,
+                    self.givens,
                     want,
                     tools=self.tool_set(),
                     seeds=seeds,
                     extra=extra,
                     answers=self.goal.answers,
                     slice_rows=self.slice_rows,
+                    recognize=self.recognize,
                 )
                 self._reads = None
                 # answers are per unrolling, keyed by its id, which a new one may reuse
@@ -289,12 +600,16 @@ class Prover:
             )
             or "(no calls)"
         )
-        run = replay(self.domain, self.initial, self.task.givens, chain)
+        run = replay(self.domain, self.initial, self.givens, chain)
         goal = goal or self.goal
-        failed = run.first_problem()
+        failed = run.first_problem() or knowledge_problem(
+            self.domain, run, self.givens, self.recognize
+        )
         if failed:
             text += f" [encoding disagrees with the interpreter: {failed}]"
-        elif not goal_holds(goal, run.final, shown_values(self.domain, run), self.task.givens):
+        elif not goal_holds(
+            goal, run.final, shown_values(self.domain, run), self.givens, self.initial
+        ):
             text += " [encoding disagrees with the interpreter: the goal does not hold]"
         return text
 
@@ -303,7 +618,7 @@ class Prover:
         bmc = bmc or self.bmc
         assert bmc is not None
         h = self.horizon if horizon is None else horizon
-        return bmc.lit(f"goal@{h}", bmc.goal_term(self.goal, h))
+        return bmc.lit(f"goal@{h}", bmc.goal_term(self.goal_pred, h))
 
     # ------------------------------------------------------------ the proofs
 
@@ -312,7 +627,9 @@ class Prover:
         run = self.run
         if self.run_failed:
             return _res("reference_chain", False, f"dry-run: {self.run_failed}")
-        if not goal_holds(self.goal, run.final, shown_values(self.domain, run), self.task.givens):
+        if not goal_holds(
+            self.goal, run.final, shown_values(self.domain, run), self.givens, self.initial
+        ):
             return _res("reference_chain", False, "dry-run: the goal does not hold after it")
         bmc = self.build()
         if bmc is None:
@@ -352,7 +669,7 @@ class Prover:
             return _res(
                 "goal_not_initial", True, f"{NOT_APPLICABLE}: refusal task (nothing must change)"
             )
-        if goal_holds(self.goal, self.initial, [], self.task.givens):
+        if goal_holds(self.goal, self.initial, [], self.givens):
             return _res("goal_not_initial", False, "the goal already holds initially")
         bmc = self.build()
         if bmc is None:
@@ -424,9 +741,48 @@ class Prover:
             return _res("unique_targets", False, "; ".join(problems))
         return _res("unique_targets", True, f"{len(self.task.targets)} target(s) unique")
 
+    def minimal_writes(self) -> list[Call] | ProofResult:
+        """Every write call (tool and arguments) some solution of exactly ``min_calls``
+        calls makes, found exhaustively by z3: ask for a minimal solution making a write
+        not listed yet until there is none. A failed ``unique_final_state`` when z3 gave
+        up or the list grows past :data:`MAX_MINIMAL_WRITES`."""
+        bmc = self.bmc
+        assert bmc is not None
+        m = self.task.min_calls
+        found: list[Call] = []
+        while True:
+            lit = bmc.lit(f"new_write@{m}:{len(found)}", bmc.new_write(m, found))
+            status, model = self._check([self._goal_lit(), lit, *bmc.length_is(m)])
+            if status == "unknown":
+                return self._undecided("unique_final_state")
+            if status == "unsat":
+                return found
+            names = {t.name: t for t in bmc.tools}
+            for c in bmc.extract(model):
+                if names[c.tool].is_write and c not in found:
+                    found.append(c)
+            if len(found) > MAX_MINIMAL_WRITES:
+                return _res(
+                    "unique_final_state",
+                    False,
+                    f"more than {MAX_MINIMAL_WRITES} different write calls solve the task "
+                    f"in {m} calls: the request is too open",
+                )
+
     def unique_final_state(self) -> ProofResult:
-        """(5) every chain of ``min_calls`` calls that reaches the goal ends in the
-        reference chain's final state (chains that miss the goal are not considered)."""
+        """(5) let W be every write call some solution of ``min_calls`` calls makes
+        (:meth:`minimal_writes`). Every chain of at most :attr:`horizon` calls (the
+        reference chain's length, or ``min_calls`` if larger) whose write calls all belong
+        to W — each made at most as often as the reference chain makes it (once if it
+        does not), and no more writes in all than the reference makes — and that reaches
+        the goal (up to a renaming of created ids) ends in the reference chain's final
+        state, up to a consistent renaming of created ids.
+
+        So the proof covers reorderings of the requested writes, other minimal ways to
+        make them, and every read an agent adds, up to the reference's length; it leaves
+        out chains that make a write no minimal solution makes, or repeat one (something
+        not asked, which the exact-state grader fails for that reason) and chains that miss the
+        goal (the order proof, :meth:`write_orders`, covers the reference's own calls)."""
         if self.refusal:
             return _res("unique_final_state", True, f"{NOT_APPLICABLE}: refusal task")
         if self.run_failed:
@@ -434,13 +790,22 @@ class Prover:
         bmc = self.build()
         if bmc is None:
             return _res("unique_final_state", False, self.build_error)
+        writes = self.minimal_writes()
+        if isinstance(writes, ProofResult):
+            return writes
         h = self.horizon
         try:
-            differs = bmc.lit(f"differs@{h}", bmc.state_differs(self.run.final, h))
+            differs = and_(
+                *(bmc.state_differs(st, h) for st in renamed_states(self.initial, self.run.final))
+            )
         except EncodeError as exc:
             return _res("unique_final_state", False, f"encoding failed: {exc}")
-        m = self.task.min_calls
-        status, model = self._check([self._goal_lit(), differs, *bmc.length_is(m)])
+        key = repr([(c.tool, sorted(c.args.items())) for c in writes])
+        times = [max(1, self.task.chain.count(c)) for c in writes]
+        total = sum(self.domain.tools[c.tool].is_write for c in self.task.chain)
+        among = bmc.lit(f"among@{h}:{key}", bmc.writes_among(h, writes, times, total))
+        wrong = bmc.lit(f"differs_renamed@{h}", differs)
+        status, model = self._check([self._goal_lit(h), among, wrong])
         if status == "unknown":
             return self._undecided("unique_final_state")
         if status == "sat":
@@ -448,10 +813,34 @@ class Prover:
             return _res(
                 "unique_final_state",
                 False,
-                f"another {m}-call solution ends elsewhere: {self._witness(model)}; "
-                f"differences {d}",
+                f"a solution of <= {h} calls making only minimal solutions' writes ends "
+                f"elsewhere: {self._witness(model)}; differences {d}",
             )
-        return _res("unique_final_state", True, f"all {m}-call solutions end in one state")
+        return _res(
+            "unique_final_state",
+            True,
+            f"every solution of <= {h} calls whose writes are among the {len(writes)} "
+            f"write call(s) of {self.task.min_calls}-call solutions ends in one state "
+            f"(up to renaming created ids)",
+        )
+
+    def write_orders(self) -> ProofResult:
+        """(7) action tasks with two or more writes: every order of the reference chain's
+        calls an agent may make (each argument's source before its use) that runs cleanly
+        is graded a success — checked exhaustively by the interpreter
+        (:func:`write_orders`)."""
+        chain = self.task.chain
+        n_writes = sum(
+            c.tool in self.domain.tools and self.domain.tools[c.tool].is_write for c in chain
+        )
+        if self.refusal or self.task.kind != "action" or n_writes < 2:
+            return _res("write_orders", True, f"{NOT_APPLICABLE}: fewer than two writes")
+        if self.run_failed:
+            return _res("write_orders", False, "the reference chain fails")
+        ok, detail = write_orders(
+            self.domain, self.initial, self.givens, chain, self.task.goal.model_dump()
+        )
+        return _res("write_orders", ok, detail)
 
     def refusal_impossible(self) -> ProofResult:
         """(6) no chain within k makes the change the refused call asks for."""
@@ -597,9 +986,12 @@ class Prover:
         i = len(chain) - 1
         while i >= 0:
             cand = chain[:i] + chain[i + 1 :]
-            run = replay(self.domain, start, self.task.givens, cand)
-            if not run.first_problem() and goal_holds(
-                self.goal, run.final, shown_values(self.domain, run), self.task.givens
+            run = replay(self.domain, start, self.givens, cand)
+            ok = not run.first_problem() and not knowledge_problem(
+                self.domain, run, self.givens, self.recognize
+            )
+            if ok and goal_holds(
+                self.goal, run.final, shown_values(self.domain, run), self.givens, self.initial
             ):
                 chain = cand
             i -= 1
@@ -613,6 +1005,7 @@ class Prover:
             self.min_calls,
             self.unique_targets,
             self.unique_final_state,
+            self.write_orders,
         ]
         if self.refusal:
             steps.append(self.refusal_impossible)
@@ -723,4 +1116,5 @@ __all__ = [
     "shortest_solution",
     "shown_values",
     "target_condition",
+    "write_orders",
 ]
