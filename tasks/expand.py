@@ -18,17 +18,19 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
+from graphgen.grading import mention_pattern, normalize_answer
 from graphgen.interp import (
     apply_unchecked,
     call_tool,
+    check_args,
     evaluate,
     failed_check,
     footprint,
@@ -40,6 +42,7 @@ from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.referring import describe, humanize, stated_facts
 from graphgen.tasks.render import intent_text, join_intents, opener, stated
+from graphgen.tasks.shortcuts import contradicting, scalars
 from graphgen.tasks.values import free_value
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
 
@@ -438,6 +441,9 @@ class Expander:
             self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
         )
         for tool in self._pick_tool(tools, rng):
+            asked = _open_questions(tool)
+            if asked is None:
+                continue
             for _ in range(WRITE_TRIES // 3):
                 snap = planner.snapshot()
                 args: dict[str, Any] = {}
@@ -464,7 +470,7 @@ class Expander:
                 if not ok:
                     planner.restore(snap)
                     continue
-                body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
+                body = intent_text(self.domain, asked, args, rng, targets, {}, principal)
                 if any(stated(body, v) for v in values):
                     planner.restore(snap)
                     continue
@@ -477,7 +483,17 @@ class Expander:
                     list(planner.givens),
                     list(targets.values()),
                     text,
-                    Goal(changes=[], answer=list(values)),
+                    Goal(
+                        changes=[],
+                        answer=list(values),
+                        answer_not=contradicting(
+                            self.domain,
+                            planner.know,
+                            list(values),
+                            shown=[x for r in planner.results for x in scalars(r)],
+                        )
+                        + _other_members(asked, args, values),
+                    ),
                 )
         raise NoCandidate("no_information_target")
 
@@ -571,7 +587,11 @@ class Expander:
                     list(planner.givens),
                     [target] if target else [],
                     text,
-                    Goal(changes=[], answer=[value]),
+                    Goal(
+                        changes=[],
+                        answer=[value],
+                        answer_not=contradicting(self.domain, planner.know, [value], same_row=True),
+                    ),
                 )
         raise NoCandidate("no_information_target")
 
@@ -649,9 +669,27 @@ class Expander:
                     list(planner.givens),
                     [target] if target else [],
                     text,
-                    Goal(changes=[], answer=[value]),
+                    Goal(
+                        changes=[],
+                        answer=[value],
+                        answer_not=contradicting(self.domain, planner.know, [value], same_row=True),
+                    ),
                 )
         raise NoCandidate("no_information_target")
+
+    def _see(self, planner: Planner, entity: str, key: Any, fname: str, value: Any) -> bool:
+        """Make the chain show ``entity[key].fname`` (a read of its row if no output has
+        shown it yet); false if no read can."""
+        fact = Sort("field", f"{entity}.{fname}")
+        if planner.know.knows(fact, value):
+            return True
+        snap = planner.snapshot()
+        if planner.acquire(Sort("key", entity), key):
+            self._reveal(planner, entity, key)
+            if planner.know.knows(fact, value):
+                return True
+        planner.restore(snap)
+        return False
 
     def refusal(self, initial: State, rng: random.Random) -> Candidate:
         st = initial.copy()
@@ -662,10 +700,9 @@ class Expander:
             args = self._bind(tool, st, planner, rng, want_fail=True)
             if args is None:
                 continue
-            chk = failed_check(self.domain, st, tool.name, args)
-            if chk is None:
+            if failed_check(self.domain, st, tool.name, args) is None:
                 continue
-            blocking = _blocking_values(self.domain, st, chk, args)
+            blocking = _blocking_values(self.domain, st, tool, args)
             if not blocking:
                 continue
             probe = st.copy()
@@ -687,19 +724,21 @@ class Expander:
             if not self._identify(planner, initial, tool, args, set(), rng, targets, principal):
                 planner.restore(snap)
                 continue
-            # The agent must be able to *see* the reason before it refuses: read the row
-            # that holds the blocking value unless an earlier output already showed it.
-            ent, bkey, bfield, bval = blocking[0]
-            if not planner.know.knows(Sort("field", f"{ent}.{bfield}"), bval):
-                if not planner.acquire(Sort("key", ent), bkey):
-                    planner.restore(snap)
-                    continue
-                self._reveal(planner, ent, bkey)
-                if not planner.know.knows(Sort("field", f"{ent}.{bfield}"), bval):
-                    planner.restore(snap)
-                    continue
             body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
+            # Every true reason counts, except one the request itself says ("pay with my
+            # gift card" cannot be refused *because* it is a gift card: echoing passes).
+            reasons = [b for b in blocking if not _said(body, b[3])]
+            # The agent must be able to *see* a reason before it gives it: read the row
+            # that holds each one unless an earlier output already showed it.
+            reasons = [b for b in reasons if self._see(planner, *b)]
             text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
+            reasons = [b for b in reasons if not _said(text, b[3])]
+            if not reasons:
+                planner.restore(snap)
+                if all(_said(text, b[3]) for b in blocking):
+                    raise NoCandidate("refusal_reason_in_instruction")
+                continue
+            values = list({repr(b[3]): b[3] for b in reasons}.values())  # one per value
             self.usage[tool.name] += 1
             return Candidate(
                 "refusal",
@@ -709,7 +748,11 @@ class Expander:
                 list(planner.givens),
                 list(targets.values()),
                 text,
-                Goal(changes=[], answer=[bval]),
+                Goal(
+                    changes=[],
+                    answer_any=[[v] for v in values],
+                    answer_not=contradicting(self.domain, planner.know, values),
+                ),
                 refused_call=Call(tool=tool.name, args=args),
             )
         raise NoCandidate("no_refusal_target")
@@ -747,6 +790,36 @@ def _direct_answer(domain: Domain, tool: ToolDef) -> bool:
     return all(param_sort(p).kind != "free" for p in tool.params.values())
 
 
+def _other_members(tool: ToolDef, args: dict[str, Any], values: list[Any]) -> list[Any]:
+    """The members an enum argument of a question did not pick: asked for business
+    seats, an answer about economy seats answers another question."""
+    out: list[Any] = []
+    for name, p in tool.params.items():
+        if isinstance(p.ty, EnumT):
+            out += [m for m in p.ty.values if m != args.get(name) and m not in values + out]
+    return out
+
+
+_YES_NO = re.compile(r"(?:is|are|was|were|has|have|had|do|does|did)\b", re.IGNORECASE)
+
+
+def _open_questions(tool: ToolDef) -> ToolDef | None:
+    """``tool`` with only the templates that ask an open question.
+
+    "Has my flight been cancelled?" asks for yes or no, but the goal is the status: a
+    truthful "No, it hasn't" would fail and "yes, scheduled" would pass. So yes/no
+    templates are not used; a read of one field without an open template is asked as
+    "What is the <field> of <its row>?", anything else is not asked (None).
+    """
+    open_ = tuple(t for t in tool.intents if not _YES_NO.match(t.lstrip()))
+    if not open_ and isinstance(tool.returns, ir.FieldOf) and isinstance(tool.returns.key, ir.Var):
+        field_name = humanize(tool.returns.field)
+        open_ = (f"What is the {field_name} of {{{tool.returns.key.name}}}?",)
+    if not open_:
+        return None
+    return tool if open_ == tool.intents else replace(tool, intents=open_)
+
+
 def _with_opener(
     domain: Domain, givens: list[Given], rng: random.Random, body: str, principal: str | None = None
 ) -> str:
@@ -772,26 +845,125 @@ def _changes(a: State, b: State, pinned: Sequence[tuple[str, str, str]] = ()) ->
     return sorted(out, key=lambda c: (c.entity, c.key, c.field))
 
 
-def _blocking_values(
-    domain: Domain, st: State, chk: ir.Check, args: dict[str, Any]
-) -> list[tuple[str, Any, str, Any]]:
-    """(entity, key, field, value) read by the failed check: what a refusal should cite.
+def _said(text: str, value: Any) -> bool:
+    """Does ``text`` state ``value`` in any form an answer would (so echoing it passes)?"""
+    return (
+        stated(text, value) or re.search(mention_pattern(value), normalize_answer(text)) is not None
+    )
 
-    Only the first such fact is kept: one reason is what a user needs to hear.
+
+def _blocking_values(
+    domain: Domain, st: State, tool: ToolDef, args: dict[str, Any]
+) -> list[tuple[str, Any, str, Any]]:
+    """(entity, key, field, value) facts that make a precondition of ``tool`` fail: every
+    true reason a refusal may cite.
+
+    Every failing precondition counts, and within one every fact that makes it fail:
+    both sides of a failed comparison, every operand of a failed ``or``, every failed
+    operand of an ``and``. An id is cited by the display value of the row it names
+    (a product's name); flags and lists are left out (no value to cite).
     """
+    env = check_args(tool, args, st)
     out: list[tuple[str, Any, str, Any]] = []
-    for node in ir.walk(chk.expr):
-        if isinstance(node, ir.Comp):
-            break
-        if isinstance(node, ir.FieldOf) and node.ty != BOOL and not isinstance(node.ty, RefT):
-            try:
-                key = evaluate(node.key, st, args, domain)
-                v = evaluate(node, st, args, domain)
-            except ToolError:
-                continue
-            if not isinstance(v, list):
-                out.append((node.entity, key, node.field, v))
-    return out[:1]
+    for chk in tool.requires:
+        if _truth(chk.expr, st, env, domain) is not False:
+            continue
+        for leaf in _culprits(chk.expr, st, env, domain):
+            for node in _fields_read(leaf):
+                if node.ty == BOOL or isinstance(node.ty, ListT):
+                    continue
+                try:
+                    key = evaluate(node.key, st, env, domain)
+                    v = evaluate(node, st, env, domain)
+                except ToolError:
+                    continue
+                fact = (node.entity, key, node.field, v)
+                if isinstance(node.ty, RefT):
+                    # An id is no reason to cite, but what it names is: "that item is
+                    # a different product" cites the product's display name.
+                    other = domain.entities[node.ty.entity]
+                    row = st.tables[other.name].get(v)
+                    if other.display is None or row is None:
+                        continue
+                    fact = (other.name, v, other.display, row[other.display])
+                    v = row[other.display]
+                if not isinstance(v, list | dict) and v is not None and fact not in out:
+                    out.append(fact)
+    return out
+
+
+def _truth(e: ir.Expr, st: State, env: dict[str, Any], domain: Domain) -> bool | None:
+    """The value of condition ``e`` (None if it cannot be evaluated)."""
+    try:
+        return bool(evaluate(e, st, env, domain))
+    except ToolError:
+        return None
+
+
+def _culprits(e: ir.Expr, st: State, env: dict[str, Any], domain: Domain) -> list[ir.Expr]:
+    """The atomic conditions that give ``e`` its value: for a false ``and`` its false
+    operands, for a false ``or`` all of them (each is a reason), through ``not``."""
+    match e:
+        case ir.BoolOp(op=op, values=operands):
+            value = _truth(e, st, env, domain)
+            decisive = (op == "and") != bool(value)  # only some operands decide it
+            return [
+                leaf
+                for x in operands
+                if (t := _truth(x, st, env, domain)) is not None and (not decisive or t == value)
+                for leaf in _culprits(x, st, env, domain)
+            ]
+        case ir.Not(operand=x):
+            return _culprits(x, st, env, domain)
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.Comp()
+            | ir.Agg()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
+            return [e]
+        case _:
+            assert_never(e)
+
+
+def _fields_read(e: ir.Expr) -> list[ir.FieldOf]:
+    """The single-row field reads in ``e`` (a comprehension reads many rows: none of
+    them is one fact to cite)."""
+    match e:
+        case ir.Comp() | ir.Agg():
+            return []
+        case ir.FieldOf(key=k):
+            return [e, *_fields_read(k)]
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
+            return [f for c in ir.children(e) for f in _fields_read(c)]
+        case _:
+            assert_never(e)
 
 
 __all__ = ["Candidate", "Expander", "GenOptions", "NoCandidate"]

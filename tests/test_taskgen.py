@@ -100,7 +100,7 @@ def test_every_task_is_well_formed(name: str, n: int) -> None:
         if t.kind == "action":
             assert t.goal.changes and not t.goal.answer
         else:
-            assert not t.goal.changes and t.goal.answer
+            assert not t.goal.changes and t.goal.has_answer
         for g in t.givens:
             assert stated(t.instruction, g.value), (t.id, g)
         res_gate = check_candidate(
