@@ -26,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
-from graphgen.grading import mention_pattern, normalize_answer
 from graphgen.interp import (
     apply_unchecked,
     call_tool,
@@ -42,7 +41,7 @@ from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.referring import describe, humanize, stated_facts
 from graphgen.tasks.render import intent_text, join_intents, opener, stated
-from graphgen.tasks.shortcuts import contradicting, scalars
+from graphgen.tasks.shortcuts import contradicting, said, scalars
 from graphgen.tasks.values import free_value
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
 
@@ -488,11 +487,14 @@ class Expander:
                         answer=list(values),
                         answer_not=contradicting(
                             self.domain,
+                            initial,
                             planner.know,
                             list(values),
-                            shown=[x for r in planner.results for x in scalars(r)],
-                        )
-                        + _other_members(asked, args, values),
+                            text,
+                            principal,
+                            [asked],
+                            planner.chain,
+                        ),
                     ),
                 )
         raise NoCandidate("no_information_target")
@@ -590,7 +592,16 @@ class Expander:
                     Goal(
                         changes=[],
                         answer=[value],
-                        answer_not=contradicting(self.domain, planner.know, [value], same_row=True),
+                        answer_not=contradicting(
+                            self.domain,
+                            initial,
+                            planner.know,
+                            [value],
+                            text,
+                            principal,
+                            [t1, t2],
+                            planner.chain,
+                        ),
                     ),
                 )
         raise NoCandidate("no_information_target")
@@ -672,7 +683,16 @@ class Expander:
                     Goal(
                         changes=[],
                         answer=[value],
-                        answer_not=contradicting(self.domain, planner.know, [value], same_row=True),
+                        answer_not=contradicting(
+                            self.domain,
+                            initial,
+                            planner.know,
+                            [value],
+                            text,
+                            principal,
+                            [tool],
+                            planner.chain,
+                        ),
                     ),
                 )
         raise NoCandidate("no_information_target")
@@ -696,6 +716,7 @@ class Expander:
         planner = Planner(
             self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
         )
+        uncitable = False
         for tool in self._pick_tool([t for t in self.domain.write_tools if t.requires], rng):
             args = self._bind(tool, st, planner, rng, want_fail=True)
             if args is None:
@@ -705,6 +726,12 @@ class Expander:
             blocking = _blocking_values(self.domain, st, tool, args)
             if not blocking:
                 continue
+            if _uncitable(self.domain, st, tool, args):
+                # A true reason a grader cannot recognise as a value ("that variant is
+                # out of stock": a flag) would fail a careful agent that gives it.
+                uncitable = True
+                continue
+            counted = _aggregate_reasons(self.domain, st, tool, args)
             probe = st.copy()
             try:
                 apply_unchecked(self.domain, probe, tool.name, args)
@@ -727,18 +754,34 @@ class Expander:
             body = intent_text(self.domain, tool, args, rng, targets, {}, principal)
             # Every true reason counts, except one the request itself says ("pay with my
             # gift card" cannot be refused *because* it is a gift card: echoing passes).
-            reasons = [b for b in blocking if not _said(body, b[3])]
+            reasons = [b for b in blocking if not said(body, b[3])]
             # The agent must be able to *see* a reason before it gives it: read the row
             # that holds each one unless an earlier output already showed it.
             reasons = [b for b in reasons if self._see(planner, *b)]
             text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
-            reasons = [b for b in reasons if not _said(text, b[3])]
-            if not reasons:
+            reasons = [b for b in reasons if not said(text, b[3])]
+            shown = {repr(v) for _, v in planner.know.facts_items()}
+            shown |= {repr(x) for r in planner.results for x in scalars(r)}
+            extra: list[Any] = []
+            for group in counted:
+                # A count the chain never showed is a reason the agent may compute and
+                # give ("only 2 seats left") but the gate could not check it was seen.
+                seen = [v for v in group if repr(v) in shown and not said(text, v)]
+                if not seen:
+                    break
+                extra += seen
+            else:
+                counted = []
+            if counted:
                 planner.restore(snap)
-                if all(_said(text, b[3]) for b in blocking):
+                uncitable = True
+                continue
+            if not reasons and not extra:
+                planner.restore(snap)
+                if all(said(text, b[3]) for b in blocking):
                     raise NoCandidate("refusal_reason_in_instruction")
                 continue
-            values = list({repr(b[3]): b[3] for b in reasons}.values())  # one per value
+            values = list({repr(v): v for v in [*(b[3] for b in reasons), *extra]}.values())
             self.usage[tool.name] += 1
             return Candidate(
                 "refusal",
@@ -751,11 +794,20 @@ class Expander:
                 Goal(
                     changes=[],
                     answer_any=[[v] for v in values],
-                    answer_not=contradicting(self.domain, planner.know, values),
+                    answer_not=contradicting(
+                        self.domain,
+                        initial,
+                        planner.know,
+                        values,
+                        text,
+                        principal,
+                        [tool],
+                        planner.chain,
+                    ),
                 ),
                 refused_call=Call(tool=tool.name, args=args),
             )
-        raise NoCandidate("no_refusal_target")
+        raise NoCandidate("refusal_reason_uncitable" if uncitable else "no_refusal_target")
 
 
 def prune_reads(domain: Domain, planner: Planner, removable: set[int]) -> list[Call]:
@@ -788,16 +840,6 @@ def _direct_answer(domain: Domain, tool: ToolDef) -> bool:
     if t not in (INT, STR, DATE) and not isinstance(t, EnumT):
         return False
     return all(param_sort(p).kind != "free" for p in tool.params.values())
-
-
-def _other_members(tool: ToolDef, args: dict[str, Any], values: list[Any]) -> list[Any]:
-    """The members an enum argument of a question did not pick: asked for business
-    seats, an answer about economy seats answers another question."""
-    out: list[Any] = []
-    for name, p in tool.params.items():
-        if isinstance(p.ty, EnumT):
-            out += [m for m in p.ty.values if m != args.get(name) and m not in values + out]
-    return out
 
 
 _YES_NO = re.compile(r"(?:is|are|was|were|has|have|had|do|does|did)\b", re.IGNORECASE)
@@ -845,13 +887,6 @@ def _changes(a: State, b: State, pinned: Sequence[tuple[str, str, str]] = ()) ->
     return sorted(out, key=lambda c: (c.entity, c.key, c.field))
 
 
-def _said(text: str, value: Any) -> bool:
-    """Does ``text`` state ``value`` in any form an answer would (so echoing it passes)?"""
-    return (
-        stated(text, value) or re.search(mention_pattern(value), normalize_answer(text)) is not None
-    )
-
-
 def _blocking_values(
     domain: Domain, st: State, tool: ToolDef, args: dict[str, Any]
 ) -> list[tuple[str, Any, str, Any]]:
@@ -890,6 +925,66 @@ def _blocking_values(
                 if not isinstance(v, list | dict) and v is not None and fact not in out:
                     out.append(fact)
     return out
+
+
+def _failing_leaves(
+    domain: Domain, st: State, tool: ToolDef, args: dict[str, Any]
+) -> list[tuple[ir.Expr, dict[str, Any]]]:
+    """The culprit conditions (:func:`_culprits`) of every failing precondition."""
+    env = check_args(tool, args, st)
+    return [
+        (leaf, env)
+        for chk in tool.requires
+        if _truth(chk.expr, st, env, domain) is False
+        for leaf in _culprits(chk.expr, st, env, domain)
+    ]
+
+
+def _uncitable(domain: Domain, st: State, tool: ToolDef, args: dict[str, Any]) -> bool:
+    """Is some reason the call fails a flag or a list, with no value to cite ("the
+    variant is out of stock", "the booking has no insurance")?"""
+    return any(
+        isinstance(leaf, ir.Contains) or (isinstance(leaf, ir.FieldOf) and leaf.ty == BOOL)
+        for leaf, _ in _failing_leaves(domain, st, tool, args)
+    )
+
+
+def _aggregate_reasons(
+    domain: Domain, st: State, tool: ToolDef, args: dict[str, Any]
+) -> list[list[Any]]:
+    """For each failing comparison over an aggregate, the numbers a careful agent may
+    give for it: each aggregate's value (flown trips, seats taken) and, for a limit
+    ``aggregates + request <= cap``, what is left (``cap`` minus the aggregates: "only 2
+    seats left")."""
+    out: list[list[Any]] = []
+    for leaf, env in _failing_leaves(domain, st, tool, args):
+        if not isinstance(leaf, ir.Compare) or not any(
+            isinstance(n, ir.Agg) for n in ir.walk(leaf)
+        ):
+            continue
+        group: list[Any] = []
+        for side, other in ((leaf.left, leaf.right), (leaf.right, leaf.left)):
+            aggs = _signed_aggregates(side, 1)
+            if not aggs:
+                continue
+            try:
+                taken = sum(sign * evaluate(a, st, env, domain) for sign, a in aggs)
+                group += [evaluate(a, st, env, domain) for _, a in aggs]
+                group.append(evaluate(other, st, env, domain) - taken)
+            except (ToolError, TypeError):
+                continue
+        out.append([v for v in group if isinstance(v, int) and not isinstance(v, bool)])
+    return out
+
+
+def _signed_aggregates(e: ir.Expr, sign: int) -> list[tuple[int, ir.Expr]]:
+    """The aggregates added (+1) or subtracted (-1) at the top of a sum."""
+    if isinstance(e, ir.Agg):
+        return [(sign, e)]
+    if isinstance(e, ir.Arith) and e.op in ("+", "-"):
+        back = sign if e.op == "+" else -sign
+        return _signed_aggregates(e.left, sign) + _signed_aggregates(e.right, back)
+    return []
 
 
 def _truth(e: ir.Expr, st: State, env: dict[str, Any], domain: Domain) -> bool | None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from graphgen.domains import load_builtin
 from graphgen.grading import grade
 from graphgen.stategen import generate_state
-from graphgen.tasks.expand import _blocking_values, _open_questions, _said
+from graphgen.tasks.expand import _blocking_values, _open_questions
+from graphgen.tasks.shortcuts import said
 
 RETAIL = load_builtin("retail")
 AIRLINE = load_builtin("airline")
@@ -41,7 +42,7 @@ def test_a_failed_disjunction_cites_every_field_that_makes_it_fail() -> None:
     }
     # The request names the gift card, so that is no reason; the others are.
     request = f"I'd like to buy {item_key} with my gift card."
-    assert [v for *_, v in facts if not _said(request, v)] == [50, 324]
+    assert [v for *_, v in facts if not said(request, v)] == [50, 324]
     goal = {"changes": [], "answer_any": [[50], [324]], "answer_not": []}
     for said in (
         "Sorry: your gift card only has $50 left.",
@@ -52,10 +53,10 @@ def test_a_failed_disjunction_cites_every_field_that_makes_it_fail() -> None:
 
 
 def test_reasons_the_instruction_states_are_recognised_in_any_form() -> None:
-    assert _said("Pay with my gift card, please.", "gift_card")
-    assert _said("My flight was cancelled, rebook me.", "cancelled")
-    assert _said("It cost $1,324.00.", 1324)
-    assert not _said("It cost $1,325.", 1324)
+    assert said("Pay with my gift card, please.", "gift_card")
+    assert said("My flight was cancelled, rebook me.", "cancelled")
+    assert said("It cost $1,324.00.", 1324)
+    assert not said("It cost $1,325.", 1324)
 
 
 def test_yes_no_templates_are_not_asked() -> None:
