@@ -447,9 +447,16 @@ def check_candidate(
             if stated(instruction, v):
                 # A value the user already said is no answer (nor a reason to refuse).
                 return GateResult(False, "answer_in_instruction", f"{v!r} is in the text")
+        for v in goal.answer:
             if repr(v) not in revealed:
-                # Refusals too: the agent must be able to see the reason it reports.
                 return GateResult(False, "answer_not_revealed", f"no call reveals {v!r}")
+        if goal.answer_any and not any(
+            all(repr(v) in revealed for v in group) for group in goal.answer_any
+        ):
+            # The agent must be able to see a reason it could give; every true reason
+            # counts, as an agent that read more may give another.
+            shown = " | ".join(repr(g) for g in goal.answer_any)
+            return GateResult(False, "answer_not_revealed", f"no call reveals any of {shown}")
         if not goal.has_answer:
             return GateResult(False, "goal_already_true", "nothing to answer: a no-op passes")
         shortcut = shortcut_check(domain, s0, goal, instruction, run.results)

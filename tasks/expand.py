@@ -716,7 +716,7 @@ class Expander:
         planner = Planner(
             self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
         )
-        uncitable = False
+        uncitable = hedged = unseen = False
         for tool in self._pick_tool([t for t in self.domain.write_tools if t.requires], rng):
             args = self._bind(tool, st, planner, rng, want_fail=True)
             if args is None:
@@ -756,32 +756,34 @@ class Expander:
             # gift card" cannot be refused *because* it is a gift card: echoing passes).
             reasons = [b for b in blocking if not said(body, b[3])]
             # The agent must be able to *see* a reason before it gives it: read the row
-            # that holds each one unless an earlier output already showed it.
-            reasons = [b for b in reasons if self._see(planner, *b)]
+            # that holds each one unless an earlier output already showed it. One seen
+            # reason is enough; the others still count (an agent that read more may
+            # give them).
+            for b in reasons:
+                self._see(planner, *b)
             text = _with_opener(self.domain, planner.givens, rng, body, self.principal)
-            reasons = [b for b in reasons if not said(text, b[3])]
             shown = {repr(v) for _, v in planner.know.facts_items()}
             shown |= {repr(x) for r in planner.results for x in scalars(r)}
-            extra: list[Any] = []
+            values = [b[3] for b in reasons]
             for group in counted:
-                # A count the chain never showed is a reason the agent may compute and
-                # give ("only 2 seats left") but the gate could not check it was seen.
-                seen = [v for v in group if repr(v) in shown and not said(text, v)]
-                if not seen:
-                    break
-                extra += seen
-            else:
-                counted = []
-            if counted:
+                # A count ("only 2 seats left", "1 flown trip") is a reason too.
+                values += group
+            values = list({repr(v): v for v in values if not said(text, v)}.values())
+            if not any(repr(v) in shown for v in values):
                 planner.restore(snap)
-                uncitable = True
-                continue
-            if not reasons and not extra:
-                planner.restore(snap)
-                if all(said(text, b[3]) for b in blocking):
+                if all(said(text, b[3]) for b in blocking) and not counted:
                     raise NoCandidate("refusal_reason_in_instruction")
+                unseen = True
                 continue
-            values = list({repr(v): v for v in [*(b[3] for b in reasons), *extra]}.values())
+            wrong = contradicting(
+                self.domain, initial, planner.know, values, text, principal, [tool], planner.chain
+            )
+            if not wrong:
+                # Nothing a careful agent would never say: a hedge naming every value
+                # passes (the gate's hedge_passes). Try another tool, uncounted.
+                planner.restore(snap)
+                hedged = True
+                continue
             self.usage[tool.name] += 1
             return Candidate(
                 "refusal",
@@ -791,22 +793,13 @@ class Expander:
                 list(planner.givens),
                 list(targets.values()),
                 text,
-                Goal(
-                    changes=[],
-                    answer_any=[[v] for v in values],
-                    answer_not=contradicting(
-                        self.domain,
-                        initial,
-                        planner.know,
-                        values,
-                        text,
-                        principal,
-                        [tool],
-                        planner.chain,
-                    ),
-                ),
+                Goal(changes=[], answer_any=[[v] for v in values], answer_not=wrong),
                 refused_call=Call(tool=tool.name, args=args),
             )
+        if hedged:
+            raise NoCandidate("refusal_hedge_passes")
+        if unseen:
+            raise NoCandidate("refusal_reason_unseen")
         raise NoCandidate("refusal_reason_uncitable" if uncitable else "no_refusal_target")
 
 

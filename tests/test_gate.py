@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from graphgen.domain import Domain
-from graphgen.domains import builtin_path, load_builtin
+from graphgen.domains import builtin_path
 from graphgen.grading import state_diff
 from graphgen.interp import call_tool
 from graphgen.load import loads_domain
@@ -32,7 +32,14 @@ from graphgen.tasks.model import Call, Change, Given, Goal, Target, Task
 from graphgen.tasks.render import stated
 from graphgen.tasks.taskset import generate
 
-MOCK = load_builtin("mock")
+# The built-in mock's two statuses leave every refusal open to a hedge ('active' is the
+# rule a careful agent quotes, 'locked' the reason), so the gate generates none there. A
+# third status gives its refusals a value no careful agent would say: "frozen".
+MOCK = loads_domain(
+    builtin_path("mock")
+    .read_text(encoding="utf-8")
+    .replace("status: {enum: [active, locked]}", "status: {enum: [active, locked, frozen]}")
+)
 
 
 @cache
