@@ -57,9 +57,11 @@ _NEGATED = re.compile(
 # A rule or a prospect, not the row's state: "only a pending order can be cancelled",
 # "it will be delivered". (No "could/may/might be": those are what a hedge says.)
 _MODAL = re.compile(r"\b(?:can|will|would|should|must)(?:\s+\w+)?\s+be(?:\s+\w+\s+(?:or|and))?\s+$")
-# A verb, not a status: "scheduled to depart" (but "delivered to your address" is one).
+# A verb, not a status: "scheduled to depart", "scheduled for 10:05" or "for May 20" (a
+# plan and its time); but "delivered to your address" states it.
 _INFINITIVE = re.compile(
     r"\s+to\s+(?!(?:the|a|an|your|my|his|her|their|our|its|this|that|you|me|us|them)\b|\d)\w"
+    r"|\s+for\s+(?:\d|today\b|tomorrow\b|tonight\b|(?:" + "|".join(_MONTHS) + r")\b)"
 )
 
 

@@ -509,5 +509,13 @@ def test_a_yes_no_reply_is_graded_as_meant() -> None:
         "No - it isn't cancelled or departed; it's scheduled to depart at 10:05.",
     ):
         assert grade(EMPTY, EMPTY, goal, text)["success"], text
+    delayed = {"changes": [], "answer": ["delayed"], "answer_not": ["scheduled", "cancelled"]}
+    for text in (
+        "It's delayed; it was scheduled for 10:05.",
+        "Delayed - originally scheduled for May 20, 2026, and not cancelled.",
+    ):
+        assert grade(EMPTY, EMPTY, delayed, text)["success"], text
+    for text in ("It is scheduled.", "delayed, scheduled, cancelled"):
+        assert not grade(EMPTY, EMPTY, delayed, text)["success"], text
     for text in ("Yes.", "No.", "scheduled, delayed, cancelled, departed", "It was cancelled."):
         assert not grade(EMPTY, EMPTY, goal, text)["success"], text
