@@ -216,19 +216,6 @@ def _target_names_other_account(d: Domain, t: Task) -> Task:
                                    description=f"x.email == {other!r}")])
 
 
-def _refuse_locking_a_locked_account(d: Domain, t: Task) -> Task:
-    email = given(t, "field:Account.email")
-    return edit(t, refused_call=Call(tool="lock_account",
-                                     args={"account_id": arg(t, "account_id")}),
-                givens=[g for g in t.givens if g.sort != "free:int"],
-                instruction=f"Hello. My email is {email}. Lock my account.")
-
-
-def _unlock_account(d: Domain, t: Task) -> Task:
-    acc = arg(t, "account_id")
-    return edit_state(t, lambda tb: tb["Account"][acc].update(status="active"))
-
-
 def _fund_account(d: Domain, t: Task) -> Task:
     acc, amount = arg(t, "account_id"), arg(t, "amount")
     return edit_state(t, lambda tb: tb["Account"][acc].update(balance=amount))
@@ -302,9 +289,6 @@ MOCK_CASES = [
     Case("mock", GOAL_TRUE, "an information task with nothing to answer",
          "dry_run_goal_already_true", "goal_already_true",
          lambda t: t.kind == "information", _no_answer, good=True),
-    Case("mock", GOAL_TRUE, "a refusal with nothing to report (a no-op passes)",
-         "dry_run_goal_already_true", "goal_already_true",
-         lambda t: t.kind == "refusal", _no_answer, good=True),
     Case("mock", GOAL_TRUE, "the answer asked for is the email the user gave",
          "dry_run_answer_in_instruction", "answer_in_instruction",
          lambda t: t.kind == "information", _answer_is_the_email, skip=1),
@@ -331,14 +315,9 @@ MOCK_CASES = [
     Case("mock", AMBIGUOUS, "the target's description picks out another account",
          "dry_run_ambiguous_target", "ambiguous_target",
          _chain_is([FIND, "lock_account"]), _target_names_other_account, skip=2),
-    Case("mock", REFUSAL, "refuses to lock an account that is already locked: nothing "
-         "blocks what the user wants", "proof_refusal_impossible", "proof_refusal_impossible",
-         lambda t: t.kind == "refusal" and t.refused_call is not None
-         and t.refused_call.tool == "deposit", _refuse_locking_a_locked_account, good=True),
-    Case("mock", REFUSAL, "refuses a deposit into an account that is active after all",
-         "dry_run_refusal_succeeds", "refusal_succeeds",
-         lambda t: t.kind == "refusal" and t.refused_call is not None
-         and t.refused_call.tool == "deposit", _unlock_account, skip=1),
+    # (The mock builds no refusal any more: 'active' is the rule a careful agent quotes
+    # and 'locked' or the balance the reason, so a hedge naming every value passes each
+    # one. The refusal cases live in retail and airline.)
     # (An "insufficient funds" refusal is no longer a good original: proof 6 rejects it,
     # since a deposit first lets the payment succeed. tests/test_broken_tasks.py checks
     # that rejection directly.)
@@ -420,22 +399,6 @@ def _set_min_to_proven(d: Domain, t: Task) -> Task:
     return edit(t, min_calls=m)
 
 
-def _refundable_order(d: Domain, t: Task) -> Task:
-    """Make one of the user's orders pending and paid with the short gift card, for enough
-    that cancelling it refunds the card past the price of the refused order (and the item
-    in stock, so the card's balance is the only thing in the way)."""
-    assert t.refused_call is not None
-    user, card = t.refused_call.args["user_id"], t.refused_call.args["payment_method_id"]
-    item = t.refused_call.args["item_id"]
-    order = next(k for k, r in sorted(rows(t, "Order").items()) if r["user_id"] == user)
-    total = max(rows(t, "Order")[order]["total"], 1000)
-
-    def fix(tb: dict[str, Any]) -> None:
-        tb["Order"][order].update(status="pending", payment_method_id=card, total=total)
-        tb["Item"][item].update(available=True)
-    return edit_state(t, fix)
-
-
 def _order_still_pending(d: Domain, t: Task) -> Task:
     assert t.refused_call is not None
     order = t.refused_call.args["order_id"]
@@ -502,14 +465,12 @@ RETAIL_CASES = [
          "profile) in as few calls", "proof_unique_final_state", "proof_unique_final_state",
          lambda t: "place_order" in tools(t) and tools(t)[-1] == "modify_pending_order_address",
          _set_min_to_proven, natural=True),
-    # (Refusing a gift card paid with another gift card no longer makes this case: the
-    # request itself says "gift card", so an answer echoing it passes (echo_passes).)
-    Case("retail", REFUSAL, "refuses an order the user's gift card cannot cover, but "
-         "cancelling the user's pending order paid with that card refunds enough first",
-         "proof_refusal_impossible", "proof_refusal_impossible",
-         lambda t: t.refused_call is not None and t.refused_call.tool == "place_order"
-         and rows(t, "PaymentMethod")[t.refused_call.args["payment_method_id"]]["kind"]
-         == "gift_card", _refundable_order, good=True),
+    # (A gift card refused for an order it cannot cover no longer makes a case: the
+    # policy rule about gift cards names every payment kind, so no value is left that a
+    # careful agent would never say, and such refusals are not built (a hedge passes).)
+    Case("retail", GOAL_TRUE, "a refusal with nothing to report (a no-op passes)",
+         "dry_run_goal_already_true", "goal_already_true",
+         lambda t: t.kind == "refusal", _no_answer, good=True),
     Case("retail", REFUSAL, "refuses to re-address an order that is in fact still pending",
          "dry_run_refusal_succeeds", "refusal_succeeds",
          lambda t: t.refused_call is not None
