@@ -140,7 +140,9 @@ class OpenAIAgent:
 
 
 def _answer_text(task: Task) -> str:
-    vals = ", ".join(str(v) for v in task.goal.answer)
+    # One true reason is enough: the first of the goal's alternatives.
+    said = [*task.goal.answer, *(task.goal.answer_any[0] if task.goal.answer_any else [])]
+    vals = ", ".join(str(v) for v in said)
     if task.kind == "refusal":
         return f"I'm sorry, I can't do that: the record shows {vals}."
     if task.kind == "information":

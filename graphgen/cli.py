@@ -428,6 +428,10 @@ def show(
     ]
     if tk.goal.answer:
         lines.append(f"  answer must mention: {tk.goal.answer}")
+    if tk.goal.answer_any:
+        lines.append(f"  answer must mention one of: {tk.goal.answer_any}")
+    if tk.goal.answer_not:
+        lines.append(f"  answer must not state: {tk.goal.answer_not}")
     for tg in tk.targets:
         lines.append(f"target {tg.entity} {tg.key}: {tg.phrase!r}  [{tg.description}]")
     if tk.certificate:

@@ -52,6 +52,7 @@ from graphgen.tasks.referring import (
     unseen_cells,
 )
 from graphgen.tasks.render import spoken_forms, stated
+from graphgen.tasks.shortcuts import echo_answer, hedge_answer
 
 REASONS = (
     "bad_chain",
@@ -74,6 +75,8 @@ REASONS = (
     "policy_violation",
     "several_customers",
     "unidentified_owner",
+    "echo_passes",
+    "hedge_passes",
 )
 
 # Most reorderings of a chain :func:`permitted_orders` lists (the reference order first).
@@ -545,16 +548,42 @@ def check_candidate(
                     f"{refused_call.tool} would succeed: nothing to refuse",
                 )
         revealed = {repr(v) for _, v in know.facts_items()} | {repr(r) for r in run.results}
-        for v in goal.answer:
-            if kind == "information" and stated(instruction, v):
+        for v in [*goal.answer, *(x for group in goal.answer_any for x in group)]:
+            if stated(instruction, v):
+                # A value the user already said is no answer (nor a reason to refuse).
                 return GateResult(False, "answer_in_instruction", f"{v!r} is in the text")
+        for v in goal.answer:
             if repr(v) not in revealed:
-                # Refusals too: the agent must be able to see the reason it reports.
                 return GateResult(False, "answer_not_revealed", f"no call reveals {v!r}")
-        if not goal.answer:
+        if goal.answer_any and not any(
+            all(repr(v) in revealed for v in group) for group in goal.answer_any
+        ):
+            # The agent must be able to see a reason it could give; every true reason
+            # counts, as an agent that read more may give another.
+            shown = " | ".join(repr(g) for g in goal.answer_any)
+            return GateResult(False, "answer_not_revealed", f"no call reveals any of {shown}")
+        if not goal.has_answer:
             return GateResult(False, "goal_already_true", "nothing to answer: a no-op passes")
+        shortcut = shortcut_check(domain, s0, goal, instruction, run.results)
+        if not shortcut.ok:
+            return shortcut
     # 7. the task is about the one customer the instruction identifies
     who = identity_problem(domain, initial, run.final, givens, chain, goal, refused_call)
     if who is not None:
         return GateResult(False, *who)
+    return GateResult(True)
+
+
+def shortcut_check(
+    domain: Domain, initial: dict[str, Any], goal: Goal, instruction: str, results: list[Any]
+) -> GateResult:
+    """Reject a goal that a shortcut answer passes: the instruction echoed back with no
+    call made, or a hedge naming every enum member and every value the chain's reads
+    show (:mod:`graphgen.tasks.shortcuts`). Such a task grades nothing."""
+    g = goal.model_dump()
+    if grade(initial, initial, g, echo_answer(instruction))["success"]:
+        return GateResult(False, "echo_passes", "repeating the instruction passes")
+    hedge = hedge_answer(domain, results)
+    if grade(initial, initial, g, hedge)["success"]:
+        return GateResult(False, "hedge_passes", f"naming every value seen passes: {hedge[:80]}")
     return GateResult(True)

@@ -18,17 +18,18 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphgen import ir
-from graphgen.domain import Domain, ToolDef
+from graphgen.domain import Domain, Intent, ToolDef
 from graphgen.errors import ToolError
 from graphgen.interp import (
     apply_unchecked,
     call_tool,
+    check_args,
     evaluate,
     failed_check,
     footprint,
@@ -60,6 +61,7 @@ from graphgen.tasks.render import (
     stated,
     today_of,
 )
+from graphgen.tasks.shortcuts import contradicting, said, scalars
 from graphgen.tasks.values import free_value
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
 
@@ -549,6 +551,9 @@ class Expander:
             self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
         )
         for tool in self._pick_tool(tools, rng):
+            asked = _open_questions(tool)
+            if asked is None:
+                continue
             for _ in range(WRITE_TRIES // 3):
                 snap = planner.snapshot()
                 args: dict[str, Any] = {}
@@ -577,7 +582,7 @@ class Expander:
                     continue
                 targets = self._absorb(initial, targets, planner.givens, principal)
                 try:
-                    body = intent_text(self.domain, tool, args, rng, targets, {}, principal, st)
+                    body = intent_text(self.domain, asked, args, rng, targets, {}, principal, st)
                 except NoTrueIntent:
                     planner.restore(snap)
                     continue
@@ -593,7 +598,20 @@ class Expander:
                     list(planner.givens),
                     list(targets.values()),
                     text,
-                    Goal(changes=[], answer=list(values)),
+                    Goal(
+                        changes=[],
+                        answer=list(values),
+                        answer_not=contradicting(
+                            self.domain,
+                            initial,
+                            planner.know,
+                            list(values),
+                            text,
+                            principal,
+                            [asked],
+                            planner.chain,
+                        ),
+                    ),
                 )
         raise NoCandidate("no_information_target")
 
@@ -699,7 +717,20 @@ class Expander:
                     list(planner.givens),
                     [*([target] if target else []), related],
                     text,
-                    Goal(changes=[], answer=[value]),
+                    Goal(
+                        changes=[],
+                        answer=[value],
+                        answer_not=contradicting(
+                            self.domain,
+                            initial,
+                            planner.know,
+                            [value],
+                            text,
+                            principal,
+                            [t1, t2],
+                            planner.chain,
+                        ),
+                    ),
                 )
         raise NoCandidate("no_information_target")
 
@@ -788,25 +819,58 @@ class Expander:
                     list(planner.givens),
                     [target] if target else [],
                     text,
-                    Goal(changes=[], answer=[value]),
+                    Goal(
+                        changes=[],
+                        answer=[value],
+                        answer_not=contradicting(
+                            self.domain,
+                            initial,
+                            planner.know,
+                            [value],
+                            text,
+                            principal,
+                            [tool],
+                            planner.chain,
+                        ),
+                    ),
                 )
         raise NoCandidate("no_information_target")
+
+    def _see(self, planner: Planner, entity: str, key: Any, fname: str, value: Any) -> bool:
+        """Make the chain show ``entity[key].fname`` (a read of its row if no output has
+        shown it yet); false if no read can."""
+        fact = Sort("field", f"{entity}.{fname}")
+        if planner.know.knows(fact, value):
+            return True
+        snap = planner.snapshot()
+        if planner.acquire(Sort("key", entity), key):
+            self._reveal(planner, entity, key)
+            if planner.know.knows(fact, value):
+                return True
+        planner.restore(snap)
+        return False
 
     def refusal(self, initial: State, rng: random.Random) -> Candidate:
         st = initial.copy()
         planner = Planner(
             self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
         )
+        uncitable = hedged = unseen = False
         for tool in self._pick_tool([t for t in self.domain.write_tools if t.requires], rng):
             args = self._bind(tool, st, planner, rng, want_fail=True)
             if args is None:
                 continue
-            chk = failed_check(self.domain, st, tool.name, args)
-            if chk is None:
+            if failed_check(self.domain, st, tool.name, args) is None:
                 continue
-            blocking = _blocking_values(self.domain, st, chk, args)
+            blocking = _blocking_values(self.domain, st, tool, args)
             if not blocking:
                 continue
+            if _uncitable(self.domain, st, tool, args):
+                # A true reason a grader cannot recognise as a value ("that variant is
+                # out of stock": a flag) would fail a careful agent that gives it.
+                uncitable = True
+                continue
+            counted = _aggregate_reasons(self.domain, st, tool, args)
             probe = st.copy()
             try:
                 apply_unchecked(self.domain, probe, tool.name, args)
@@ -829,23 +893,21 @@ class Expander:
             ) or self._two_customers(initial, planner):
                 planner.restore(snap)
                 continue
-            # The agent must be able to *see* the reason before it refuses: read the row
-            # that holds the blocking value unless an earlier output already showed it.
-            ent, bkey, bfield, bval = blocking[0]
-            if not planner.know.knows(Sort("field", f"{ent}.{bfield}"), bval):
-                if not planner.acquire(Sort("key", ent), bkey):
-                    planner.restore(snap)
-                    continue
-                self._reveal(planner, ent, bkey)
-                if not planner.know.knows(Sort("field", f"{ent}.{bfield}"), bval):
-                    planner.restore(snap)
-                    continue
             targets = self._absorb(initial, targets, planner.givens, principal)
             try:
                 body = intent_text(self.domain, tool, args, rng, targets, {}, principal, st)
             except NoTrueIntent:
                 planner.restore(snap)
                 continue
+            # Every true reason counts, except one the request itself says ("pay with my
+            # gift card" cannot be refused *because* it is a gift card: echoing passes).
+            reasons = [b for b in blocking if not said(body, b[3])]
+            # The agent must be able to *see* a reason before it gives it: read the row
+            # that holds each one unless an earlier output already showed it. One seen
+            # reason is enough; the others still count (an agent that read more may
+            # give them).
+            for b in reasons:
+                self._see(planner, *b)
             text = _with_opener(
                 self.domain,
                 planner.givens,
@@ -854,6 +916,28 @@ class Expander:
                 self.principal,
                 _today(self.domain, [Call(tool=tool.name, args=args)]),
             )
+            shown = {repr(v) for _, v in planner.know.facts_items()}
+            shown |= {repr(x) for r in planner.results for x in scalars(r)}
+            values = [b[3] for b in reasons]
+            for group in counted:
+                # A count ("only 2 seats left", "1 flown trip") is a reason too.
+                values += group
+            values = list({repr(v): v for v in values if not said(text, v)}.values())
+            if not any(repr(v) in shown for v in values):
+                planner.restore(snap)
+                if all(said(text, b[3]) for b in blocking) and not counted:
+                    raise NoCandidate("refusal_reason_in_instruction")
+                unseen = True
+                continue
+            wrong = contradicting(
+                self.domain, initial, planner.know, values, text, principal, [tool], planner.chain
+            )
+            if not wrong:
+                # Nothing a careful agent would never say: a hedge naming every value
+                # passes (the gate's hedge_passes). Try another tool, uncounted.
+                planner.restore(snap)
+                hedged = True
+                continue
             self.usage[tool.name] += 1
             return Candidate(
                 "refusal",
@@ -863,10 +947,14 @@ class Expander:
                 list(planner.givens),
                 list(targets.values()),
                 text,
-                Goal(changes=[], answer=[bval]),
+                Goal(changes=[], answer_any=[[v] for v in values], answer_not=wrong),
                 refused_call=Call(tool=tool.name, args=args),
             )
-        raise NoCandidate("no_refusal_target")
+        if hedged:
+            raise NoCandidate("refusal_hedge_passes")
+        if unseen:
+            raise NoCandidate("refusal_reason_unseen")
+        raise NoCandidate("refusal_reason_uncitable" if uncitable else "no_refusal_target")
 
 
 def prune_reads(domain: Domain, planner: Planner, removable: set[int]) -> list[Call]:
@@ -899,6 +987,26 @@ def _direct_answer(domain: Domain, tool: ToolDef) -> bool:
     if t not in (INT, STR, DATE) and not isinstance(t, EnumT):
         return False
     return all(param_sort(p).kind != "free" for p in tool.params.values())
+
+
+_YES_NO = re.compile(r"(?:is|are|was|were|has|have|had|do|does|did)\b", re.IGNORECASE)
+
+
+def _open_questions(tool: ToolDef) -> ToolDef | None:
+    """``tool`` with only the templates that ask an open question.
+
+    "Has my flight been cancelled?" asks for yes or no, but the goal is the status: a
+    truthful "No, it hasn't" would fail and "yes, scheduled" would pass. So yes/no
+    templates are not used; a read of one field without an open template is asked as
+    "What is the <field> of <its row>?", anything else is not asked (None).
+    """
+    open_ = tuple(t for t in tool.intents if not _YES_NO.match(t.text.lstrip()))
+    if not open_ and isinstance(tool.returns, ir.FieldOf) and isinstance(tool.returns.key, ir.Var):
+        field_name = humanize(tool.returns.field)
+        open_ = (Intent(f"What is the {field_name} of {{{tool.returns.key.name}}}?"),)
+    if not open_:
+        return None
+    return tool if open_ == tool.intents else replace(tool, intents=open_)
 
 
 def _with_opener(
@@ -964,25 +1072,177 @@ def _changes(a: State, b: State, pinned: Sequence[tuple[str, str, str]] = ()) ->
 
 
 def _blocking_values(
-    domain: Domain, st: State, chk: ir.Check, args: dict[str, Any]
+    domain: Domain, st: State, tool: ToolDef, args: dict[str, Any]
 ) -> list[tuple[str, Any, str, Any]]:
-    """(entity, key, field, value) read by the failed check: what a refusal should cite.
+    """(entity, key, field, value) facts that make a precondition of ``tool`` fail: every
+    true reason a refusal may cite.
 
-    Only the first such fact is kept: one reason is what a user needs to hear.
+    Every failing precondition counts, and within one every fact that makes it fail:
+    both sides of a failed comparison, every operand of a failed ``or``, every failed
+    operand of an ``and``. An id is cited by the display value of the row it names
+    (a product's name); flags and lists are left out (no value to cite).
     """
+    env = check_args(tool, args, st)
     out: list[tuple[str, Any, str, Any]] = []
-    for node in ir.walk(chk.expr):
-        if isinstance(node, ir.Comp):
-            break
-        if isinstance(node, ir.FieldOf) and node.ty != BOOL and not isinstance(node.ty, RefT):
-            try:
-                key = evaluate(node.key, st, args, domain)
-                v = evaluate(node, st, args, domain)
-            except ToolError:
+    for chk in tool.requires:
+        if _truth(chk.expr, st, env, domain) is not False:
+            continue
+        for leaf in _culprits(chk.expr, st, env, domain):
+            for node in _fields_read(leaf):
+                if node.ty == BOOL or isinstance(node.ty, ListT):
+                    continue
+                try:
+                    key = evaluate(node.key, st, env, domain)
+                    v = evaluate(node, st, env, domain)
+                except ToolError:
+                    continue
+                fact = (node.entity, key, node.field, v)
+                if isinstance(node.ty, RefT):
+                    # An id is no reason to cite, but what it names is: "that item is
+                    # a different product" cites the product's display name.
+                    other = domain.entities[node.ty.entity]
+                    row = st.tables[other.name].get(v)
+                    if other.display is None or row is None:
+                        continue
+                    fact = (other.name, v, other.display, row[other.display])
+                    v = row[other.display]
+                if not isinstance(v, list | dict) and v is not None and fact not in out:
+                    out.append(fact)
+    return out
+
+
+def _failing_leaves(
+    domain: Domain, st: State, tool: ToolDef, args: dict[str, Any]
+) -> list[tuple[ir.Expr, dict[str, Any]]]:
+    """The culprit conditions (:func:`_culprits`) of every failing precondition."""
+    env = check_args(tool, args, st)
+    return [
+        (leaf, env)
+        for chk in tool.requires
+        if _truth(chk.expr, st, env, domain) is False
+        for leaf in _culprits(chk.expr, st, env, domain)
+    ]
+
+
+def _uncitable(domain: Domain, st: State, tool: ToolDef, args: dict[str, Any]) -> bool:
+    """Is some reason the call fails a flag or a list, with no value to cite ("the
+    variant is out of stock", "the booking has no insurance")?"""
+    return any(
+        isinstance(leaf, ir.Contains) or (isinstance(leaf, ir.FieldOf) and leaf.ty == BOOL)
+        for leaf, _ in _failing_leaves(domain, st, tool, args)
+    )
+
+
+def _aggregate_reasons(
+    domain: Domain, st: State, tool: ToolDef, args: dict[str, Any]
+) -> list[list[Any]]:
+    """For each failing comparison over an aggregate, the numbers a careful agent may
+    give for it: each aggregate's value (flown trips, seats taken) and, for a limit
+    ``aggregates + request <= cap``, what is left (``cap`` minus the aggregates: "only 2
+    seats left")."""
+    out: list[list[Any]] = []
+    for leaf, env in _failing_leaves(domain, st, tool, args):
+        if not isinstance(leaf, ir.Compare) or not any(
+            isinstance(n, ir.Agg) for n in ir.walk(leaf)
+        ):
+            continue
+        group: list[Any] = []
+        for side, other in ((leaf.left, leaf.right), (leaf.right, leaf.left)):
+            aggs = _signed_aggregates(side, 1)
+            if not aggs:
                 continue
-            if not isinstance(v, list):
-                out.append((node.entity, key, node.field, v))
-    return out[:1]
+            try:
+                taken = sum(sign * evaluate(a, st, env, domain) for sign, a in aggs)
+                group += [evaluate(a, st, env, domain) for _, a in aggs]
+                group.append(evaluate(other, st, env, domain) - taken)
+            except (ToolError, TypeError):
+                continue
+        out.append([v for v in group if isinstance(v, int) and not isinstance(v, bool)])
+    return out
+
+
+def _signed_aggregates(e: ir.Expr, sign: int) -> list[tuple[int, ir.Expr]]:
+    """The aggregates added (+1) or subtracted (-1) at the top of a sum."""
+    if isinstance(e, ir.Agg):
+        return [(sign, e)]
+    if isinstance(e, ir.Arith) and e.op in ("+", "-"):
+        back = sign if e.op == "+" else -sign
+        return _signed_aggregates(e.left, sign) + _signed_aggregates(e.right, back)
+    return []
+
+
+def _truth(e: ir.Expr, st: State, env: dict[str, Any], domain: Domain) -> bool | None:
+    """The value of condition ``e`` (None if it cannot be evaluated)."""
+    try:
+        return bool(evaluate(e, st, env, domain))
+    except ToolError:
+        return None
+
+
+def _culprits(e: ir.Expr, st: State, env: dict[str, Any], domain: Domain) -> list[ir.Expr]:
+    """The atomic conditions that give ``e`` its value: for a false ``and`` its false
+    operands, for a false ``or`` all of them (each is a reason), through ``not``."""
+    match e:
+        case ir.BoolOp(op=op, values=operands):
+            value = _truth(e, st, env, domain)
+            decisive = (op == "and") != bool(value)  # only some operands decide it
+            return [
+                leaf
+                for x in operands
+                if (t := _truth(x, st, env, domain)) is not None and (not decisive or t == value)
+                for leaf in _culprits(x, st, env, domain)
+            ]
+        case ir.Not(operand=x):
+            return _culprits(x, st, env, domain)
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.FieldOf()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.Comp()
+            | ir.Agg()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
+            return [e]
+        case _:
+            assert_never(e)
+
+
+def _fields_read(e: ir.Expr) -> list[ir.FieldOf]:
+    """The single-row field reads in ``e`` (a comprehension reads many rows: none of
+    them is one fact to cite)."""
+    match e:
+        case ir.Comp() | ir.Agg():
+            return []
+        case ir.FieldOf(key=k):
+            return [e, *_fields_read(k)]
+        case (
+            ir.Lit()
+            | ir.Var()
+            | ir.RowOf()
+            | ir.Exists()
+            | ir.Compare()
+            | ir.BoolOp()
+            | ir.Not()
+            | ir.Arith()
+            | ir.Neg()
+            | ir.Contains()
+            | ir.Len()
+            | ir.ListLit()
+            | ir.IfExp()
+            | ir.DictLit()
+        ):
+            return [f for c in ir.children(e) for f in _fields_read(c)]
+        case _:
+            assert_never(e)
 
 
 __all__ = ["Candidate", "Expander", "GenOptions", "NoCandidate", "principal_entity"]

@@ -11,7 +11,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 TaskKind = Literal["action", "information", "refusal"]
 
@@ -58,10 +65,34 @@ class Target(_Strict):
 
 
 class Goal(_Strict):
-    """What success means: exact state changes, plus answer values for information."""
+    """What success means: exact state changes, plus what the answer must say.
+
+    ``answer``: values the answer must all mention (an information task's answer).
+    ``answer_any``: groups of values, one group of which the answer must mention (a
+    refusal's true reasons: any one of them will do). ``answer_not``: values that
+    contradict the right answer (another member of the same status, another row's value
+    of the same field); an answer stating one fails, so listing every candidate does
+    not pass. Empty lists are left out of the file, so older task files read and grade
+    as before.
+    """
 
     changes: list[Change] = Field(default_factory=list)
     answer: list[Any] = Field(default_factory=list)
+    answer_any: list[list[Any]] = Field(default_factory=list)
+    answer_not: list[Any] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in ("answer_any", "answer_not"):
+            if not data.get(name):
+                data.pop(name, None)
+        return data
+
+    @property
+    def has_answer(self) -> bool:
+        """Does the goal ask the agent to say anything?"""
+        return bool(self.answer or self.answer_any)
 
 
 class ProofStatus(StrEnum):

@@ -34,8 +34,9 @@ from typer.testing import CliRunner
 
 from graphgen.cli import app
 from graphgen.domain import Domain
-from graphgen.domains import load_builtin
+from graphgen.domains import builtin_path, load_builtin
 from graphgen.interp import call_tool, failed_check
+from graphgen.load import loads_domain
 from graphgen.state import State
 from graphgen.tasks.dryrun import REASONS, check_candidate
 from graphgen.tasks.model import Given, Task
@@ -280,16 +281,26 @@ def test_generator_gate_recomputes_what_these_break(tid: str) -> None:
 # ------------------------------------------------------------------ refusals made possible
 
 
+@cache
+def _mock3() -> Domain:
+    """Mock with a third account status: the built-in mock builds no refusal (a hedge
+    would pass each one: docs/tasks.md), a status no careful agent mentions lets it."""
+    text = builtin_path("mock").read_text(encoding="utf-8")
+    old = "status: {enum: [active, locked]}"
+    assert old in text
+    return loads_domain(text.replace(old, "status: {enum: [active, locked, frozen]}"))
+
+
 def _refused_payment() -> Task:
     """A mock "insufficient funds" refusal as the generator proposes it (dry-run only)."""
-    res = generate(domain("mock"), 80, 3)
+    res = generate(_mock3(), 80, 3)
     return next(
         t
         for t in res.tasks
         if t.refused_call is not None
         and t.refused_call.tool == "pay"
         and failed_check(
-            domain("mock"), State.from_dict(t.initial_state), "pay", dict(t.refused_call.args)
+            _mock3(), State.from_dict(t.initial_state), "pay", dict(t.refused_call.args)
         ).message
         == "insufficient funds"
     )
@@ -298,7 +309,7 @@ def _refused_payment() -> Task:
 def test_a_deposit_first_makes_the_refused_payment() -> None:
     """The payment this refusal refuses can be made by another route, with only values
     the agent knows: deposit the stated amount, then pay it."""
-    d, t = domain("mock"), _refused_payment()
+    d, t = _mock3(), _refused_payment()
     assert t.refused_call is not None
     args = dict(t.refused_call.args)
     st = State.from_dict(t.initial_state)
@@ -313,12 +324,12 @@ def test_a_deposit_first_makes_the_refused_payment() -> None:
 def test_refusal_possible_after_a_deposit_is_rejected() -> None:
     """Proof 6 asks whether the refused call itself can succeed after other calls."""
     t = _refused_payment()
-    why, cert = recheck(domain("mock"), t)
+    why, cert = recheck(_mock3(), t)
     assert why == "proof_refusal_impossible"
     assert cert is not None
     detail = next(p.detail for p in cert.proofs if p.name == "refusal_impossible")
     assert "deposit" in detail and "pay" in detail
-    assert certify(domain("mock"), t) == "proof_refusal_impossible"
+    assert certify(_mock3(), t) == "proof_refusal_impossible"
 
 
 # ------------------------------------------------------------------ inconclusive proofs

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from graphgen.domain import Domain
-from graphgen.domains import builtin_path, load_builtin
+from graphgen.domains import builtin_path
 from graphgen.grading import state_diff
 from graphgen.interp import call_tool
 from graphgen.load import loads_domain
@@ -32,7 +32,14 @@ from graphgen.tasks.model import Call, Change, Given, Goal, Target, Task
 from graphgen.tasks.render import stated
 from graphgen.tasks.taskset import generate
 
-MOCK = load_builtin("mock")
+# The built-in mock's two statuses leave every refusal open to a hedge ('active' is the
+# rule a careful agent quotes, 'locked' the reason), so the gate generates none there. A
+# third status gives its refusals a value no careful agent would say: "frozen".
+MOCK = loads_domain(
+    builtin_path("mock")
+    .read_text(encoding="utf-8")
+    .replace("status: {enum: [active, locked]}", "status: {enum: [active, locked, frozen]}")
+)
 
 
 @cache
@@ -250,6 +257,20 @@ def _answer_not_revealed() -> tuple[Task, dict[str, Any]]:
     return t, {"goal": Goal(changes=[], answer=[987654321])}
 
 
+def _echo_passes() -> tuple[Task, dict[str, Any]]:
+    """The refusal's reason ("locked") said by the user in another case: not the literal
+    token the instruction check looks for, but an echo of the request passes."""
+    t = _pick(lambda t: t.kind == "refusal" and isinstance(t.goal.answer_any[0][0], str))
+    reason = str(t.goal.answer_any[0][0])
+    return t, {"instruction": t.instruction + f" I know it is {reason.upper()}."}
+
+
+def _hedge_passes() -> tuple[Task, dict[str, Any]]:
+    """Without the values that contradict the answer, naming every value seen passes."""
+    t = _info_task()
+    return t, {"goal": Goal(changes=[], answer=t.goal.answer)}
+
+
 def _information_changes_state() -> tuple[Task, dict[str, Any]]:
     t = _info_task()
     acc = next(str(c.args["account_id"]) for c in t.chain if "account_id" in c.args)
@@ -321,6 +342,8 @@ CASES: list[tuple[str, Callable[[], tuple[Task, dict[str, Any]]], str]] = [
     ("re-run fails", _fails_on_second_run, "nondeterministic"),
     ("answer in the instruction", _answer_in_instruction, "answer_in_instruction"),
     ("answer not revealed", _answer_not_revealed, "answer_not_revealed"),
+    ("echoing the instruction passes", _echo_passes, "echo_passes"),
+    ("naming every value passes", _hedge_passes, "hedge_passes"),
     ("information task writes", _information_changes_state, "state_changed"),
     ("refused call would succeed", _refusal_succeeds, "refusal_succeeds"),
     ("wrong expected value", _wrong_expected_value, "goal_not_reached"),
@@ -400,7 +423,8 @@ def _hand_info(state: State) -> GateResult:
         [Given(sort="field:Account.email", value="ann@example.com")],
         [target],
         "My email is ann@example.com. What is the balance of the account with owner Ann Lee?",
-        Goal(changes=[], answer=[120]),
+        # The account is active: a hedge naming "locked" too must not pass.
+        Goal(changes=[], answer=[120], answer_not=["locked"]),
     )
 
 

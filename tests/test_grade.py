@@ -31,7 +31,8 @@ from graphgen.grading import (
 from graphgen.interp import call_tool
 from graphgen.state import State
 from graphgen.tasks.dryrun import replay
-from graphgen.tasks.model import Task
+from graphgen.tasks.model import Goal, Task
+from graphgen.tasks.shortcuts import hedge_answer
 from graphgen.tasks.taskset import generate
 
 S0: dict[str, Any] = {
@@ -163,6 +164,82 @@ def test_empty_goal_accepts_only_the_unchanged_state() -> None:
 def test_answer_matching_is_strict(value: Any, text: str, ok: bool) -> None:
     res = grade(S0, S0, {"changes": [], "answer": [value]}, text)
     assert res["success"] is ok
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "ok"),
+    [
+        ("gift_card", "You can't pay with a gift card.", True),  # _ as a space
+        ("gift_card", "That gift-card has no funds.", True),
+        ("gift_card", "That GIFT_CARD has no funds.", True),
+        ("gift_card", "That card has no funds.", False),
+        (324, "The fare is $324.", True),
+        (324, "The fare is 324.00 dollars.", True),
+        (324, "The fare is $324.50.", False),
+        (1324, "The fare is $1,324.00.", True),
+        (324, "The fare is $1,324.", False),
+        ("2026-05-20", "It leaves on May 20, 2026.", True),
+        ("2026-05-20", "It leaves on 20 May 2026.", True),
+        ("2026-05-20", "It leaves on 2026/05/20.", True),
+        ("2026-05-20", "It leaves on May 20th 2026.", True),
+        ("2026-05-20", "It leaves on May 21, 2026.", False),
+        ("2026-05-20", "It leaves on 2026-05-2.", False),
+        (True, "True.", True),
+        (False, "false", True),
+    ],
+)
+def test_answer_forms_people_write_are_accepted(value: Any, text: str, ok: bool) -> None:
+    assert grade(S0, S0, {"changes": [], "answer": [value]}, text)["success"] is ok
+
+
+def test_any_one_true_reason_is_enough() -> None:
+    goal = {"changes": [], "answer_any": [["cancelled"], [50], [324]]}
+    assert grade(S0, S0, goal, "Sorry, that flight was cancelled.")["success"]
+    assert grade(S0, S0, goal, "Your certificate holds only $50.")["success"]
+    assert grade(S0, S0, goal, "The fare is $324.00, more than you have.")["success"]
+    res = grade(S0, S0, goal, "Sorry, I can't do that.")
+    assert not res["success"]
+    assert [i["check"] for i in res["items"] if not i["ok"]] == [
+        "answer mentions one of 'cancelled' | 50 | 324"
+    ]
+
+
+def test_hedged_answer_is_rejected() -> None:
+    goal = {"changes": [], "answer": ["delayed"], "answer_not": ["scheduled", "cancelled"]}
+    assert grade(S0, S0, goal, "Your flight is delayed.")["success"]
+    res = grade(S0, S0, goal, "Your flight is scheduled, delayed, cancelled or departed.")
+    assert not res["success"]
+    assert [i["detail"] for i in res["items"] if not i["ok"]] == [
+        "states 'scheduled', states 'cancelled'"
+    ]
+
+
+def test_a_denied_value_is_not_stated() -> None:
+    """Defect: "Has my flight been cancelled?" graded on the status word. A truthful
+    "No, it hasn't been cancelled, it is scheduled" must pass; a bare "yes" must not."""
+    goal = {"changes": [], "answer": ["scheduled"], "answer_not": ["delayed", "cancelled"]}
+    assert grade(S0, S0, goal, "No, it hasn't been cancelled: it is scheduled.")["success"]
+    assert grade(S0, S0, goal, "It is scheduled, not delayed.")["success"]
+    assert not grade(S0, S0, goal, "Yes.")["success"]
+    assert not grade(S0, S0, goal, "It is scheduled. Actually it is cancelled.")["success"]
+    # A denial reaches only within its clause: a listed "no" denies nothing after it.
+    assert not grade(S0, S0, goal, "no, 4, scheduled, cancelled")["success"]
+
+
+def test_old_format_goal_grades_the_same() -> None:
+    """A task file written before answer_any/answer_not existed reads and grades as
+    before, and a goal without them writes no new keys."""
+    old = {"changes": [], "answer": ["gold", 12]}
+    goal = Goal.model_validate(old)
+    assert goal.model_dump(mode="json") == old
+    res = grade(S0, S0, goal.model_dump(), "gold, 12")
+    assert res["success"]
+    assert [i["check"] for i in res["items"]] == [
+        "no other changes",
+        "answer mentions 'gold'",
+        "answer mentions 12",
+    ]
+    assert not grade(S0, S0, old, "gold")["success"]
 
 
 def test_every_answer_value_is_needed() -> None:
@@ -310,9 +387,14 @@ def _check_task(domain_name: str, task: Task) -> None:
         assert expected_final(s0, goal)["tables"] == s1["tables"], task.id
         return
     assert state_diff(s0, s1) == [], task.id
-    assert goal["answer"], task.id
-    said = "Here you go: " + "; ".join(str(v) for v in goal["answer"]) + "."
-    assert grade(s0, s1, goal, said)["success"], (task.id, said)
+    assert goal["answer"] or goal.get("answer_any"), task.id
+    # Any one true reason (or the one answer), said plainly, passes.
+    for group in goal.get("answer_any") or [[]]:
+        said = "Here you go: " + "; ".join(str(v) for v in [*goal["answer"], *group]) + "."
+        assert grade(s0, s1, goal, said)["success"], (task.id, said)
+    # Naming every value seen does not.
+    hedge = hedge_answer(domain, run.results)
+    assert not grade(s0, s1, goal, hedge)["success"], (task.id, hedge)
     assert not grade(s0, s1, goal, "Sorry, I cannot help with that.")["success"], task.id
     assert not grade(s0, s1, goal, None)["success"], task.id
     assert not grade(s0, _perturb(s1, goal), goal, said)["success"], task.id

@@ -57,7 +57,14 @@ def test_500_tasks_cover_every_reachable_tool(name: str) -> None:
     domain = load_builtin(name)
     res = _gen(name, 500)
     assert len(res.tasks) == 500
-    assert set(res.manifest.by_kind) == {"action", "information", "refusal"}
+    if name == "mock":
+        # Mock's refusals are all open to a hedge: 'active' is the rule a careful agent
+        # quotes ("never pay from a locked account" too), 'locked' or the balance the
+        # reason, and no other value is false of the account. So none is built.
+        assert set(res.manifest.by_kind) == {"action", "information"}
+        assert res.manifest.rejected["refusal_hedge_passes"] > 0
+    else:
+        assert set(res.manifest.by_kind) == {"action", "information", "refusal"}
     missing = _reachable(domain) - _chain_tools(res.tasks)
     assert not missing, f"{name}: reachable tools never in a chain: {sorted(missing)}"
     lengths = {t.difficulty for t in res.tasks}
@@ -100,7 +107,7 @@ def test_every_task_is_well_formed(name: str, n: int) -> None:
         if t.kind == "action":
             assert t.goal.changes and not t.goal.answer
         else:
-            assert not t.goal.changes and t.goal.answer
+            assert not t.goal.changes and t.goal.has_answer
         for g in t.givens:
             forms = spoken_forms(domain, g.sort, g.value)
             assert stated(t.instruction, g.value, forms), (t.id, g)
@@ -397,7 +404,7 @@ def test_instructions_read_like_sentences() -> None:
             assert ", My " not in text and ", The " not in text, t.id
             assert "bool value" not in text, t.id  # flags are said as yes/no
             counts[t.kind] += 1
-        assert len(counts) == 3
+        assert len(counts) == (2 if name == "mock" else 3)  # mock: no refusal (above)
 
 
 def test_proven_task_sets_are_byte_identical_across_jobs(tmp_path: Path) -> None:

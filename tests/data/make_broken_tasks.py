@@ -16,8 +16,8 @@ builds into a temporary folder and compares the bytes with the committed files):
 
 How a case is made: good tasks are generated with :func:`graphgen.tasks.taskset.generate` on the
 built-in domains (fixed seeds, no proofs), one is picked by a predicate, certified with
-:func:`graphgen.verify.certify.certify` (so its ``min_calls`` is the proven minimum), and one targeted
-corruption is applied. The script asserts, for every case, that the original passes
+:func:`graphgen.verify.certify.certify` (so its ``min_calls`` is the proven minimum), and one
+targeted corruption is applied. The script asserts, for every case, that the original passes
 :func:`graphgen.verify.certify.recheck` and that the corrupted task fails with exactly the expected
 reason, so only the intended check fails. A few cases are *natural*: candidates the
 generator itself produced that the z3 gate rejects (recorded with their proven minimum);
@@ -41,8 +41,8 @@ Entry points (``reason`` and ``gate`` in the expected file):
   (``proof_<name>``). Every case has one.
 * ``gate`` -- the generator's acceptance gate, as :func:`graphgen.tasks.taskset.generate` applies
   it to a candidate: :func:`graphgen.tasks.dryrun.check_candidate` (its reason, unprefixed, as the
-  manifest counts it), then :func:`graphgen.verify.certify.certify` (``proof_<name>``). ``null`` where
-  the category is not the generator's to judge, because the generator *computes* that
+  manifest counts it), then :func:`graphgen.verify.certify.certify` (``proof_<name>``).
+  ``null`` where the category is not the generator's to judge, because the generator *computes* that
   field instead of trusting it: certify recomputes ``min_calls`` (a claimed minimum
   above or below the true one is simply replaced), the generator sets ``difficulty``
   and ``domain_hash`` itself. For those cases the script asserts the gate accepts.
@@ -81,7 +81,7 @@ OUTPUTS = (EXPECTED.name, *(f"{kind}_{name}.jsonl" for kind in ("broken", "good"
 # proofs the pool also holds candidates the z3 gate rejects (the natural cases); with
 # them, the mock pool holds chains longer than their minimum (the planner's detours).
 # Retail seeds 6 and 73 each add one rare shape: a natural PayPal refund the z3 gate
-# rejects, and a gift card refused because another gift card would pay for it.
+# rejects, and an order refused because the gift card paying for it is short.
 POOLS: dict[str, list[tuple[int, int, bool]]] = {
     "mock": [(1, 40, True), (2, 40, True), (3, 40, True)],
     "retail": [(0, 30, False), (1, 60, False), (6, 13, False), (73, 50, False)],
@@ -216,19 +216,6 @@ def _target_names_other_account(d: Domain, t: Task) -> Task:
                                    description=f"x.email == {other!r}")])
 
 
-def _refuse_locking_a_locked_account(d: Domain, t: Task) -> Task:
-    email = given(t, "field:Account.email")
-    return edit(t, refused_call=Call(tool="lock_account",
-                                     args={"account_id": arg(t, "account_id")}),
-                givens=[g for g in t.givens if g.sort != "free:int"],
-                instruction=f"Hello. My email is {email}. Lock my account.")
-
-
-def _unlock_account(d: Domain, t: Task) -> Task:
-    acc = arg(t, "account_id")
-    return edit_state(t, lambda tb: tb["Account"][acc].update(status="active"))
-
-
 def _fund_account(d: Domain, t: Task) -> Task:
     acc, amount = arg(t, "account_id"), arg(t, "amount")
     return edit_state(t, lambda tb: tb["Account"][acc].update(balance=amount))
@@ -302,9 +289,6 @@ MOCK_CASES = [
     Case("mock", GOAL_TRUE, "an information task with nothing to answer",
          "dry_run_goal_already_true", "goal_already_true",
          lambda t: t.kind == "information", _no_answer, good=True),
-    Case("mock", GOAL_TRUE, "a refusal with nothing to report (a no-op passes)",
-         "dry_run_goal_already_true", "goal_already_true",
-         lambda t: t.kind == "refusal", _no_answer, good=True),
     Case("mock", GOAL_TRUE, "the answer asked for is the email the user gave",
          "dry_run_answer_in_instruction", "answer_in_instruction",
          lambda t: t.kind == "information", _answer_is_the_email, skip=1),
@@ -331,14 +315,9 @@ MOCK_CASES = [
     Case("mock", AMBIGUOUS, "the target's description picks out another account",
          "dry_run_ambiguous_target", "ambiguous_target",
          _chain_is([FIND, "lock_account"]), _target_names_other_account, skip=2),
-    Case("mock", REFUSAL, "refuses to lock an account that is already locked: nothing "
-         "blocks what the user wants", "proof_refusal_impossible", "proof_refusal_impossible",
-         lambda t: t.kind == "refusal" and t.refused_call is not None
-         and t.refused_call.tool == "deposit", _refuse_locking_a_locked_account, good=True),
-    Case("mock", REFUSAL, "refuses a deposit into an account that is active after all",
-         "dry_run_refusal_succeeds", "refusal_succeeds",
-         lambda t: t.kind == "refusal" and t.refused_call is not None
-         and t.refused_call.tool == "deposit", _unlock_account, skip=1),
+    # (The mock builds no refusal any more: 'active' is the rule a careful agent quotes
+    # and 'locked' or the balance the reason, so a hedge naming every value passes each
+    # one. The refusal cases live in retail and airline.)
     # (An "insufficient funds" refusal is no longer a good original: proof 6 rejects it,
     # since a deposit first lets the payment succeed. tests/test_broken_tasks.py checks
     # that rejection directly.)
@@ -420,15 +399,6 @@ def _set_min_to_proven(d: Domain, t: Task) -> Task:
     return edit(t, min_calls=m)
 
 
-def _give_user_a_credit_card(d: Domain, t: Task) -> Task:
-    assert t.refused_call is not None
-    user, funding = t.refused_call.args["user_id"], t.refused_call.args["funding_method_id"]
-    card = next(k for k, r in sorted(rows(t, "PaymentMethod").items(), reverse=True)
-                if r["user_id"] == user and k != funding)
-    return edit_state(t, lambda tb: tb["PaymentMethod"][card].update(kind="credit_card",
-                                                                       balance=0))
-
-
 def _order_still_pending(d: Domain, t: Task) -> Task:
     assert t.refused_call is not None
     order = t.refused_call.args["order_id"]
@@ -495,12 +465,12 @@ RETAIL_CASES = [
          "profile) in as few calls", "proof_unique_final_state", "proof_unique_final_state",
          lambda t: "place_order" in tools(t) and tools(t)[-1] == "modify_pending_order_address",
          _set_min_to_proven, natural=True),
-    Case("retail", REFUSAL, "refuses a gift card paid with another gift card, but the user "
-         "has a credit card that can pay for the very same card",
-         "proof_refusal_impossible", "proof_refusal_impossible",
-         lambda t: t.refused_call is not None and t.refused_call.tool == "add_gift_card"
-         and rows(t, "PaymentMethod")[t.refused_call.args["funding_method_id"]]["kind"]
-         == "gift_card", _give_user_a_credit_card, good=True),
+    # (A gift card refused for an order it cannot cover no longer makes a case: the
+    # policy rule about gift cards names every payment kind, so no value is left that a
+    # careful agent would never say, and such refusals are not built (a hedge passes).)
+    Case("retail", GOAL_TRUE, "a refusal with nothing to report (a no-op passes)",
+         "dry_run_goal_already_true", "goal_already_true",
+         lambda t: t.kind == "refusal", _no_answer, good=True),
     Case("retail", REFUSAL, "refuses to re-address an order that is in fact still pending",
          "dry_run_refusal_succeeds", "refusal_succeeds",
          lambda t: t.refused_call is not None
@@ -557,15 +527,16 @@ def _cancel_instead_of_reading(d: Domain, t: Task) -> Task:
     return set_chain(t, i, t.chain[-1].model_copy(deep=True))
 
 
-def _refuse_current_tier(d: Domain, t: Task) -> Task:
-    user = arg(t, "user_id")
-    tier = rows(t, "User")[user]["membership"]
-    email = given(t, "field:User.email")
-    return edit(t, refused_call=Call(tool="update_membership",
-                                     args={"user_id": user, "membership": tier}),
-                givens=[g for g in t.givens if g.sort == "field:User.email"],
-                instruction=f"Hi, my email is {email}. Please change my membership to {tier}.",
-                goal=Goal(answer=[tier]))
+def _cancellable_booking(d: Domain, t: Task) -> Task:
+    """Make one of the user's reservations a booked, uninsured trip on a scheduled flight,
+    paid enough that cancelling it leaves travel credit for the certificate asked for."""
+    assert t.refused_call is not None
+    user, amount = t.refused_call.args["user_id"], t.refused_call.args["amount"]
+    res = next(k for k, r in sorted(rows(t, "Reservation").items()) if r["user_id"] == user)
+    flight = next(k for k, r in sorted(rows(t, "Flight").items()) if r["status"] == "scheduled")
+    paid = max(rows(t, "Reservation")[res]["amount_paid"], amount + 100)
+    return edit_state(t, lambda tb: tb["Reservation"][res].update(
+        status="booked", flight_id=flight, insurance=False, amount_paid=paid))
 
 
 AIRLINE_CASES = [
@@ -589,11 +560,17 @@ AIRLINE_CASES = [
          "cancellation", "dry_run_call_failed", "call_failed",
          lambda t: tools(t)[-2:] == ["get_flight_details", "cancel_reservation"],
          _cancel_instead_of_reading),
-    Case("airline", REFUSAL, "refuses to change the membership to the tier the user "
-         "already has: nothing blocks what the user wants", "proof_refusal_impossible",
-         "proof_refusal_impossible",
-         lambda t: t.kind == "refusal" and tools(t) == [A_FIND, "get_user_details"],
-         _refuse_current_tier, good=True),
+    # (Refusing a membership tier the user already has no longer makes this case: its
+    # only true reason is the tier the request itself states, which the gate now rejects
+    # as answer_in_instruction before any proof runs.)
+    Case("airline", REFUSAL, "refuses a travel certificate for want of travel credit, but "
+         "cancelling the user's own booked trip first gives enough credit",
+         "proof_refusal_impossible", "proof_refusal_impossible",
+         lambda t: t.kind == "refusal" and t.refused_call is not None
+         and t.refused_call.tool == "issue_travel_certificate"
+         and any(r["user_id"] == t.refused_call.args["user_id"]
+                 for r in rows(t, "Reservation").values()),
+         _cancellable_booking, good=True),
 ]
 
 CASES = [*MOCK_CASES, *RETAIL_CASES, *AIRLINE_CASES]

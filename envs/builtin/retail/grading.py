@@ -43,20 +43,112 @@ def state_diff(before: dict[str, Any], after: dict[str, Any]) -> Diff:
     return out
 
 
-def _mentions(text: str, value: Any) -> bool:
-    """Does the (lower-cased) answer text state ``value``?
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+# A word that makes the mention after it a denial, in the same clause (no punctuation
+# between): "not cancelled", "hasn't been delayed" — not "no, 4, cancelled".
+_NEGATED = re.compile(r"(?:\bnot|\bnever|n't)(?:\s+\w+){0,2}\s+$")
 
-    Values must stand alone: 5 is not in "15" nor in "5.9", "active" is not in
-    "inactive", and a flag's "no" is not in "know".
+
+def normalize_answer(answer: str) -> str:
+    """The answer text as the mention patterns read it: lower case, and no thousands
+    separators ("1,324" is 1324; "5,15" stays two numbers)."""
+    return re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", answer.lower())
+
+
+def _number_pattern(n: int) -> str:
+    # "$324", "324", "324.00" all say 324; "1324", "32.4" and "3245" do not.
+    sign = "-" if n < 0 else ""
+    return rf"(?<![\w.]){sign}\$?{abs(n)}(?:\.0+)?(?!\d|[.,]\d)"
+
+
+def _date_pattern(y: str, m: str, d: str) -> str:
+    month = _MONTHS[int(m) - 1]
+    names = f"(?:{month}|{month[:3]}{'|sept' if month == 'september' else ''})\\.?"
+    day = rf"0?{int(d)}(?:st|nd|rd|th)?"
+    forms = (
+        rf"{y}-{m}-{d}",
+        rf"{y}/{m}/{d}",
+        rf"{names} {day},? {y}",
+        rf"{day} (?:of )?{names},? {y}",
+        rf"0?{int(m)}/0?{int(d)}/{y}",
+    )
+    return r"(?<![\w/-])(?:" + "|".join(forms) + r")(?![\w/-])"
+
+
+def mention_pattern(value: Any) -> str:
+    """The regular expression (over :func:`normalize_answer` text) for ``value`` said the
+    way a person writes it.
+
+    An enum member or word reads with ``_`` as a space or a hyphen ("gift card"); a whole
+    number with an optional ``$`` and ``.00``; an ISO date also as "2026/05/20",
+    "May 20, 2026", "20 May 2026" or "5/20/2026"; a flag as yes/no or true/false. Values
+    stand alone: 5 is not in "15" nor in "5.9", "active" is not in "inactive".
     """
     if isinstance(value, bool):
-        words = ("yes", "true") if value else ("no", "false")
-        return any(re.search(rf"\b{w}\b", text) for w in words)
+        return r"\b(?:yes|true)\b" if value else r"\b(?:no|false)\b"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, int):
-        pat = rf"(?<![\d.]){value}(?!\.?\d)"
-        return re.search(pat, text.replace(",", "")) is not None
-    pat = rf"(?<!\w){re.escape(str(value).lower())}(?!\w)"
-    return re.search(pat, text) is not None
+        return _number_pattern(value)
+    text = str(value).lower()
+    date = _ISO_DATE.fullmatch(text)
+    if date:
+        return _date_pattern(*date.groups())
+    parts = [re.escape(p) for p in re.split(r"[ _-]+", text)]
+    return r"(?<!\w)" + r"[ _-]+".join(parts) + r"(?!\w)"
+
+
+def _mentions(text: str, value: Any) -> bool:
+    """Does the (normalized) answer text state ``value``, in any common form?"""
+    return re.search(mention_pattern(value), text) is not None
+
+
+def _asserts(text: str, value: Any) -> bool:
+    """Does the text state ``value`` other than to deny it? "It hasn't been cancelled"
+    mentions cancelled without asserting it; a flag is never read as denied."""
+    if isinstance(value, bool):
+        return _mentions(text, value)
+    return any(
+        not _NEGATED.search(text[: m.start()]) for m in re.finditer(mention_pattern(value), text)
+    )
+
+
+def answer_items(goal: dict[str, Any], answer: str | None) -> list[GradeItem]:
+    """The answer checks of :func:`grade`.
+
+    ``goal["answer"]``: every value must be mentioned. ``goal["answer_any"]``: groups
+    (each one true reason or answer); the values of at least one group must all be
+    mentioned. ``goal["answer_not"]``: values that contradict the right answer (another
+    status, another row's value of the same field); asserting any of them fails, so an
+    answer that lists every candidate does not pass.
+    """
+    text = normalize_answer(answer or "")
+    missing = "" if answer else "no answer given"
+    items: list[GradeItem] = []
+    for v in goal.get("answer", []):
+        items.append(
+            {"check": f"answer mentions {v!r}", "ok": _mentions(text, v), "detail": missing}
+        )
+    groups = goal.get("answer_any") or []
+    if groups:
+        ok = any(all(_mentions(text, v) for v in g) for g in groups)
+        shown = " | ".join(" + ".join(repr(v) for v in g) for g in groups)
+        items.append({"check": f"answer mentions one of {shown}", "ok": ok, "detail": missing})
+    wrong = goal.get("answer_not") or []
+    if wrong:
+        said = [v for v in wrong if _asserts(text, v)]
+        items.append(
+            {
+                "check": "answer contradicts nothing",
+                "ok": not said,
+                "detail": ", ".join(f"states {v!r}" for v in said),
+            }
+        )
+    return items
 
 
 # Most renamings of created rows tried when grading (the product over entities of the
@@ -176,14 +268,15 @@ def grade(
 ) -> dict[str, Any]:
     """Grade a final state (and the agent's answer text) against a task's goal.
 
-    ``goal`` is ``{"changes": [{entity, key, field, before, after}], "answer": [values]}``.
-    Success needs every expected change, no other change, and every answer value
-    mentioned in ``answer``. An entry whose ``before`` equals its ``after`` is a value the
-    request pins (written, but to the value it already had): it must hold at the end.
-    Rows created during the episode are matched up to a consistent renaming of their
-    new ids (:func:`renamings`): creating the same rows in another order passes. The
-    items reported are those of the first renaming under which every check holds, else
-    those under the ids as written.
+    ``goal`` is ``{"changes": [{entity, key, field, before, after}], "answer": [values]}``,
+    optionally with ``answer_any`` and ``answer_not`` (:func:`answer_items`). Success
+    needs every expected change, no other change, and the answer checks. An entry whose
+    ``before`` equals its ``after`` is a value the request pins (written, but to the
+    value it already had): it must hold at the end. Rows created during the episode are
+    matched up to a consistent renaming of their new ids (:func:`renamings`): creating
+    the same rows in another order passes. The items reported are those of the first
+    renaming under which every check holds, else those under the ids as written.
+
     Returns ``{"success": bool, "items": [...]}`` where each item is ``{"check", "ok",
     "detail"}``.
 
@@ -207,15 +300,7 @@ def grade(
             first = items
             break
     items = list(first or [])
-    text = (answer or "").lower()
-    for v in goal.get("answer", []):
-        items.append(
-            {
-                "check": f"answer mentions {v!r}",
-                "ok": _mentions(text, v),
-                "detail": "" if answer else "no answer given",
-            }
-        )
+    items.extend(answer_items(goal, answer))
     return {"success": all(i["ok"] for i in items), "items": items}
 
 
