@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
@@ -224,11 +224,15 @@ class Expander:
         rng: random.Random,
         targets: dict[tuple[str, str], Target],
         principal: tuple[str, str] | None,
+        avoid: Collection[tuple[str, Any, str]] = (),
     ) -> bool:
         """Describe each id argument for the instruction and make the agent able to
         recognise it: the description's stated values become givens, the id is looked
         up, and every candidate the lookup listed is read until the chain has shown each
-        one's described fields (:func:`~graphgen.tasks.referring.unseen_cells`)."""
+        one's described fields (:func:`~graphgen.tasks.referring.unseen_cells`).
+
+        ``avoid`` holds (entity, key, field) cells the description should not state (a
+        refusal's reasons); a row that cannot be told apart without them states them."""
         for name, v in args.items():
             s = param_sort(tool.params[name])
             if s.kind != "key" or v in created or (s.name, v) == principal:
@@ -239,7 +243,10 @@ class Expander:
                 continue
             if v not in initial.tables[s.name]:
                 return False
-            t = describe(self.domain, initial, s.name, v, rng, principal)
+            avoided = {f for e, k, f in avoid if (e, k) == (s.name, v)}
+            t = describe(self.domain, initial, s.name, v, rng, principal, avoided)
+            if t is None and avoided:
+                t = describe(self.domain, initial, s.name, v, rng, principal)
             if t is None:
                 return False
             # Stated first: "my order with status pending" lets the lookup filter by it.
@@ -855,7 +862,7 @@ class Expander:
         planner = Planner(
             self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
         )
-        uncitable = hedged = unseen = False
+        uncitable = hedged = unseen = stated = False
         for tool in self._pick_tool([t for t in self.domain.write_tools if t.requires], rng):
             args = self._bind(tool, st, planner, rng, want_fail=True)
             if args is None:
@@ -885,7 +892,13 @@ class Expander:
             targets: dict[tuple[str, str], Target] = {}
             snap = planner.snapshot()
             planner.state_args(tool, args)  # the request states its enum values
-            if not self._identify(planner, initial, tool, args, set(), rng, targets, principal):
+            # The targets are described without their blocking fields where they can be
+            # ("my order placed on ...", not "my delivered order"): a reason the request
+            # states is no reason.
+            reason_cells = [(e, k, f) for e, k, f, _ in blocking]
+            if not self._identify(
+                planner, initial, tool, args, set(), rng, targets, principal, reason_cells
+            ):
                 planner.restore(snap)
                 continue
             if not all(
@@ -925,9 +938,12 @@ class Expander:
             values = list({repr(v): v for v in values if not said(text, v)}.values())
             if not any(repr(v) in shown for v in values):
                 planner.restore(snap)
+                # Every reason already said ("buy a gift card with my gift card"): this
+                # tool cannot be refused fairly here; another one may.
                 if all(said(text, b[3]) for b in blocking) and not counted:
-                    raise NoCandidate("refusal_reason_in_instruction")
-                unseen = True
+                    stated = True
+                else:
+                    unseen = True
                 continue
             wrong = contradicting(
                 self.domain, initial, planner.know, values, text, principal, [tool], planner.chain
@@ -954,6 +970,8 @@ class Expander:
             raise NoCandidate("refusal_hedge_passes")
         if unseen:
             raise NoCandidate("refusal_reason_unseen")
+        if stated:
+            raise NoCandidate("refusal_reason_in_instruction")
         raise NoCandidate("refusal_reason_uncitable" if uncitable else "no_refusal_target")
 
 

@@ -13,8 +13,9 @@ reason, counted in the task-set manifest; the original text is then kept):
     the reply is empty, more than twice as long as the original plus :data:`SLACK`
     characters, or opens by talking about the task ("Sure! Here is the rewrite: …");
 ``given_not_stated``
-    a given value is not stated as a whole token — the gate's own check,
-    :func:`graphgen.tasks.render.stated`;
+    a given value is not stated as a whole token or in one of its spoken forms
+    ("gift card" for ``gift_card``) — the gate's own check,
+    :func:`graphgen.tasks.render.stated` with :func:`~graphgen.tasks.render.spoken_forms`;
 ``id_leak``
     a value token the original does not have is a key of an entity whose ids are not
     givable (in the initial state or created by the goal);
@@ -62,7 +63,7 @@ from graphgen.state import State
 from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.model import ParaphraseCounts, Task
 from graphgen.tasks.plan import Executor
-from graphgen.tasks.render import stated
+from graphgen.tasks.render import spoken_forms, stated
 from graphgen.types import STR
 from graphgen.vocabulary import airport_city, load_vocab
 
@@ -484,7 +485,7 @@ def rewrite_problem(domain: Domain, task: Task, text: str, lex: Lexicon | None =
         return "too_long"
     if _META.search(text) and not _META.search(task.instruction):
         return "meta_reply"
-    if any(not stated(text, g.value) for g in task.givens):
+    if any(not stated(text, g.value, spoken_forms(domain, g.sort, g.value)) for g in task.givens):
         return "given_not_stated"
     before, after = values_in(task.instruction, lex), values_in(text, lex)
     added = after - before

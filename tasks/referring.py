@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from graphgen.domain import Domain
@@ -191,12 +191,16 @@ def describe(
     key: str,
     rng: random.Random,
     principal: tuple[str, str] | None = None,
+    avoid: Collection[str] = (),
 ) -> Target | None:
     """A :class:`Target` naming ``entity`` row ``key`` uniquely, or None if none is found.
 
     ``principal`` is the (entity, key) of the user the instruction speaks for; a row that
     belongs to it is phrased "my ...". The words of each atom come from the domain's
     ``phrases`` (enum members as words, relation names, forms such as "placed on ...").
+    No optional atom is made on a field in ``avoid`` (a refusal's blocking field: "cancel
+    my delivered order" would state its own reason); the owner and the noun are said
+    anyway.
     """
     edef = domain.entities[entity]
     label = humanize(entity)
@@ -223,7 +227,7 @@ def describe(
     # A noun field ("my credit card") is said anyway, so it is part of every description.
     owner = [a for a in atoms if a[2][1] == _OWNER][:1]
     owner += [a for a in atoms if a[2][1] == _NOUN][:1]
-    atoms = [a for a in atoms if a[2][1] not in (_OWNER, _NOUN)]
+    atoms = [a for a in atoms if a[2][1] not in (_OWNER, _NOUN) and a[0] not in avoid]
     rng.shuffle(atoms)
     atoms.sort(key=lambda a: a[0] != edef.display)
     others = {k: r for k, r in state.tables[entity].items() if k != key}

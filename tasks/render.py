@@ -23,6 +23,7 @@ from graphgen.knowledge import Sort, param_sort, parse_sort
 from graphgen.state import State
 from graphgen.tasks.model import Given, Target
 from graphgen.tasks.referring import given_phrase, humanize, plural, words
+from graphgen.types import EnumT
 
 # Each opener ends a sentence: what follows is capitalised ("Hi there. My email ...").
 _OPENERS = ("Hi! ", "Hello. ", "Hi there. ", "", "Good day. ")
@@ -47,6 +48,16 @@ def spoken_forms(domain: Domain, sort: str, value: Any) -> list[str]:
         out += [ph.words[key] for ph in domain.phrases.values() if key in ph.words]
     elif isinstance(value, str) and s.kind == "field":
         out.append(words(domain, s.name, value))
+    elif isinstance(value, str) and s.kind == "enum":
+        # A member given at its enum's sort ("my credit card", from a referring phrase)
+        # is said in the words of any field or parameter of that enum type.
+        out += [
+            words(domain, f"{e.name}.{f}", value)
+            for e in domain.entities.values()
+            for f, fd in e.fields.items()
+            if isinstance(fd.ty, EnumT) and fd.ty.name == s.name
+        ]
+        out.append(value.replace("_", " "))
     return [f for f in dict.fromkeys(out) if f != str(value)]
 
 

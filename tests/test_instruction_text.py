@@ -252,9 +252,11 @@ def test_today_is_said_once_first_and_after_every_order() -> None:
     for seed in (11, 21):
         for t in _tasks("retail", 60, seed):
             days = re.findall(r"[Tt]oday is (\S+)\.", t.instruction)
-            if any(c.tool == "place_order" for c in t.chain):
+            # a refused order is asked for today too ("I'd like to order ...")
+            calls = [*t.chain, *([t.refused_call] if t.refused_call else [])]
+            if any(c.tool == "place_order" for c in calls):
                 assert len(days) == 1 and t.instruction.find("Today is") <= 12, t.instruction
-                placed = {c.args["placed_on"] for c in t.chain if c.tool == "place_order"}
+                placed = {c.args["placed_on"] for c in calls if c.tool == "place_order"}
                 assert placed == {days[0]}
                 seen += 1
             else:
@@ -334,7 +336,10 @@ BAD_TEXT = [
     r"\b(?:[Tt]he|[Mm]y) (?:the|my)\b",
     r"\bthe airport of\b",
     r"insurance:? (?:yes|no)\b",
-    r"\bmy (?:first name|last name|email|zip) is\b.*\bmy (?:first name|last name|email|zip) is\b",
+    # two identities: the same identity field said twice ("My email is A; my email is B");
+    # one identity of several fields is one sentence ("I'm A B; my email is C and my zip
+    # is D")
+    r"\b[Mm]y (first name|last name|email|zip) is\b.*\bmy \1 is\b",
     r"[.!?] [a-z]",
 ]
 

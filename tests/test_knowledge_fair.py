@@ -31,7 +31,7 @@ from graphgen.tasks.expand import Expander
 from graphgen.tasks.model import Call, Change, Given, Goal, Target
 from graphgen.tasks.plan import Knowledge, Planner
 from graphgen.tasks.referring import MAX_CANDIDATES, candidates_of, describe
-from graphgen.tasks.render import stated
+from graphgen.tasks.render import spoken_forms, stated
 from graphgen.tasks.taskset import GenResult, generate
 
 RETAIL = load_builtin("retail")
@@ -125,7 +125,7 @@ def _cancel(
         RETAIL,
         "action",
         st,
-        [*chain, Call(tool="cancel_pending_order", args={"order_id": order})],
+        [*chain, Call(tool="cancel_pending_order", args={"user_id": user, "order_id": order})],
         givens,
         [target],
         text,
@@ -234,32 +234,69 @@ def test_a_description_no_call_shows_for_the_row_is_rejected() -> None:
     ).ok
 
 
-def _price_question(chain: list[Call]) -> GateResult:
-    """retail-11-00043: "the color of the item with price 464" of a product's items."""
-    target = Target(
-        entity="Item", key="IT0001", phrase="the item with price 464", description="x.price == 464"
-    )
+def _price_order(reads: list[Call]) -> GateResult:
+    """retail-11-00043: "the item with price 464" among a product's items. No tool
+    searches by price, so the agent must read the items to single it out. (Asked as a
+    question, "the colour of the item with price 464" is open to a hedge that names
+    every colour it read, and the gate rejects it as hedge_passes; ordering the item is
+    graded on the state.)"""
+    today = "2026-11-03"  # the day after Ana's latest order
+    chain = [
+        *_lookup(),
+        Call(tool="list_payment_methods", args={"user_id": "U0001"}),
+        Call(tool="get_payment_method_details", args={"payment_method_id": "PM0001"}),
+        Call(tool="find_product_by_name", args={"name": "Wireless Earbuds"}),
+        Call(tool="list_product_items", args={"product_id": "PR001"}),
+        *reads,
+        Call(
+            tool="place_order",
+            args={
+                "user_id": "U0001",
+                "item_id": "IT0001",
+                "payment_method_id": "PM0001",
+                "placed_on": today,
+            },
+        ),
+    ]
+    order = {**_order("U0001", "pending", today), "items": ["IT0001"], "total": 464}
     return check_candidate(
         RETAIL,
-        "information",
+        "action",
         _state(),
+        chain,
         [
-            Call(tool="find_product_by_name", args={"name": "Wireless Earbuds"}),
-            Call(tool="list_product_items", args={"product_id": "PR001"}),
-            *chain,
+            Given(sort="field:User.email", value=EMAIL),
+            Given(sort="field:Product.name", value="Wireless Earbuds"),
+            Given(sort="field:Item.price", value=464),
+            Given(sort="enum:PaymentKind", value="paypal"),
+            Given(sort="free:date", value=today),
         ],
-        [Given(sort="field:Product.name", value="Wireless Earbuds")],
-        [target],
-        "The product name is Wireless Earbuds. What is the color of the item with price 464?",
-        Goal(answer=["black"]),
+        [
+            Target(
+                entity="Item",
+                key="IT0001",
+                phrase="the Wireless Earbuds priced at $464",
+                description="x.price == 464",
+            ),
+            Target(
+                entity="PaymentMethod",
+                key="PM0001",
+                phrase="my PayPal account",
+                description="x.user_id == 'U0001' and x.kind == 'paypal'",
+            ),
+        ],
+        f"Today is {today}. My email is {EMAIL}. Please order the Wireless Earbuds priced at"
+        " $464 for me, paid with my PayPal account.",
+        Goal(changes=[Change(entity="Order", key="O0099", field="*", before=None, after=order)]),
     )
 
 
 def test_the_item_with_a_price_must_be_found_by_reading_the_items() -> None:
     item = [Call(tool="get_item_details", args={"item_id": f"IT000{i}"}) for i in (1, 2, 3)]
-    res = _price_question(item[:1])
+    res = _price_order(item[:1])
     assert (res.ok, res.reason) == (False, "candidates_not_read")
-    assert _price_question(item).ok
+    assert "'IT0002'" in res.detail and "price" in res.detail
+    assert _price_order(item).ok
 
 
 def test_more_candidates_than_an_agent_reads_need_a_search() -> None:
@@ -407,7 +444,8 @@ def test_generated_tasks_know_only_stated_or_shown_values(name: str, n: int, see
         assert not any(s.unknown for s in run.steps), t.id
         for g in t.givens:
             if g.sort.startswith("enum:"):
-                assert stated(t.instruction, g.value), (t.id, g)
+                forms = spoken_forms(domain, g.sort, g.value)  # "my gift card"
+                assert stated(t.instruction, g.value, forms), (t.id, g)
         assert recognition_problem(domain, st, run, t.targets) is None, t.id
         results = [s.result for s in run.steps]
         for tg in t.targets:

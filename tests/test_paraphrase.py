@@ -160,8 +160,8 @@ def test_a_rewrite_that_adds_a_status_or_drops_a_described_value_is_refused(
 ) -> None:
     """A new enum member is a new claim ("my cancelled order"); a dropped value of a
     referring phrase changes which row is meant."""
-    task = next(t for t in plain.tasks if "item with price" in t.instruction)
-    price = re.search(r" with price (\d+)", task.instruction)
+    task = next(t for t in plain.tasks if "item priced at $" in t.instruction)
+    price = re.search(r" priced at \$(\d+)", task.instruction)
     assert price is not None  # a referring atom, not a given: only value_dropped sees it
     assert not any(str(g.value) == price.group(1) for g in task.givens)
     assert "cancelled" not in task.instruction.lower()
@@ -169,16 +169,25 @@ def test_a_rewrite_that_adds_a_status_or_drops_a_described_value_is_refused(
     dropped = task.instruction.replace(price.group(), "")
     assert rewrite_problem(retail, task, dropped) == "value_dropped"
     assert rewrite_problem(retail, task, "") == "empty_reply"
-    assert rewrite_problem(retail, task, task.instruction * 3) == "too_long"
+    # (four times a short instruction: three would fit in twice it plus the slack)
+    assert rewrite_problem(retail, task, task.instruction * 4) == "too_long"
     meta = "Sure! Here is a more natural version: " + task.instruction
     assert rewrite_problem(retail, task, meta) == "meta_reply"
     assert rewrite_problem(retail, task, "Please: " + task.instruction) == ""
-    # A stated order must stay stated.
-    two = next(t for t in plain.tasks if "Once that's done" in t.instruction)
-    assert rewrite_problem(retail, two, two.instruction.replace("Once that's done,", "And")) == (
-        "order_dropped"
+    # A stated order must stay stated ("First, ... Then ...": a request needs another's
+    # result; the eight plain tasks have none, so a longer run is searched).
+    two = next(
+        t
+        for t in generate(retail, 60, 11).tasks
+        if "First, " in t.instruction and re.search(r"\. (Then|After that,) ", t.instruction)
     )
-    assert rewrite_problem(retail, two, two.instruction.replace("Once that's done,", "Then")) == ""
+    later = re.search(r"\. (Then|After that,) ", two.instruction)
+    assert later is not None
+    unordered = re.sub(r"First, (\w)", lambda m: m.group(1).upper(), two.instruction)
+    unordered = unordered.replace(later.group(), ". Also, ")
+    assert rewrite_problem(retail, two, unordered) == "order_dropped"
+    reworded = two.instruction.replace(later.group(), ". Once that's done, ")
+    assert rewrite_problem(retail, two, reworded) == ""
 
 
 def test_values_are_tokens_emails_number_words_and_named_values(retail: Domain) -> None:

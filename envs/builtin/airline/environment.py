@@ -155,6 +155,9 @@ class ToolEnvironment(Generic[S]):
             except ToolError as exc:
                 observation = f"Error: {exc.message}"
                 info["error"] = exc.kind
+                # The developer view (the failed condition, the cells it read) stays out
+                # of the observation: it may show another customer's data.
+                info["detail"] = exc.detail
             else:
                 observation = (
                     result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)

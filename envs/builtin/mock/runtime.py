@@ -21,17 +21,26 @@ class ToolError(Exception):
     """A tool call was rejected. The message is the observation shown to the agent.
 
     ``kind`` says why: bad_args, not_found, precondition, invariant, empty,
-    unknown_tool.
+    unknown_tool. ``message`` is plain words for the agent (never the rule language nor
+    values of rows it did not name); ``detail`` is for developers: the failed condition
+    and the values it read (empty unless a precondition failed).
     """
 
-    def __init__(self, message: str, *, tool: str = "", kind: str = "precondition") -> None:
+    def __init__(
+        self, message: str, *, tool: str = "", kind: str = "precondition", detail: str = ""
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.tool = tool
         self.kind = kind
+        self.detail = detail
 
     def __str__(self) -> str:
         return self.message
+
+    def located(self) -> str:
+        """The message with the developer detail in parentheses (for logs)."""
+        return f"{self.message} ({self.detail})" if self.detail else self.message
 
     def within(self, tool: str, *, unless_prefixed: bool = False) -> ToolError:
         """This error as reported by ``tool``: the tool name goes in front of the message.
@@ -39,8 +48,8 @@ class ToolError(Exception):
         With ``unless_prefixed`` a message that already starts with the name is kept.
         """
         if unless_prefixed and self.message.startswith(tool):
-            return ToolError(self.message, tool=tool, kind=self.kind)
-        return ToolError(f"{tool}: {self.message}", tool=tool, kind=self.kind)
+            return ToolError(self.message, tool=tool, kind=self.kind, detail=self.detail)
+        return ToolError(f"{tool}: {self.message}", tool=tool, kind=self.kind, detail=self.detail)
 
 
 # ------------------------------------------------------------------ argument checks
@@ -151,20 +160,26 @@ def fact(
     return f"{entity} {k!r} has {field} = {value!r}"
 
 
+#: What the agent reads when a failed precondition has no ``message:`` of its own.
+NO_MESSAGE = "the request is not possible in the current state"
+
+
 def precondition_failed(
     tool: str, message: str, source: str, facts: Iterable[str | None] = (), /, **values: object
 ) -> ToolError:
-    """The error for a false precondition: why, the condition, and the values it read.
+    """The error for a false precondition: the author's words for the agent, and for
+    developers the condition and the values it read.
 
-    ``message`` is the author's template, filled in with ``values`` (the parameters).
+    ``message`` is the author's template, filled in with ``values`` (the parameters);
+    the facts stay out of it because they may show rows of another customer.
     """
-    message = message.format(**values)
+    message = message.format(**values) if message else NO_MESSAGE
     seen: list[str] = []
     for f in facts:
         if f is not None and f not in seen:
             seen.append(f)
-    detail = f" (requires {source}" + (f"; {'; '.join(seen)})" if seen else ")")
-    return ToolError(f"{tool}: {message}{detail}", tool=tool, kind="precondition")
+    detail = f"requires {source}" + (f"; {'; '.join(seen)}" if seen else "")
+    return ToolError(f"{tool}: {message}", tool=tool, kind="precondition", detail=detail)
 
 
 # ------------------------------------------------------------------ expressions

@@ -46,7 +46,7 @@ TOOLS: list[dict[str, Any]] = [
                 "properties": {
                     "account_id": {
                         "type": "string",
-                        "description": "The account id. An Account id.",
+                        "description": "The account id. An account id.",
                     },
                 },
                 "required": ["account_id"],
@@ -65,7 +65,7 @@ TOOLS: list[dict[str, Any]] = [
                 "properties": {
                     "account_id": {
                         "type": "string",
-                        "description": "The account id. An Account id.",
+                        "description": "The account id. An account id.",
                     },
                     "amount": {
                         "type": "integer",
@@ -90,7 +90,7 @@ TOOLS: list[dict[str, Any]] = [
                 "properties": {
                     "account_id": {
                         "type": "string",
-                        "description": "The account id. An Account id.",
+                        "description": "The account id. An account id.",
                     },
                     "amount": {
                         "type": "integer",
@@ -115,7 +115,7 @@ TOOLS: list[dict[str, Any]] = [
                 "properties": {
                     "account_id": {
                         "type": "string",
-                        "description": "The account id. An Account id.",
+                        "description": "The account id. An account id.",
                     },
                 },
                 "required": ["account_id"],

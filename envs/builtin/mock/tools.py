@@ -184,7 +184,7 @@ def lock_account(db: Db, account_id: str) -> str:
     if not ok:
         raise precondition_failed(
             "lock_account",
-            "precondition failed",
+            "",
             "Account[account_id].status == 'active'",
             [fact(db.Account, "Account", "status", account_id)],
         )

@@ -49,8 +49,20 @@ _MONTHS = (
 )  # fmt: skip
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 # A word that makes the mention after it a denial, in the same clause (no punctuation
-# between): "not cancelled", "hasn't been delayed" — not "no, 4, cancelled".
-_NEGATED = re.compile(r"(?:\bnot|\bnever|n't)(?:\s+\w+){0,2}\s+$")
+# between): "not cancelled", "hasn't been delayed", "can no longer be changed" — not
+# "no, 4, cancelled".
+_NEGATED = re.compile(
+    r"(?:\bnot|\bnever|\bno|\bnor|\bwithout|n't)(?:\s+\w+){0,2}(?:\s+\w+\s+(?:or|nor))?\s+$"
+)
+# A rule or a prospect, not the row's state: "only a pending order can be cancelled",
+# "it will be delivered". (No "could/may/might be": those are what a hedge says.)
+_MODAL = re.compile(r"\b(?:can|will|would|should|must)(?:\s+\w+)?\s+be(?:\s+\w+\s+(?:or|and))?\s+$")
+# A verb, not a status: "scheduled to depart", "scheduled for 10:05" or "for May 20" (a
+# plan and its time); but "delivered to your address" states it.
+_INFINITIVE = re.compile(
+    r"\s+to\s+(?!(?:the|a|an|your|my|his|her|their|our|its|this|that|you|me|us|them)\b|\d)\w"
+    r"|\s+for\s+(?:\d|today\b|tomorrow\b|tonight\b|(?:" + "|".join(_MONTHS) + r")\b)"
+)
 
 
 def normalize_answer(answer: str) -> str:
@@ -108,13 +120,20 @@ def _mentions(text: str, value: Any) -> bool:
 
 
 def _asserts(text: str, value: Any) -> bool:
-    """Does the text state ``value`` other than to deny it? "It hasn't been cancelled"
-    mentions cancelled without asserting it; a flag is never read as denied."""
+    """Does the text state ``value`` as a fact? Not when it denies it ("it hasn't been
+    cancelled"), states a rule or a prospect with it ("only a pending order can be
+    cancelled", "it will be delivered"), or uses it as a verb ("scheduled to depart").
+    A flag is never read as denied."""
     if isinstance(value, bool):
         return _mentions(text, value)
-    return any(
-        not _NEGATED.search(text[: m.start()]) for m in re.finditer(mention_pattern(value), text)
-    )
+    for m in re.finditer(mention_pattern(value), text):
+        before = text[: m.start()]
+        if _NEGATED.search(before) or _MODAL.search(before):
+            continue
+        if _INFINITIVE.match(text, m.end()):
+            continue
+        return True
+    return False
 
 
 def answer_items(goal: dict[str, Any], answer: str | None) -> list[GradeItem]:
