@@ -66,7 +66,7 @@ from graphgen import __version__
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.state import State
-from graphgen.tasks.dryrun import check_candidate
+from graphgen.tasks.dryrun import check_candidate, policy_problem
 from graphgen.tasks.model import Call, Certificate, Change, Given, Goal, Manifest, Target, Task
 from graphgen.tasks.taskset import generate, write_taskset
 from graphgen.verify.certify import certify, proof_check, recheck
@@ -80,11 +80,14 @@ OUTPUTS = (EXPECTED.name, *(f"{kind}_{name}.jsonl" for kind in ("broken", "good"
 # (seed, n, with proofs) of the generated pools the originals are picked from. Without
 # proofs the pool also holds candidates the z3 gate rejects (the natural cases); with
 # them, the mock pool holds chains longer than their minimum (the planner's detours).
-# Retail seeds 6 and 73 each add one rare shape: a natural PayPal refund the z3 gate
-# rejects, and an order refused because the gift card paying for it is short.
+# Retail seeds 13 and 58 each add one rare natural shape the z3 gate rejects: an order
+# re-addressed right after it is placed (retail-13-00008), and a return refunded to
+# PayPal (retail-58-00014); they come last so that no earlier pick moves. (Seeds 1, 6
+# and 73 gave shapes the generator no longer makes; no retail case picks from them now.)
 POOLS: dict[str, list[tuple[int, int, bool]]] = {
     "mock": [(1, 40, True), (2, 40, True), (3, 40, True)],
-    "retail": [(0, 30, False), (1, 60, False), (6, 13, False), (73, 50, False)],
+    "retail": [(0, 30, False), (1, 60, False), (6, 13, False), (73, 50, False),
+               (13, 9, False), (58, 15, False)],
     "airline": [(0, 20, False)],
 }
 
@@ -431,10 +434,12 @@ def _stock_flag_given(d: Domain, t: Task) -> Task:
 R_FIND = "find_user_id_by_email"
 
 RETAIL_CASES = [
-    Case("retail", SHORTCUT, "min_calls claims the reference chain's length; the order "
-         "details read is not needed", "proof_min_calls", None,
-         lambda t: tools(t) == [R_FIND, "find_user_orders_by_status", "get_order_details",
-                                "cancel_pending_order"],
+    # (The old shape, a cancellation whose order details read is not needed, is gone:
+    # the agent now recognises the order only by reading it.)
+    Case("retail", SHORTCUT, "min_calls claims the reference chain's length; the profile "
+         "read before the address change is not needed (the user states the whole new "
+         "address)", "proof_min_calls", None,
+         _chain_is([R_FIND, "get_user_details", "modify_user_address"]),
          _claim_chain_length_as_min, post=lambda t: t.min_calls < len(t.chain), good=True),
     Case("retail", AMBIGUOUS, "the order is named only as 'my order' though the user has "
          "several", "dry_run_ambiguous_target", "ambiguous_target",
@@ -445,9 +450,9 @@ RETAIL_CASES = [
          lambda t: t.kind == "action" and _order_target(t) is not None
          and tools(t)[-1] == "cancel_pending_order", _same_day_order, skip=1),
     Case("retail", TWO_SOLUTIONS, "natural: a refund to the user's PayPal leaves no trace "
-         "in the state (only gift cards hold a balance), so other 4-call runs reach the goal "
-         "and end elsewhere: refunding to the gift card, or cancelling another order whose "
-         "output shows the payment id", "proof_unique_final_state",
+         "in the state (only gift cards hold a balance), so another run no longer than the "
+         "reference chain reaches the goal and ends elsewhere: refunding to the user's gift "
+         "card instead", "proof_unique_final_state",
          "proof_unique_final_state",
          lambda t: t.kind == "action" and tools(t)[-1] == "return_delivered_order"
          and len(keeps(t)) == 1
@@ -527,16 +532,27 @@ def _cancel_instead_of_reading(d: Domain, t: Task) -> Task:
     return set_chain(t, i, t.chain[-1].model_copy(deep=True))
 
 
+def _rebook(res: str, flight: str, paid: int) -> Callable[[dict[str, Any]], None]:
+    """Make reservation ``res`` a booked, uninsured trip on ``flight`` that cost ``paid``."""
+    return lambda tb: tb["Reservation"][res].update(
+        status="booked", flight_id=flight, insurance=False, amount_paid=paid)
+
+
 def _cancellable_booking(d: Domain, t: Task) -> Task:
     """Make one of the user's reservations a booked, uninsured trip on a scheduled flight,
     paid enough that cancelling it leaves travel credit for the certificate asked for."""
     assert t.refused_call is not None
     user, amount = t.refused_call.args["user_id"], t.refused_call.args["amount"]
     res = next(k for k, r in sorted(rows(t, "Reservation").items()) if r["user_id"] == user)
-    flight = next(k for k, r in sorted(rows(t, "Flight").items()) if r["status"] == "scheduled")
     paid = max(rows(t, "Reservation")[res]["amount_paid"], amount + 100)
-    return edit_state(t, lambda tb: tb["Reservation"][res].update(
-        status="booked", flight_id=flight, insurance=False, amount_paid=paid))
+    # The first scheduled flight that takes the booking without breaking the domain's
+    # invariants (cabin and hold capacity, one booking per flight), so that only the
+    # refusal is wrong, not the state.
+    for flight in (k for k, r in sorted(rows(t, "Flight").items()) if r["status"] == "scheduled"):
+        moved = edit_state(t, _rebook(res, flight, paid))
+        if not policy_problem(d, State.from_dict(moved.initial_state)):
+            return moved
+    raise ValueError(f"no scheduled flight takes reservation {res} within the invariants")
 
 
 AIRLINE_CASES = [
