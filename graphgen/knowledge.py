@@ -41,15 +41,6 @@ class Sort:
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}"
 
-    @property
-    def always_known(self) -> bool:
-        """Whether a value of this sort is known without being given or revealed: never.
-
-        Enum members used to be (the schema lists them); now an enum member must be a
-        given or revealed like any other value (see the module docstring).
-        """
-        return False
-
 
 def parse_sort(text: str) -> Sort:
     """The sort a graph node id or a task's given names: the inverse of ``str(sort)``.

@@ -239,7 +239,7 @@ def call_dependencies(
                 continue
             s = param_sort(tool.params[p])
             origin = run.knowledge.origin(s, v)
-            if not s.always_known and origin is not None and 0 <= origin < step.index:
+            if origin is not None and 0 <= origin < step.index:
                 mine.add(origin)
         deps.append(mine)
     return deps

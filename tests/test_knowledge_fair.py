@@ -181,7 +181,6 @@ def test_a_status_an_earlier_output_showed_is_known() -> None:
 
 def test_knowledge_knows_no_enum_member_for_free() -> None:
     s = Sort("enum", "OrderStatus")
-    assert not s.always_known
     assert not Knowledge().knows(s, "pending")
     know = Knowledge.from_givens([Given(sort="enum:OrderStatus", value="pending")])
     assert know.knows(s, "pending") and not know.knows(s, "delivered")

@@ -34,7 +34,7 @@ from graphgen.state import State
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Change, Given, Task
 from graphgen.tasks.taskset import generate
-from graphgen.types import BOOL, INT, STR, EnumT, RefT, Ty
+from graphgen.types import BOOL, INT, STR, RefT, Ty
 from graphgen.verify.bmc import Bmc, ChangesGoal, search
 from graphgen.verify.calls import creates_per_call
 from graphgen.verify.proofs import Prover
@@ -82,10 +82,6 @@ def _known_args(
     args: dict[str, Any] = {}
     for p in tool.params.values():
         s = param_sort(p)
-        if s.always_known:
-            assert isinstance(p.ty, EnumT)
-            args[p.name] = rng.choice(p.ty.values)
-            continue
         vals = sorted(know.get(s, set()), key=repr)
         if p.ty == INT:
             vals = [v for v in vals if isinstance(v, int) and not isinstance(v, bool)]
@@ -167,7 +163,7 @@ def _check_claims(
         assert name in flow.callable, name
         for p, v in args.items():
             s = param_sort(domain.tools[name].params[p])
-            if isinstance(v, str) and not s.always_known:
+            if isinstance(v, str):
                 assert v in flow.know.get(s, frozenset()), (name, p, v)
                 assert v in flow.params.get((name, p), frozenset([v])), (name, p, v)
         for ent, rows in cur.tables.items():

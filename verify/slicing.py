@@ -831,8 +831,6 @@ class _Flow:
             self._learn(key_sort(t.entity), av)
 
     def _learn(self, s: Sort, av: Any) -> None:
-        if s.always_known:
-            return
         if s not in self.some:
             self.some.add(s)
             self.changed = True
@@ -846,8 +844,6 @@ class _Flow:
             return True
         for p in t.params.values():
             s = param_sort(p)
-            if s.always_known:
-                continue
             if _stringish(p.ty):
                 if not self.know.get(s) and not self.everywhere:
                     return False
@@ -1030,9 +1026,8 @@ class _Flow:
         extra_scans: Sequence[ir.Comp],
     ) -> None:
         for s, v in givens:
-            if not s.always_known:
-                self.some.add(s)
-                self._add(self.know, s, [x for x in _flat(v) if isinstance(x, str)])
+            self.some.add(s)
+            self._add(self.know, s, [x for x in _flat(v) if isinstance(x, str)])
         for ent, k in rows:
             if ent in self.kept_rows:
                 self.include(ent, [k])
