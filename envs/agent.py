@@ -412,7 +412,12 @@ def greedy_orders(
     # permitted_orders lists every write order once before it repeats one with the reads
     # placed differently, so the first cap + 1 distinct write orders come first.
     orders = permitted_orders(
-        domain, State.from_dict(task.initial_state), task.givens, task.chain, limit=cap + 1
+        domain,
+        State.from_dict(task.initial_state),
+        task.givens,
+        task.chain,
+        limit=cap + 1,
+        ordered=task.ordered,
     )
     seen: set[tuple[int, ...]] = set()
     out: list[list[int]] = []

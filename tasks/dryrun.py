@@ -51,7 +51,7 @@ from graphgen.tasks.referring import (
     matching_keys,
     unseen_cells,
 )
-from graphgen.tasks.render import spoken_forms, stated
+from graphgen.tasks.render import spoken_forms, stated, states_order
 from graphgen.tasks.shortcuts import echo_answer, hedge_answer
 
 REASONS = (
@@ -245,6 +245,32 @@ def call_dependencies(
     return deps
 
 
+def _write_deps(
+    domain: Domain, chain: list[Call], deps: list[set[int]], ordered: bool
+) -> tuple[list[int], dict[int, set[int]]]:
+    """The chain's writes and, per write, the earlier writes it must follow: those it
+    depends on, even through reads; with ``ordered`` (the instruction states the order
+    of its requests) every earlier write of the reference chain."""
+    writes = [
+        i for i, c in enumerate(chain) if c.tool in domain.tools and domain.tools[c.tool].is_write
+    ]
+    before: list[set[int]] = []  # every call's transitive dependencies
+    for d in deps:
+        before.append(set(d).union(*(before[j] for j in d)))
+    if ordered:
+        return writes, {w: set(writes[:n]) for n, w in enumerate(writes)}
+    return writes, {w: before[w] & set(writes) for w in writes}
+
+
+def _placements(deps: list[set[int]], perm: list[int]) -> Iterator[list[int]]:
+    """Every order of the whole chain whose writes come in the order ``perm``, each call
+    after its dependencies, the reference placement of the reads first."""
+    pinned = {i: set(d) for i, d in enumerate(deps)}
+    for a, b in itertools.pairwise(perm):
+        pinned[b].add(a)
+    return topological_orders(list(range(len(deps))), pinned)
+
+
 def permitted_orders(
     domain: Domain,
     initial: State,
@@ -252,9 +278,12 @@ def permitted_orders(
     chain: list[Call],
     limit: int = ORDER_LIMIT,
     execute: Executor = call_tool,
+    ordered: bool = False,
 ) -> list[list[int]]:
     """The orders (lists of indices into ``chain``) in which an agent may make its calls:
-    the topological orders of :func:`call_dependencies`, at most ``limit`` of them.
+    the topological orders of :func:`call_dependencies`, at most ``limit`` of them. With
+    ``ordered`` the instruction states the order of its requests, so the writes keep the
+    reference chain's order and only the reads move.
 
     The reference order comes first. Since reads change nothing, an order's final state
     depends only on the order of its writes, so the orders are listed round-robin over
@@ -262,21 +291,11 @@ def permitted_orders(
     a second placement of the reads around any of them. Deterministic.
     """
     deps = call_dependencies(domain, initial, givens, chain, execute)
-    writes = [
-        i for i, c in enumerate(chain) if c.tool in domain.tools and domain.tools[c.tool].is_write
+    writes, write_deps = _write_deps(domain, chain, deps, ordered)
+    streams = [
+        _placements(deps, perm)
+        for perm in itertools.islice(topological_orders(writes, write_deps), limit)
     ]
-    before: list[set[int]] = []  # every call's transitive dependencies
-    for d in deps:
-        before.append(set(d).union(*(before[j] for j in d)))
-    # The write orders the dependencies permit, lazily: a write must follow the writes
-    # it depends on, even through reads.
-    write_deps = {w: before[w] & set(writes) for w in writes}
-    streams: list[Iterator[list[int]]] = []
-    for perm in itertools.islice(topological_orders(writes, write_deps), limit):
-        pinned = {i: set(d) for i, d in enumerate(deps)}
-        for a, b in itertools.pairwise(perm):
-            pinned[b].add(a)
-        streams.append(topological_orders(list(range(len(chain))), pinned))
     out: list[list[int]] = []
     while streams and len(out) < limit:
         alive = []
@@ -316,42 +335,88 @@ def topological_orders(nodes: list[int], deps: dict[int, set[int]]) -> Iterator[
     return walk()
 
 
+@dataclass(frozen=True)
+class OrderCheck:
+    """What replaying the permitted write orders of a chain found.
+
+    ``problem`` describes the first order that does not work out ("" if none);
+    ``orders`` counts the write orders examined; ``complete`` says every permitted write
+    order was examined (none was left out by the limit)."""
+
+    problem: str
+    orders: int
+    complete: bool
+
+
 def order_problem(
     domain: Domain,
     initial: State,
     givens: list[Given],
     chain: list[Call],
-    goal: Goal,
+    goal: Goal | dict[str, Any],
+    *,
+    ordered: bool = False,
     execute: Executor = call_tool,
     limit: int = ORDER_LIMIT,
-) -> str:
-    """How a permitted reordering of ``chain`` runs cleanly yet fails grading ("" if none).
+) -> OrderCheck:
+    """Does every order of ``chain`` the instruction permits work out?
 
-    Each order of :func:`permitted_orders` is replayed with the same arguments. An order
-    in which some call fails is fine (the agent sees the error and can try again), and so
-    is one in which an argument is not known when used (an agent could not make those
-    calls in that order). Any other order must end in a state the grader accepts. Orders
-    whose writes come in an order already graded are skipped: reads change nothing, so
-    they would end in the same state.
+    The permitted write orders are those of :func:`permitted_orders` (with ``ordered``,
+    only the reference order). For each, the reads are placed around the writes, each
+    call after the sources of its arguments, until one placement runs cleanly; that
+    placement must end in a state the grader accepts. Reads change nothing, so one clean
+    placement stands for all of them, and a write that fails fails in every placement
+    (the state before it depends only on the writes before it).
+
+    A permitted order in which a write fails is a problem too, not an error the agent
+    can shrug off: the user asked for every request, and a call refused in that order
+    (cancelling an order before re-addressing it) usually cannot be made good. Such a
+    task must state its order in words (``ordered``), and then only the stated order is
+    checked. Up to ``limit`` write orders, and ``limit`` placements each, are tried; past
+    that the result is not ``complete``.
     """
-    s0, g = initial.to_dict(), goal.model_dump()
-    orders = permitted_orders(domain, initial, givens, chain, limit, execute)
-    is_write = [c.tool in domain.tools and domain.tools[c.tool].is_write for c in chain]
-    graded = {tuple(i for i in range(len(chain)) if is_write[i])}
-    for order in orders:
-        writes = tuple(i for i in order if is_write[i])
-        if writes in graded:
-            continue
-        run = replay(domain, initial, givens, [chain[i] for i in order], execute)
-        if not run.complete or any(s.unknown for s in run.steps):
-            continue
-        graded.add(writes)
-        result = grade(s0, run.final.to_dict(), g)
-        if not result["success"]:
-            bad = next(i for i in result["items"] if not i["ok"])
-            calls = ", ".join(f"{i}:{chain[i].tool}" for i in order)
-            return f"order [{calls}] runs cleanly but fails {bad['check']}: {bad['detail']}"
-    return ""
+    s0 = initial.to_dict()
+    g = goal.model_dump() if isinstance(goal, Goal) else goal
+    deps = call_dependencies(domain, initial, givens, chain, execute)
+    writes, write_deps = _write_deps(domain, chain, deps, ordered)
+    is_write = set(writes)
+
+    def named(order: list[int]) -> str:
+        return "[" + ", ".join(f"{i}:{chain[i].tool}" for i in order) + "]"
+
+    n = 0
+    for perm in topological_orders(writes, write_deps):
+        if n >= limit:
+            return OrderCheck("", n, False)
+        n += 1
+        for tried, order in enumerate(_placements(deps, perm)):
+            if tried >= limit:
+                return OrderCheck("", n, False)
+            run = replay(domain, initial, givens, [chain[i] for i in order], execute)
+            failed = next((st for st in run.steps if st.error), None)
+            if failed is not None and order[failed.index] in is_write:
+                i = order[failed.index]
+                return OrderCheck(
+                    f"in order {named(order)} call {i} ({chain[i].tool}) fails: {failed.error}",
+                    n,
+                    True,
+                )
+            if not run.complete or any(st.unknown for st in run.steps):
+                continue
+            result = grade(s0, run.final.to_dict(), g)
+            if not result["success"]:
+                bad = next(i for i in result["items"] if not i["ok"])
+                return OrderCheck(
+                    f"order {named(order)} runs cleanly but fails {bad['check']}: {bad['detail']}",
+                    n,
+                    True,
+                )
+            break
+        else:
+            return OrderCheck(
+                f"write order {named(perm)}: no placement of the reads runs cleanly", n, True
+            )
+    return OrderCheck("", n, True)
 
 
 def policy_problem(domain: Domain, state: State) -> str:
@@ -438,8 +503,12 @@ def check_candidate(
     goal: Goal,
     refused_call: Call | None = None,
     execute: Executor = call_tool,
+    ordered: bool = False,
 ) -> GateResult:
-    """Dry-run a candidate task and return the first failing reason (or ok)."""
+    """Dry-run a candidate task and return the first failing reason (or ok).
+
+    ``ordered`` says the instruction states the order of its requests ("First, … Then
+    …"), so only that order of the writes must work out (:func:`order_problem`)."""
     run = replay(domain, initial, givens, chain, execute)
     # Shape first: a misnamed tool or parameter is a broken chain, not a failing call.
     for step in run.steps:
@@ -528,8 +597,15 @@ def check_candidate(
             bad = [i for i in graded["items"] if not i["ok"]]
             return GateResult(False, "goal_not_reached", f"{bad[0]['check']}: {bad[0]['detail']}")
         if sum(domain.tools[c.tool].is_write for c in chain) >= 2:
-            why = order_problem(domain, initial, givens, chain, goal, execute)
-            if why:
+            if ordered and not states_order(instruction):
+                return GateResult(
+                    False, "order_not_stated", "the task is ordered but the text states no order"
+                )
+            orders = order_problem(
+                domain, initial, givens, chain, goal, ordered=ordered, execute=execute
+            )
+            if orders.problem or not orders.complete:
+                why = orders.problem or f"more than {ORDER_LIMIT} permitted orders"
                 return GateResult(False, "order_dependent", why)
     else:
         if state_diff(s0, s1):

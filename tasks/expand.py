@@ -37,7 +37,7 @@ from graphgen.interp import (
 )
 from graphgen.knowledge import Cell, Sort, param_sort, parse_sort, shown_cells
 from graphgen.state import State, diff
-from graphgen.tasks.dryrun import call_dependencies
+from graphgen.tasks.dryrun import call_dependencies, order_problem
 from graphgen.tasks.identity import identified_principals, principal_entity
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
@@ -95,6 +95,7 @@ class Candidate:
     goal: Goal
     refused_call: Call | None = None
     intents: list[Call] = field(default_factory=list)
+    ordered: bool = False
 
 
 class NoCandidate(Exception):
@@ -438,6 +439,16 @@ class Expander:
         except NoTrueIntent:
             raise NoCandidate("no_true_intent") from None
         depends = _intent_dependencies(self.domain, initial, planner.givens, chain, intents)
+        # Requests that only work out in one order (a call refused, or another end state,
+        # in some order the data allow) are all said in the chain's order.
+        ordered = False
+        if len(intents) > 1:
+            orders = order_problem(
+                self.domain, initial, planner.givens, chain, goal, execute=self.execute
+            )
+            ordered = bool(orders.problem) or not orders.complete
+        if ordered:
+            depends = [False] + [True] * (len(intents) - 1)
         body = join_intents(sentences, rng, depends)
         text = _with_opener(
             self.domain, planner.givens, rng, body, self.principal, _today(self.domain, intents)
@@ -452,6 +463,7 @@ class Expander:
             text,
             goal,
             intents=intents,
+            ordered=ordered,
         )
 
     def _two_customers(self, initial: State, planner: Planner) -> bool:

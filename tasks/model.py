@@ -185,6 +185,11 @@ class Task(_Strict):
     difficulty: int
     tools_used: list[str]
     targets: list[Target] = Field(default_factory=list)
+    ordered: bool = Field(
+        default=False,
+        description="the instruction states the order of its requests: the writes are to be "
+        "made in the chain's order (otherwise in any order their data dependencies allow)",
+    )
     refused_call: Call | None = Field(
         default=None, description="refusal tasks: the write the user asks for, which must fail"
     )

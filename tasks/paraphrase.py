@@ -63,7 +63,7 @@ from graphgen.state import State
 from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.model import ParaphraseCounts, Task
 from graphgen.tasks.plan import Executor
-from graphgen.tasks.render import spoken_forms, stated
+from graphgen.tasks.render import ORDER_WORDS, spoken_forms, stated
 from graphgen.types import STR
 from graphgen.vocabulary import airport_city, load_vocab
 
@@ -149,14 +149,12 @@ _TIME_WORDS = frozenset(
         "december",
     }
 )
-# Words that state an order between requests ("Then", "Once that's done", "first … then").
 # A reply that talks about the rewrite instead of being it.
 _META = re.compile(
     r"^(?:sure|certainly|of course|okay|ok|here(?:'s| is| are))\b[^:]{0,60}:|"
     r"\b(?:rewrit(?:e|ten)|paraphrase[ds]?)\b",
     re.IGNORECASE,
 )
-_ORDER_WORDS = frozenset({"then", "after", "afterwards", "once", "first", "before", "next"})
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _DIGIT_TOKEN = re.compile(r"[\w@.+$/:-]*\d[\w@.+$/:-]*")
 _TOKEN_EDGE = ".,:;/+$-"
@@ -456,6 +454,7 @@ class Paraphraser:
             task.goal,
             task.refused_call,
             execute,
+            ordered=task.ordered,
         )
         if not gate.ok:
             return task, gate.reason
@@ -502,4 +501,4 @@ def rewrite_problem(domain: Domain, task: Task, text: str, lex: Lexicon | None =
 
 
 def _order_words(text: str) -> set[str]:
-    return {w.lower() for words in _runs(text) for w in words} & _ORDER_WORDS
+    return {w.lower() for words in _runs(text) for w in words} & ORDER_WORDS

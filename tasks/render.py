@@ -309,10 +309,26 @@ def opener(
     return rng.choice(_OPENERS) + text
 
 
+#: Words that state an order between requests ("First, … Then …", "Once that's done").
+ORDER_WORDS = frozenset({"then", "after", "afterwards", "once", "first", "before", "next"})
+
+
+def states_order(text: str) -> bool:
+    """Does ``text`` state an order between requests (one of :data:`ORDER_WORDS`)?
+
+    >>> states_order("First, cancel my order. Then refund it.")
+    True
+    >>> states_order("Cancel my order. Also, update my address.")
+    False
+    """
+    return any(w.lower() in ORDER_WORDS for w in re.findall(r"[A-Za-z]+", text))
+
+
 def join_intents(sentences: list[str], rng: random.Random, depends: Sequence[bool] = ()) -> str:
-    """Join request sentences. ``depends[i]`` says request ``i`` needs an earlier one's
-    result (it acts on a row that one creates): only then is an order stated ("First,
-    ... Then ..."); requests in any order are joined with "Also"."""
+    """Join request sentences. ``depends[i]`` says request ``i`` must come after the
+    earlier ones (it needs an earlier one's result, or the requests only work out in
+    this order): only then is an order stated ("First, ... Then ..."); requests in any
+    order are joined with "Also"."""
     ordered = any(depends)
     out = []
     for i, s in enumerate(sentences):

@@ -65,6 +65,7 @@ def candidate_to_task(domain: Domain, c: Candidate, task_id: str, seed: int) -> 
         difficulty=len(c.chain),
         tools_used=sorted({x.tool for x in c.chain}),
         targets=c.targets,
+        ordered=c.ordered,
         refused_call=c.refused_call,
     )
 
@@ -160,6 +161,7 @@ def generate(
                     cand.goal,
                     cand.refused_call,
                     execute,
+                    ordered=cand.ordered,
                 )
                 if not res.ok:
                     rejected[res.reason] += 1

@@ -45,20 +45,44 @@ def _two_independent_writes(tasks: list[Task]) -> Task:
     return next(t for t in tasks if {"deposit", "lock_account"} <= {c.tool for c in t.chain})
 
 
-def test_greedy_runs_every_order_of_independent_writes(mock_set: tuple[Path, list[Task]]) -> None:
+def test_writes_that_work_out_in_one_order_are_asked_in_that_order(
+    mock_set: tuple[Path, list[Task]],
+) -> None:
+    """Locking the account first makes the deposit fail, so the instruction states the
+    order ("First, ... Then ...") and the task is marked ``ordered``."""
+    task = _two_independent_writes(mock_set[1])
+    tools = [c.tool for c in task.chain if c.tool in ("deposit", "lock_account")]
+    assert tools == ["deposit", "lock_account"] and task.ordered
+    assert task.instruction.count("First, ") == 1
+    assert any(w in task.instruction for w in ("Then ", "After that, "))
+
+
+def _loose_file(path: Path, task: Task, tmp: Path) -> Path:
+    """A one-task file holding ``task`` with its stated order taken away (a task the
+    gate would reject as ``order_dependent``)."""
+    out = tmp / "loose.jsonl"
+    header = path.read_text().splitlines()[0]
+    out.write_text(header + "\n" + task.model_copy(update={"ordered": False}).model_dump_json())
+    return out
+
+
+def test_greedy_runs_every_permitted_order(
+    mock_set: tuple[Path, list[Task]], tmp_path: Path
+) -> None:
     path, tasks = mock_set
     task = _two_independent_writes(tasks)
     res = pl.evaluate(path, "greedy")
     episode = next(e for e in res.episodes if e.task_id == task.id)
+    # As generated, the order is stated: greedy plays it and passes.
+    assert len(episode.orders) == 1 and episode.success
+    assert all(e.success for e in res.episodes)
+    # Without the stated order both orders are permitted, and locking first fails.
+    episode = pl.evaluate(_loose_file(path, task, tmp_path), "greedy").episodes[0]
     orders = {o["order"].replace("#", " ").split(" ")[0]: o for o in episode.orders}
     assert len(episode.orders) == 2 and set(orders) == {"deposit", "lock_account"}
-    # The reference order passes; locking first makes the deposit fail its precondition.
     assert orders["deposit"]["success"] and not orders["lock_account"]["success"]
     assert orders["lock_account"]["failed"]
     assert not episode.success  # a task passes only if every order does
-    # Tasks whose writes allow one order only are graded as the oracle would grade them.
-    single = [e for e in res.episodes if len(e.orders) == 1]
-    assert single and all(e.success for e in single)
 
 
 def test_greedy_plays_the_gates_permitted_orders_and_caps_them(
@@ -66,14 +90,17 @@ def test_greedy_plays_the_gates_permitted_orders_and_caps_them(
 ) -> None:
     task = _two_independent_writes(mock_set[1])
     domain = load_builtin("mock")
-    orders, capped = greedy_orders(domain, task)
+    stated, capped = greedy_orders(domain, task)
+    assert stated == [list(range(len(task.chain)))] and not capped
+    loose = task.model_copy(update={"ordered": False})
+    orders, capped = greedy_orders(domain, loose)
     assert len(orders) == 2 and not capped
     assert orders[0] == list(range(len(task.chain)))  # the reference order first
     writes = [
         [task.chain[i].tool for i in o if domain.tools[task.chain[i].tool].is_write] for o in orders
     ]
     assert sorted(map(tuple, writes)) == [("deposit", "lock_account"), ("lock_account", "deposit")]
-    one, capped = greedy_orders(domain, task, cap=1)
+    one, capped = greedy_orders(domain, loose, cap=1)
     assert one == orders[:1] and capped
 
 
@@ -119,10 +146,11 @@ def test_hedger_makes_well_formed_reads_and_names_every_enum_member(
 
 
 def test_eval_command_reports_greedy_orders(
-    mock_set: tuple[Path, list[Task]], monkeypatch: pytest.MonkeyPatch
+    mock_set: tuple[Path, list[Task]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(cli, "out", Console(width=2000))
-    res = runner.invoke(cli.app, ["eval", str(mock_set[0]), "--model", "greedy"])
+    loose = _loose_file(mock_set[0], _two_independent_writes(mock_set[1]), tmp_path)
+    res = runner.invoke(cli.app, ["eval", str(loose), "--model", "greedy"])
     assert res.exit_code == 0, res.output
     assert "allow more than one write order" in res.output
     assert "fails with lock_account" in res.output

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from graphgen.domain import Domain
+from graphgen.grading import state_diff
 from graphgen.load import loads_domain
 from graphgen.state import State
+from graphgen.tasks.dryrun import replay
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, Task
 from graphgen.verify.certify import certify
 from graphgen.verify.proofs import Prover, prove_task, renamed_states, shortest_solution
@@ -334,6 +336,35 @@ def test_writes_whose_order_matters_are_rejected(wallet: Domain) -> None:
     assert proofs["reference_chain"].ok and proofs["unique_final_state"].ok
     orders = proofs["write_orders"]
     assert not orders.ok and "runs cleanly but fails" in orders.detail
+    # Stated in words, only the stated order is the agent's to make.
+    ordered = _task(wallet, chain, goal, [EMAIL_GIVEN, GIVEN_100]).model_copy(
+        update={"ordered": True}
+    )
+    stated = _proofs(wallet, ordered)["write_orders"]
+    assert stated.ok and "stated write order" in stated.detail
+
+
+def test_an_order_in_which_a_write_fails_is_rejected_unless_stated(wallet: Domain) -> None:
+    """Buy a card of 100, then sweep the rest onto another: swept first, the purchase is
+    refused (nothing left) and the user's request cannot be made good. Leaving the
+    order open is unfair; stating it is fine."""
+    chain = [
+        FIND,
+        Call(tool="buy_card", args={"account_id": "A001", "amount": 100}),
+        Call(tool="sweep", args={"account_id": "A001"}),
+    ]
+    final = replay(wallet, _state(), [EMAIL_GIVEN, GIVEN_100], chain).final
+    goal = Goal(
+        changes=[
+            Change(entity=e, key=k, field=f, before=a, after=b)
+            for e, k, f, a, b in state_diff(_state().to_dict(), final.to_dict())
+        ]
+    )
+    task = _task(wallet, chain, goal, [EMAIL_GIVEN, GIVEN_100])
+    loose = _proofs(wallet, task)["write_orders"]
+    assert not loose.ok and "call 1 (buy_card) fails" in loose.detail
+    stated = _proofs(wallet, task.model_copy(update={"ordered": True}))["write_orders"]
+    assert stated.ok, stated.detail
 
 
 def test_longer_chains_with_unrequested_writes_do_not_reject(wallet: Domain) -> None:

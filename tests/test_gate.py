@@ -94,6 +94,7 @@ def _gate(task: Task, domain: Domain = MOCK, **over: Any) -> GateResult:
         "instruction": task.instruction,
         "goal": task.goal,
         "refused_call": task.refused_call,
+        "ordered": task.ordered,
     }
     args.update(over)
     return check_candidate(domain, **args)
@@ -584,10 +585,19 @@ TINY = loads_domain(
 ANN = Given(sort="field:Account.email", value="ann@example.com")
 
 
-def _two_writes(first: Call, second: Call, after: Any, text: str) -> GateResult:
-    """Ann looks her account up, then asks for two writes joined by "Also"."""
+def _two_writes(
+    first: Call,
+    second: Call,
+    after: Any,
+    text: str,
+    ordered: bool = False,
+    changes: list[Change] | None = None,
+) -> GateResult:
+    """Ann looks her account up, then asks for two writes (joined by "Also" unless the
+    text states their order)."""
     chain = [Call(tool="find_account", args={"email": "ann@example.com"}), first, second]
-    amounts = [Given(sort="free:int", value=c.args["amount"]) for c in (first, second)]
+    amounts = [Given(sort="free:int", value=c.args.get("amount")) for c in (first, second)]
+    amounts = [g for g in amounts if g.value is not None]
     change = Change(entity="Account", key="A001", field="balance", before=120, after=after)
     return check_candidate(
         TINY,
@@ -597,7 +607,8 @@ def _two_writes(first: Call, second: Call, after: Any, text: str) -> GateResult:
         [ANN, *amounts],
         [],
         f"My email is ann@example.com. {text}",
-        Goal(changes=[change]),
+        Goal(changes=changes or [change]),
+        ordered=ordered,
     )
 
 
@@ -611,6 +622,57 @@ def test_writes_that_do_not_commute_are_order_dependent() -> None:
     assert (res.ok, res.reason) == (False, "order_dependent")
     assert "0:find_account, 2:set_balance, 1:deposit" in res.detail
     assert "want 50, got 60" in res.detail
+
+
+_LOCK = Call(tool="lock_account", args={"account_id": "A001"})
+_DEPOSIT_THEN_LOCK = [
+    Change(entity="Account", key="A001", field="balance", before=120, after=130),
+    Change(entity="Account", key="A001", field="status", before="active", after="locked"),
+]
+
+
+def test_an_order_in_which_a_write_fails_must_be_stated() -> None:
+    """Locking first makes the deposit fail: the user asked for both, and that order
+    cannot be made good, so "Also" (any order) is not a fair way to ask."""
+    res = _two_writes(
+        _deposit(10), _LOCK, None, "Deposit 10. Also lock my account.", changes=_DEPOSIT_THEN_LOCK
+    )
+    assert (res.ok, res.reason) == (False, "order_dependent")
+    assert "2:lock_account, 1:deposit] call 1 (deposit) fails" in res.detail
+    stated = _two_writes(
+        _deposit(10),
+        _LOCK,
+        None,
+        "First, deposit 10. Then lock my account.",
+        ordered=True,
+        changes=_DEPOSIT_THEN_LOCK,
+    )
+    assert stated.ok, stated
+
+
+def test_an_ordered_task_must_say_its_order() -> None:
+    res = _two_writes(
+        _deposit(10),
+        _LOCK,
+        None,
+        "Deposit 10. Also lock my account.",
+        ordered=True,
+        changes=_DEPOSIT_THEN_LOCK,
+    )
+    assert (res.ok, res.reason) == (False, "order_not_stated")
+
+
+def test_a_stated_order_does_not_excuse_a_wrong_reference_order() -> None:
+    """``ordered`` fixes the writes in the chain's order; that order must still work."""
+    res = _two_writes(
+        _LOCK,
+        _deposit(10),
+        None,
+        "First, lock my account. Then deposit 10.",
+        ordered=True,
+        changes=_DEPOSIT_THEN_LOCK,
+    )
+    assert (res.ok, res.reason) == (False, "call_failed")
 
 
 def test_writes_that_commute_pass_the_order_check() -> None:

@@ -92,6 +92,7 @@ def recheck(
         task.instruction,
         task.goal,
         task.refused_call,
+        ordered=task.ordered,
     )
     if not gate.ok:
         return f"dry_run_{gate.reason}", None

@@ -18,8 +18,9 @@ For a task (its initial state, givens, reference chain, goal, ``min_calls``):
 6. ``refusal_impossible`` — refusal tasks: no chain of at most k calls makes the change
    the refused call asks for (its effects applied with its preconditions ignored);
 7. ``write_orders`` — action tasks with two or more writes: every order of the
-   reference chain's calls an agent may make that runs cleanly is graded a success,
-   checked exhaustively with the interpreter.
+   reference chain's calls the instruction permits (each argument's source before its
+   use; with ``ordered`` tasks, the writes in the stated order) runs without a failing
+   write and is graded a success, checked exhaustively with the interpreter.
 
 The proofs' agent knows enum members only when given (or stated in the instruction) or
 shown by an output, and names a target in a write only once outputs showed the values
@@ -53,18 +54,12 @@ from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, GraphgenError, ToolError
 from graphgen.footprint import cells_read
-from graphgen.grading import MAX_RENAMINGS, changes_hold, grade, rename_changes, renamings
+from graphgen.grading import MAX_RENAMINGS, changes_hold, rename_changes, renamings
 from graphgen.interp import apply_unchecked, evaluate
 from graphgen.knowledge import Sort, facts_of_result, parse_sort
 from graphgen.parse import Elaborator
 from graphgen.state import State, diff
-from graphgen.tasks.dryrun import (
-    ORDER_LIMIT,
-    Replay,
-    call_dependencies,
-    replay,
-    topological_orders,
-)
+from graphgen.tasks.dryrun import ORDER_LIMIT, Replay, order_problem, replay
 from graphgen.tasks.model import (
     Call,
     Certificate,
@@ -342,73 +337,6 @@ def _conj(e: ir.Expr) -> list[ir.Expr]:
     if isinstance(e, ir.BoolOp) and e.op == "and":
         return [x for v in e.values for x in _conj(v)]
     return [e]
-
-
-def write_orders(
-    domain: Domain,
-    initial: State,
-    givens: list[Given],
-    chain: list[Call],
-    goal: dict[str, Any],
-    limit: int = ORDER_LIMIT,
-) -> tuple[bool, str]:
-    """Every order of ``chain``'s calls that keeps each argument's source before its use
-    (:func:`graphgen.tasks.dryrun.call_dependencies`) and runs cleanly ends in a state
-    the grader accepts: (holds, detail), exhaustively.
-
-    Reads change nothing, so a clean run's final state depends only on the order of its
-    writes: per permitted write order it suffices to grade *one* clean placement of the
-    reads, or to see every placement fail (a call raises, or an argument is not known
-    yet; a write that raises does so in every placement, since the state before it
-    depends only on the writes before it). Up to ``limit`` placements are tried per
-    write order and ``limit`` write orders in all; beyond that the claim is not made
-    (holds is False, the detail says why)."""
-    deps = call_dependencies(domain, initial, givens, chain)
-    is_write = [c.tool in domain.tools and domain.tools[c.tool].is_write for c in chain]
-    writes = [i for i, w in enumerate(is_write) if w]
-    before: list[set[int]] = []
-    for d in deps:
-        before.append(set(d).union(*(before[j] for j in d)))
-    write_deps = {w: before[w] & set(writes) for w in writes}
-    s0 = initial.to_dict()
-    n_orders = 0
-    clean = 0
-    for perm in topological_orders(writes, write_deps):
-        n_orders += 1
-        if n_orders > limit:
-            return False, f"more than {limit} permitted write orders: not checked exhaustively"
-        pinned = {i: set(d) for i, d in enumerate(deps)}
-        for a, b in itertools.pairwise(perm):
-            pinned[b].add(a)
-        tried = 0
-        for order in topological_orders(list(range(len(chain))), pinned):
-            tried += 1
-            if tried > limit:
-                return False, (
-                    f"write order {perm}: no clean placement of the reads among the first "
-                    f"{limit}: not checked exhaustively"
-                )
-            run = replay(domain, initial, givens, [chain[i] for i in order])
-            failed = next((st for st in run.steps if st.error), None)
-            if failed is not None and is_write[order[failed.index]]:
-                # the state before a write depends only on the writes before it, so this
-                # write fails in every placement of the reads: the order cannot run
-                break
-            if not run.complete or any(st.unknown for st in run.steps):
-                continue
-            result = grade(s0, run.final.to_dict(), goal)
-            if not result["success"]:
-                bad = next(i for i in result["items"] if not i["ok"])
-                calls = ", ".join(f"{i}:{chain[i].tool}" for i in order)
-                return False, (
-                    f"order [{calls}] runs cleanly but fails {bad['check']}: {bad['detail']}"
-                )
-            clean += 1
-            break
-    return True, (
-        f"all {n_orders} permitted write orders checked exhaustively: {clean} run cleanly "
-        f"and are graded a success, the others cannot run"
-    )
 
 
 # ------------------------------------------------------------------ the prover
@@ -837,10 +765,30 @@ class Prover:
             return _res("write_orders", True, f"{NOT_APPLICABLE}: fewer than two writes")
         if self.run_failed:
             return _res("write_orders", False, "the reference chain fails")
-        ok, detail = write_orders(
-            self.domain, self.initial, self.givens, chain, self.task.goal.model_dump()
+        check = order_problem(
+            self.domain,
+            self.initial,
+            self.givens,
+            chain,
+            self.task.goal,
+            ordered=self.task.ordered,
         )
-        return _res("write_orders", ok, detail)
+        if check.problem:
+            return _res("write_orders", False, check.problem)
+        if not check.complete:
+            return _res(
+                "write_orders",
+                False,
+                f"more than {ORDER_LIMIT} permitted write orders (or placements of the "
+                f"reads): not checked exhaustively",
+            )
+        which = "the stated write order" if self.task.ordered else "permitted write orders"
+        return _res(
+            "write_orders",
+            True,
+            f"all {check.orders} {which} checked exhaustively: each runs cleanly and is "
+            f"graded a success",
+        )
 
     def refusal_impossible(self) -> ProofResult:
         """(6) no chain within k makes the change the refused call asks for."""
@@ -1116,5 +1064,4 @@ __all__ = [
     "shortest_solution",
     "shown_values",
     "target_condition",
-    "write_orders",
 ]
