@@ -481,6 +481,44 @@ def recognition_problem(
     return None
 
 
+def stale_description(
+    domain: Domain,
+    initial: State,
+    chain: list[Call],
+    targets: list[Target],
+    execute: Executor = call_tool,
+) -> str:
+    """A target whose description no longer singles out its row when a write of the
+    chain acts on it ("" if none).
+
+    The text describes every target once, and an agent doing the requests in turn reads
+    each description when it gets to that request: after buying a new gift card, "pay
+    with my gift card" fits two rows; after moving a booking to another flight, "my
+    reservation on flight GG1635" fits none. The gate re-counts each description on the
+    state just before each write that names the target (the reference order; an
+    ``ordered`` task fixes it, and for the others it is one order an agent may take).
+    """
+    st = initial.copy()
+    for i, c in enumerate(chain):
+        for t in targets:
+            if not _acts_on(domain, c, t.entity, t.key):
+                continue
+            try:
+                keys = matching_keys(domain, st, t.entity, t.description)
+            except (ExprError, ToolError) as exc:
+                return f"call {i} ({c.tool}): {t.phrase!r}: {exc}"
+            if keys != [t.key]:
+                return (
+                    f"call {i} ({c.tool}): by then {t.phrase!r} matches {len(keys)} "
+                    f"{t.entity} rows: {keys[:5]}"
+                )
+        try:
+            execute(domain, st, c.tool, dict(c.args))
+        except ToolError:
+            return ""  # the chain's own failure is reported by the replay
+    return ""
+
+
 def _acts_on(domain: Domain, call: Call, entity: str, key: Any) -> bool:
     """Is ``call`` a write with ``key`` (an id of ``entity``) among its arguments?"""
     tool = domain.tools.get(call.tool)
@@ -569,6 +607,10 @@ def check_candidate(
     unfit = recognition_problem(domain, initial, run, targets)
     if unfit is not None:
         return unfit
+    # 3c. ... and each description still fits its row when a request acts on it
+    why = stale_description(domain, initial, chain, targets, execute)
+    if why:
+        return GateResult(False, "stale_description", why)
     # 4. determinism: the same chain gives the same state and outputs
     again = replay(domain, initial, givens, chain, execute)
     if not again.complete:

@@ -675,6 +675,49 @@ def test_a_stated_order_does_not_excuse_a_wrong_reference_order() -> None:
     assert (res.ok, res.reason) == (False, "call_failed")
 
 
+def test_a_description_that_a_first_request_makes_stale_is_rejected() -> None:
+    """ "The account with balance 120" is A001 until the deposit; the second request,
+    made after it, would look for an account the description no longer fits."""
+    chain = [
+        Call(tool="find_account", args={"email": "ann@example.com"}),
+        Call(tool="get_account", args={"account_id": "A001"}),
+        _deposit(10),
+        _LOCK,
+    ]
+    target = Target(
+        entity="Account",
+        key="A001",
+        phrase="the account with balance 120",
+        description="x.balance == 120",
+    )
+
+    def gate(targets: list[Target]) -> GateResult:
+        return check_candidate(
+            TINY,
+            "action",
+            _hand_state(),
+            chain,
+            [ANN, Given(sort="free:int", value=10)],
+            targets,
+            "My email is ann@example.com. First, deposit 10 into the account with balance "
+            "120. Then lock the account with balance 120.",
+            Goal(changes=_DEPOSIT_THEN_LOCK),
+            ordered=True,
+        )
+
+    res = gate([target])
+    assert (res.ok, res.reason) == (False, "stale_description")
+    assert "call 3 (lock_account)" in res.detail and "matches 0 Account rows" in res.detail
+    # Described by what does not change, the same requests pass.
+    owner = Target(
+        entity="Account",
+        key="A001",
+        phrase="the account of Ann Lee",
+        description="x.owner == 'Ann Lee'",
+    )
+    assert gate([owner]).ok
+
+
 def test_writes_that_commute_pass_the_order_check() -> None:
     res = _two_writes(_deposit(10), _deposit(30), 160, "Deposit 10. Also deposit 30.")
     assert res.ok, res
