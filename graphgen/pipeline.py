@@ -69,6 +69,7 @@ from graphgen.envs.trials import (
     TrajectoryLog,
     outcomes_by_task,
     pass_hat_k,
+    read_episodes,
     run_slots,
     write_atomic,
 )
@@ -115,6 +116,7 @@ __all__ = [
     "play_answer",
     "play_call",
     "play_start",
+    "read_trajectories",
     "run",
     "verify_tasks",
 ]
@@ -512,6 +514,8 @@ class Evaluation:
     """Price per million prompt and completion tokens, when given."""
     interrupted: bool = False
     """The run was stopped before every episode ran (resume it to finish)."""
+    planned: int = 0
+    """Episodes the run was to make (tasks x trials)."""
     results_file: Path | None = None
 
     def summary(self) -> list[dict[str, Any]]:
@@ -794,6 +798,7 @@ def evaluate(
         settings={"max_steps": options.max_steps, "seed": options.seed, **run.settings()},
         prices=prices,
         interrupted=interrupted,
+        planned=len(slots),
         results_file=results_path(log.path) if log and not interrupted else None,
     )
     if log and not interrupted:
@@ -803,6 +808,15 @@ def evaluate(
             json.dumps(result.results(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
         )
     return result
+
+
+def read_trajectories(path: str | Path) -> tuple[list[Episode], int]:
+    """The episodes of a trajectories file written by :func:`evaluate`, and how many of
+    its lines could not be read."""
+    p = Path(path)
+    if not p.is_file():
+        raise PipelineError(f"no trajectories file {p}")
+    return read_episodes(p)
 
 
 # ------------------------------------------------------------------ playing blind
