@@ -947,7 +947,7 @@ def run(
     (``graph.json``; ``graph.png`` when matplotlib is installed), generate ``n`` tasks
     with proofs (``tasks.jsonl``), verify that file from scratch, compile the
     environment (``<domain>_env/``), run every baseline in it
-    (``trajectories_<agent>.jsonl``).
+    (``trajectories_<agent>.jsonl``, with ``trajectories_<agent>.results.json``).
 
     Raises :class:`PipelineError` (after ``events.verified``) if verification fails.
 
