@@ -617,6 +617,10 @@ class Episode:
     """The model user's requests and tokens."""
 
 
+class _UserFailed(Exception):
+    """The user simulator could not open the conversation."""
+
+
 class Interrupted(Exception):
     """The run was asked to stop: the episode in flight is dropped (a resumed run does it
     again), never written half done."""
@@ -706,7 +710,12 @@ def run_episode(
         first, _ = env.reset(options={"task": env_task(task)})
         tools = env.tools
         agent.start(task)
-        opening = user.start(task) if user is not None else first
+        opening = first
+        if user is not None:
+            try:
+                opening = user.start(task)
+            except Exception as exc:
+                raise _UserFailed(f"user: {_describe(exc)}") from exc
         messages = [
             {"role": "system", "content": system_prompt(env, user)},
             {"role": "user", "content": _text(opening)},
@@ -780,6 +789,8 @@ def run_episode(
         raise
     except TaskTimeout as exc:
         error = f"time budget: {exc}"
+    except _UserFailed as exc:
+        error = str(exc)
     except Exception as exc:  # reset, start or the user's opening failed: this episode only
         error = f"episode: {_describe(exc)}"
     if not done and not broken and messages:

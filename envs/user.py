@@ -34,7 +34,7 @@ STOP = "###STOP###"
 #: The agent's words that ask for a value of a shape, beyond the field's own name.
 _SHAPE_CUES: list[tuple[re.Pattern[str], frozenset[str]]] = [
     (re.compile(r"^\d{4}-\d{2}-\d{2}$"), frozenset({"date", "day", "when"})),
-    (re.compile(r"@"), frozenset({"email", "mail", "address"})),
+    (re.compile(r"@"), frozenset({"email", "mail"})),
     (re.compile(r"^-?\d+$"), frozenset({"number", "amount", "much", "many"})),
     (re.compile(r"^[A-Z]+\d+$"), frozenset({"id", "identifier", "number"})),
 ]

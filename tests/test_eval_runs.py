@@ -396,6 +396,9 @@ def _fuzz_replies(mock_tasks: tuple[Path, list[Task]], n: int, seed: int) -> Non
         served = len(srv.requests)
     assert len(res.episodes) == len(tasks) * trials
     assert served >= n
+    # Both kinds happened: replies the loop survived as errors, and ones it carried on from.
+    assert any(e.error for e in res.episodes) and any(not e.error for e in res.episodes)
+    assert any(e.invalid_calls for e in res.episodes)
     for e in res.episodes:
         line = episode_line(e)  # every record can be written and read back
         assert json.loads(line)["task_id"] == e.task_id
@@ -646,6 +649,30 @@ def test_model_user_sees_the_instruction_never_the_goal(
     eps = [json.loads(line) for line in traj.read_text().splitlines()]
     assert all(e["user"] == "model:u" for e in eps)
     assert all(e["messages"][1]["content"] == "I need help with my account." for e in eps)
+
+
+def test_a_failing_model_user_is_an_episode_error(mock_tasks: tuple[Path, list[Task]]) -> None:
+    """The user's endpoint fails at the opening or later: "user:" errors, the run goes on."""
+    path, tasks = mock_tasks
+
+    def script(body: dict[str, Any]) -> Any:
+        if "tools" in body:
+            return "What else?"
+        if len(body["messages"]) > 2:
+            return Scripted(status=500)
+        opening_fails = body["messages"][0]["content"].find(tasks[0].instruction) >= 0
+        return Scripted(status=500) if opening_fails else "Help me please."
+
+    with StubServer(script) as srv:
+        res = pl.evaluate(
+            path, "m", base_url=srv.base_url, run=pl.EvalOptions(user="model:u", retries=0)
+        )
+    assert len(res.episodes) == len(tasks) and res.all_errored
+    assert all(e.error and e.error.startswith("user:") and "500" in e.error for e in res.episodes)
+    assert (
+        res.episodes[0].messages == []
+        and res.episodes[1].messages[1]["content"] == "Help me please."
+    )
 
 
 # ------------------------------------------------------------------ records and view
