@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -168,3 +169,67 @@ def dead_base_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1"
+
+
+def hostile_reply(rng: random.Random) -> Scripted:
+    """One hostile reply for the mock domain, drawn from ``rng``: HTTP errors, bodies that
+    are not JSON or not a completion, 6,000-digit integers and 6,000-deep nesting in the
+    body or in the arguments, names and arguments of the wrong JSON type, lone
+    surrogates, NUL and markup in the text, bad usage objects, twenty calls at once, and
+    ordinary calls that fail."""
+    name = rng.choice(["find_account", "lock_account", "respond", "nope", ""])
+    deep = rng.randint(100, 6000)
+    digits = rng.randint(10, 6000)
+    kind = rng.randrange(14)
+    if kind == 0:
+        return Scripted(status=rng.choice([400, 404, 422, 500, 503]))
+    if kind == 1:
+        return Scripted(
+            body=rng.choice([b"", b"{", b"null", b"[]", b"\xff\xfe", b'{"choices": 5}'])
+        )
+    if kind == 2:
+        return Scripted(body=b'{"choices": [{"message": {"content": ' + b"7" * digits + b"}}]}")
+    if kind == 3:
+        return Scripted(
+            body=b'{"choices": [{"message": {"content": ' + b"[" * deep + b"]" * deep + b"}}]}"
+        )
+    if kind == 4:
+        return Scripted([(name, '{"email": ' + "1" * digits + "}")])
+    if kind == 5:
+        return Scripted([(name, "[" * deep + "]" * deep)])
+    if kind == 6:
+        return Scripted([(name, rng.choice(["", "{", "null", "3", '"s"', "[1]", '{"a":']))])
+    if kind == 7:
+        return Scripted([(name, json.dumps({"email": "x" * rng.randint(0, 100_000)}))])
+    if kind == 8:
+        return Scripted(
+            message={
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": None,
+                        "function": {
+                            "name": rng.choice([["l"], {"d": 1}, 5, None, True]),
+                            "arguments": rng.choice([None, 5, [], {"k": "v"}]),
+                        },
+                    }
+                ],
+            }
+        )
+    if kind == 9:
+        return Scripted(
+            message={
+                "role": "assistant",
+                "content": rng.choice(["\ud800", "\x00", "[red]x[/]", "###STOP###", "é" * 1000]),
+            }
+        )
+    if kind == 10:
+        return Scripted(
+            usage=rng.choice([None, "many", {"prompt_tokens": -5}, {"prompt_tokens": "9"}, []]),
+            reply="ok",
+        )
+    if kind == 11:
+        return Scripted([(name, json.dumps({"answer": "x", "email": "a@b"}))] * rng.randint(1, 20))
+    if kind == 12:
+        return Scripted(message=rng.choice([None, [], 5, {"tool_calls": [None, 3, "x"]}]))
+    return Scripted([("find_account", json.dumps({"email": "nobody@example.com"}))])

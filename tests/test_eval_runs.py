@@ -33,7 +33,7 @@ from graphgen.envs.trials import episode_line, pass_hat_k
 from graphgen.envs.user import STOP, ScriptedUser
 from graphgen.tasks.model import Task
 from graphgen.tasks.taskset import generate, write_taskset
-from tests.openai_stub import Scripted, StubServer, dead_base_url
+from tests.openai_stub import Scripted, StubServer, dead_base_url, hostile_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -311,67 +311,6 @@ def test_name_that_is_a_list_and_other_shapes_survive(mock_tasks: tuple[Path, li
     assert res.episodes[1].messages[2]["content"] == '{"nested": [1, 2]}'
 
 
-def _hostile_reply(rng: Any) -> Scripted:
-    """One hostile reply, drawn from a seeded generator: broken HTTP, broken JSON,
-    wrong shapes, huge or deep values, and odd but valid calls."""
-    name = rng.choice(["find_account", "lock_account", "respond", "nope", ""])
-    deep = rng.randint(100, 6000)
-    digits = rng.randint(10, 6000)
-    kind = rng.randrange(14)
-    if kind == 0:
-        return Scripted(status=rng.choice([400, 404, 422, 500, 503]))
-    if kind == 1:
-        return Scripted(
-            body=rng.choice([b"", b"{", b"null", b"[]", b"\xff\xfe", b'{"choices": 5}'])
-        )
-    if kind == 2:
-        return Scripted(body=b'{"choices": [{"message": {"content": ' + b"7" * digits + b"}}]}")
-    if kind == 3:
-        return Scripted(
-            body=b'{"choices": [{"message": {"content": ' + b"[" * deep + b"]" * deep + b"}}]}"
-        )
-    if kind == 4:
-        return Scripted([(name, '{"email": ' + "1" * digits + "}")])
-    if kind == 5:
-        return Scripted([(name, "[" * deep + "]" * deep)])
-    if kind == 6:
-        return Scripted([(name, rng.choice(["", "{", "null", "3", '"s"', "[1]", '{"a":']))])
-    if kind == 7:
-        return Scripted([(name, json.dumps({"email": "x" * rng.randint(0, 100_000)}))])
-    if kind == 8:
-        return Scripted(
-            message={
-                "role": "assistant",
-                "tool_calls": [
-                    {
-                        "id": None,
-                        "function": {
-                            "name": rng.choice([["l"], {"d": 1}, 5, None, True]),
-                            "arguments": rng.choice([None, 5, [], {"k": "v"}]),
-                        },
-                    }
-                ],
-            }
-        )
-    if kind == 9:
-        return Scripted(
-            message={
-                "role": "assistant",
-                "content": rng.choice(["\ud800", "\x00", "[red]x[/]", "###STOP###", "é" * 1000]),
-            }
-        )
-    if kind == 10:
-        return Scripted(
-            usage=rng.choice([None, "many", {"prompt_tokens": -5}, {"prompt_tokens": "9"}, []]),
-            reply="ok",
-        )
-    if kind == 11:
-        return Scripted([(name, json.dumps({"answer": "x", "email": "a@b"}))] * rng.randint(1, 20))
-    if kind == 12:
-        return Scripted(message=rng.choice([None, [], 5, {"tool_calls": [None, 3, "x"]}]))
-    return Scripted([("find_account", json.dumps({"email": "nobody@example.com"}))])
-
-
 def _fuzz_replies(mock_tasks: tuple[Path, list[Task]], n: int, seed: int) -> None:
     import random
 
@@ -381,7 +320,7 @@ def _fuzz_replies(mock_tasks: tuple[Path, list[Task]], n: int, seed: int) -> Non
 
     def script(body: dict[str, Any]) -> Any:
         with lock:
-            return _hostile_reply(rng)
+            return hostile_reply(rng)
 
     steps = 4
     trials = max(1, n // len(tasks))  # every episode makes at least one request
