@@ -30,9 +30,14 @@ from types import FrameType
 from typing import Any
 
 from graphgen.envs.agent import Episode
+from graphgen.errors import GraphgenError
 
 Slot = tuple[str, int]
 """One episode to run: (task id, trial)."""
+
+
+class TrajectoryError(GraphgenError, ValueError):
+    """A trajectories file cannot be resumed (another agent's run)."""
 
 
 def pass_hat_k(outcomes: Mapping[str, Sequence[bool]], k: int) -> float:
@@ -124,7 +129,7 @@ class TrajectoryLog:
             wanted = set(slots)
             others = {e.agent for e in episodes if e.agent != agent}
             if others:
-                raise ValueError(
+                raise TrajectoryError(
                     f"{path} holds episodes of {', '.join(sorted(others))}, not {agent}: "
                     "resume a run with the agent that made it"
                 )

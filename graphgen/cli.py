@@ -636,8 +636,6 @@ def eval_cmd(
                 run=run,
                 stop=stop,
             )
-    except ValueError as exc:  # a trajectories file of another run
-        raise _fail(str(exc)) from None
     finally:
         p.bar.close()
     if as_json:

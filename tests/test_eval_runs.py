@@ -422,6 +422,10 @@ def test_resume_drops_a_cut_line_and_refuses_another_agent(
     assert any("unreadable" in n for n in res.notes)
     with pytest.raises(ValueError, match="oracle, not noop"):
         pl.evaluate(path, "noop", trajectories=traj, run=pl.EvalOptions(resume=True))
+    out = runner.invoke(
+        cli.app, ["eval", str(path), "--model", "noop", "--resume", "--trajectories", str(traj)]
+    )
+    assert out.exit_code == 1 and "resume a run with the agent that made it" in out.output
     assert traj.read_bytes() == whole  # refused before anything was written
 
 
