@@ -25,18 +25,24 @@ import itertools
 import json
 import random
 import re
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from graphgen.domain import Domain, ParamDef, domain_enum_members
 from graphgen.envs.schemas import FINISH_NAME
+from graphgen.envs.user import STOP, ModelUser, User
 from graphgen.grading import expected_final
-from graphgen.llm import openai_client
+from graphgen.llm import Usage, openai_client
 from graphgen.state import State
 from graphgen.tasks.dryrun import permitted_orders
 from graphgen.tasks.model import Task
 from graphgen.types import BOOL, DATE, INT, EnumT, RefT
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 SYSTEM_SUFFIX = (
     f"\n\nUse the tools to help the user. When you are done, call `{FINISH_NAME}` with your "
@@ -102,41 +108,115 @@ def env_task(task: Task) -> dict[str, Any]:
 
 
 class OpenAIAgent:
-    """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+    """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Give a ready ``client`` to share one connection pool between episodes run at once
+    (one agent per episode: agents hold the episode's state), or ``base_url`` and
+    ``api_key`` to make one. ``extra_body`` is merged into every request body (e.g.
+    ``{"top_k": 20}`` or a reasoning switch a server understands). ``usage`` counts the
+    requests and the tokens each response reports. With a ``deadline`` (a
+    :func:`time.monotonic` instant, set by :func:`run_episode`) each request gets at most
+    the time left, shared among its retries.
+    """
 
     def __init__(
         self,
         model: str,
-        base_url: str,
-        api_key: str,
+        base_url: str | None = None,
+        api_key: str = "EMPTY",
         temperature: float = 0.0,
         timeout: float = 120.0,
         max_retries: int = 2,
+        *,
+        client: OpenAI | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.name = model
         self.model = model
         self.temperature = temperature
-        self.client = openai_client(
-            base_url, api_key, timeout=timeout, max_retries=max_retries, feature="OpenAIAgent"
-        )
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.extra_body = extra_body
+        self.usage = Usage()
+        self.deadline: float | None = None
+        if client is None:
+            if base_url is None:
+                raise ValueError(f"OpenAIAgent({model!r}) needs a client or a base_url")
+            client = openai_client(
+                base_url, api_key, timeout=timeout, max_retries=max_retries, feature="OpenAIAgent"
+            )
+        self.client = client
 
     def start(self, task: Task) -> None:
         return None
 
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        timeout = self.timeout
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TaskTimeout("the task's time budget ran out before the request")
+            timeout = min(timeout, left / (self.max_retries + 1))
         resp = self.client.chat.completions.create(
             model=self.model,
             messages=messages,  # type: ignore[arg-type]
             tools=tools,  # type: ignore[arg-type]
             temperature=self.temperature,
+            extra_body=self.extra_body,
+            timeout=timeout,
         )
-        msg = resp.choices[0].message
-        calls = []
-        for c in msg.tool_calls or []:
-            fn = getattr(c, "function", None)  # custom (non-function) tool calls are skipped
-            if fn is not None:
-                calls.append(ToolCall(c.id, fn.name, fn.arguments or ""))
-        return Reply(calls, msg.content)
+        self.usage.add_response(resp)
+        return reply_from_message(resp.choices[0].message)
+
+
+class TaskTimeout(Exception):
+    """An episode ran out of its time budget."""
+
+
+def _field(obj: Any, name: str) -> Any:
+    """A field of a client object or of a plain mapping (the client keeps fields it
+    could not validate as plain JSON, so a hostile reply may hold either)."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _text(value: Any) -> str:
+    """Model output as text fit to send back and to write: strings as they are (lone
+    surrogates replaced), anything else as its JSON text (or its type name when even
+    that fails, e.g. a 5,000-digit integer)."""
+    text: str
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            text = f"<{type(value).__name__}>"
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def reply_from_message(message: Any) -> Reply:
+    """The :class:`Reply` in a chat-completion message, whatever its shape: a field of the
+    wrong type becomes text (a name that is a list is the list's JSON, which no tool
+    has), a call without a ``function`` (a custom tool call) is skipped."""
+    calls = []
+    raw_calls = _field(message, "tool_calls")
+    for i, c in enumerate(raw_calls if isinstance(raw_calls, list) else []):
+        fn = _field(c, "function")
+        if fn is None:
+            continue
+        raw_id = _field(c, "id")
+        args = _field(fn, "arguments")
+        calls.append(
+            ToolCall(
+                _text(raw_id) if raw_id is not None else f"call_{i}",
+                _text(_field(fn, "name") or ""),
+                "" if args is None else _text(args),
+            )
+        )
+    content = _field(message, "content")
+    return Reply(calls, None if content is None else _text(content))
 
 
 def _answer_text(task: Task) -> str:
@@ -151,7 +231,8 @@ def _answer_text(task: Task) -> str:
 
 
 class OracleAgent:
-    """Follows the task's reference chain, then answers with the goal's values."""
+    """Follows the task's reference chain, then answers with the goal's values in a plain
+    assistant message."""
 
     name = "oracle"
 
@@ -168,7 +249,9 @@ class OracleAgent:
     def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         if self.plan:
             return Reply([self.plan.pop(0)])
-        return Reply([ToolCall("oracle_end", FINISH_NAME, json.dumps({"answer": self.final}))])
+        # A plain assistant message, not a finishing call: the trajectory is then a
+        # conversation a model can be fine-tuned on as it is.
+        return Reply(text=self.final)
 
 
 class NoopAgent:
@@ -189,15 +272,18 @@ class RandomAgent:
 
     name = "random"
 
-    def __init__(self, seed: int = 0, calls: int = 6) -> None:
+    def __init__(self, seed: int = 0, calls: int = 6, trial: int = 0) -> None:
         self.seed = seed
         self.calls = calls
+        self.trial = trial
         self.rng = random.Random(seed)
         self.words: list[str] = []
         self.left = 0
 
     def start(self, task: Task) -> None:
-        self.rng = random.Random(f"{self.seed}:{task.id}")
+        # Trial 0 keeps the seed string it always had, so earlier numbers still hold.
+        trial = f":{self.trial}" if self.trial else ""
+        self.rng = random.Random(f"{self.seed}:{task.id}{trial}")
         self.words = [w.strip(".,;:!?()") for w in task.instruction.split()] or ["x"]
         self.left = self.calls
 
@@ -516,83 +602,224 @@ class Episode:
     grade: dict[str, Any]
     messages: list[dict[str, Any]]
     error: str | None = None
+    """Why the episode stopped early: the model, the user simulator or the environment
+    raised, or the time budget ran out (the episode is still graded; it counts as an
+    errored episode in the results)."""
     orders: list[dict[str, Any]] = field(default_factory=list)
     """``greedy`` only: one entry per write order tried (``order``, ``success``,
     ``failed`` grade checks); ``orders_capped`` says more orders existed."""
     orders_capped: bool = False
+    trial: int = 0
+    """Which of the task's trials this is (0-based)."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """The tool schemas the agent was offered: with ``messages``, a record a model can
+    be fine-tuned on as it is."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """The agent's requests and tokens (model agents only)."""
+    user: str | None = None
+    """The user simulator, when the episode had one."""
+    user_usage: dict[str, int] = field(default_factory=dict)
+    """The model user's requests and tokens."""
 
 
-def run_episode(env: EnvLike, task: Task, agent: Agent, max_steps: int = 30) -> Episode:
-    """Run one task to the end; every failure of the model call is recorded, not raised."""
-    first, _ = env.reset(options={"task": env_task(task)})
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": env.policy + SYSTEM_SUFFIX},
-        {"role": "user", "content": first},
+class _UserFailed(Exception):
+    """The user simulator could not open the conversation."""
+
+
+class Interrupted(Exception):
+    """The run was asked to stop: the episode in flight is dropped (a resumed run does it
+    again), never written half done."""
+
+
+def _describe(exc: BaseException) -> str:
+    """An exception as one bounded line (a message may quote a huge model reply)."""
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:  # str() of an exception can fail too (e.g. a huge int inside)
+        text = type(exc).__name__
+    return _text(text if len(text) <= 500 else text[:500] + " ...")
+
+
+def system_prompt(env: EnvLike, user: User | None) -> str:
+    """The policy and how to answer: to the user in a message when one is simulated,
+    else through the finishing tool."""
+    if user is None:
+        return env.policy + SYSTEM_SUFFIX
+    return env.policy + USER_SUFFIX
+
+
+USER_SUFFIX = (
+    "\n\nUse the tools to help the user. Talk to the user in plain messages: ask for any "
+    "detail you need, and give your final answer (any values they asked for, or the reason "
+    f"you cannot help) in a message. You may also call `{FINISH_NAME}` with the final "
+    "answer to end the conversation."
+)
+
+
+def _conversation(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """What a user sees: the plain-text user and assistant messages."""
+    return [
+        {"role": m["role"], "content": str(m.get("content") or "")}
+        for m in messages[1:]
+        if m["role"] in ("user", "assistant") and not m.get("tool_calls")
     ]
-    agent.start(task)
+
+
+def run_episode(
+    env: EnvLike,
+    task: Task,
+    agent: Agent,
+    max_steps: int = 30,
+    *,
+    user: User | None = None,
+    trial: int = 0,
+    deadline: float | None = None,
+    stop: threading.Event | None = None,
+) -> Episode:
+    """Run one task to the end, and grade it.
+
+    Nothing an agent, a model, a user simulator or the environment raises ends the run:
+    the exception is recorded in ``Episode.error``, the episode ends there and is graded
+    as it stands (a failure when the environment itself broke). Malformed calls are the
+    environment's to answer with an ``Error:`` observation, and the episode goes on.
+
+    Without ``user`` the instruction is the only user message and the agent's first
+    plain-text reply is its final answer. With one, plain-text replies go to the user
+    until it says :data:`~graphgen.envs.user.STOP`; the answer graded is everything the
+    agent said to the user. ``deadline`` (a :func:`time.monotonic` instant) is the
+    episode's time budget; when ``stop`` is set the episode raises :class:`Interrupted`
+    at its next turn.
+    """
+    messages: list[dict[str, Any]] = []
+    tools: list[dict[str, Any]] = []
+    said: list[str] = []
     calls = invalid = turns = 0
-    done = False  # terminated or truncated
     reward = 0.0
     info: dict[str, Any] = {}
     error: str | None = None
-    while not done and turns < max_steps:
-        turns += 1
+    done = False  # terminated or truncated
+    broken = False  # the environment raised: its state is not to be trusted
+
+    def finish(answer: str) -> None:
+        nonlocal reward, info, done, error, broken
         try:
-            reply = agent.act(messages, env.tools)
-        except Exception as exc:  # a model or API failure ends this episode only
-            error = f"{type(exc).__name__}: {exc}"
-            break
-        if not reply.tool_calls:
-            # A plain text reply is the final answer to the user.
-            messages.append({"role": "assistant", "content": reply.text or ""})
-            _, reward, terminated, truncated, info = env.step(
-                {"name": FINISH_NAME, "arguments": {"answer": reply.text or ""}}
-            )
-            done = terminated or truncated
-            break
-        messages.append(
-            {
-                "role": "assistant",
-                "content": reply.text,
-                "tool_calls": [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                    for c in reply.tool_calls
-                ],
-            }
-        )
-        for c in reply.tool_calls:
-            obs, reward, terminated, truncated, info = env.step(
-                {"name": c.name, "arguments": c.arguments}
-            )
-            done = terminated or truncated
-            if c.name != FINISH_NAME:
-                calls += 1
-                if info.get("error"):
-                    invalid += 1
-            messages.append({"role": "tool", "tool_call_id": c.id, "content": obs})
-            if done:
+            _, reward, _, _, info = env.step({"name": FINISH_NAME, "arguments": {"answer": answer}})
+        except Exception as exc:
+            error = error or f"environment: {_describe(exc)}"
+            broken = True
+        done = True
+
+    if isinstance(agent, OpenAIAgent):
+        agent.deadline = deadline
+    try:
+        first, _ = env.reset(options={"task": env_task(task)})
+        tools = env.tools
+        agent.start(task)
+        opening = first
+        if user is not None:
+            try:
+                opening = user.start(task)
+            except Exception as exc:
+                raise _UserFailed(f"user: {_describe(exc)}") from exc
+        messages = [
+            {"role": "system", "content": system_prompt(env, user)},
+            {"role": "user", "content": _text(opening)},
+        ]
+        while not done and turns < max_steps:
+            if stop is not None and stop.is_set():
+                raise Interrupted
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TaskTimeout("the task's time budget ran out")
+            turns += 1
+            try:
+                reply = agent.act(messages, tools)
+            except (Interrupted, TaskTimeout):
+                raise
+            except Exception as exc:  # a model or API failure ends this episode only
+                error = f"model: {_describe(exc)}"
                 break
-    if not done:
-        # Out of turns (or the model failed): close the episode so it is graded.
-        _, reward, _, _, info = env.step({"name": FINISH_NAME, "arguments": {"answer": ""}})
-    grade = info.get("grade", {})
+            if not reply.tool_calls:
+                text = reply.text or ""
+                messages.append({"role": "assistant", "content": text})
+                said.append(text)
+                if user is None:
+                    finish(text)  # a plain text reply is the final answer to the user
+                    break
+                try:
+                    answer = _text(user.reply(_conversation(messages)))
+                except Exception as exc:
+                    error = f"user: {_describe(exc)}"
+                    break
+                if STOP in answer:
+                    finish("\n".join(said))
+                    break
+                messages.append({"role": "user", "content": answer})
+                continue
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": reply.text,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in reply.tool_calls
+                    ],
+                }
+            )
+            for c in reply.tool_calls:
+                try:
+                    obs, reward, terminated, truncated, info = env.step(
+                        {"name": c.name, "arguments": c.arguments}
+                    )
+                except Exception as exc:
+                    broken = done = True
+                    error = f"environment: {_describe(exc)}"
+                    # Answer the call anyway, so the record stays a well-formed chat.
+                    messages.append(
+                        {"role": "tool", "tool_call_id": c.id, "content": f"Error: {error}"}
+                    )
+                    break
+                done = terminated or truncated
+                if c.name != FINISH_NAME:
+                    calls += 1
+                    if info.get("error"):
+                        invalid += 1
+                messages.append({"role": "tool", "tool_call_id": c.id, "content": obs})
+                if done:
+                    break
+    except Interrupted:
+        raise
+    except TaskTimeout as exc:
+        error = f"time budget: {exc}"
+    except _UserFailed as exc:
+        error = str(exc)
+    except Exception as exc:  # reset, start or the user's opening failed: this episode only
+        error = f"episode: {_describe(exc)}"
+    if not done and not broken and messages:
+        # Out of turns (or stopped early): close the episode so it is graded.
+        finish("\n".join(said) if user is not None else "")
+    grade = info.get("grade", {}) if not broken else {}
     return Episode(
         task.id,
         task.domain,
         task.kind,
         agent.name,
-        reward >= 1.0,
-        reward,
+        reward >= 1.0 and not broken,
+        reward if not broken else 0.0,
         calls,
         invalid,
         turns,
         grade,
         messages,
         error,
+        trial=trial,
+        tools=tools,
+        usage=agent.usage.as_dict() if isinstance(agent, OpenAIAgent) else {},
+        user=user.name if user is not None else None,
+        user_usage=user.usage.as_dict() if isinstance(user, ModelUser) else {},
     )
 
 

@@ -7,7 +7,10 @@ progress bars.
 
 from __future__ import annotations
 
+import json
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,10 +28,11 @@ from graphgen import pipeline as pl
 from graphgen.analysis import Report
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
-from graphgen.envs.agent import GREEDY_MAX_ORDERS
+from graphgen.envs.agent import GREEDY_MAX_ORDERS, Episode
 from graphgen.envs.play import Outcome, render_grade
+from graphgen.envs.trials import stop_on_signals
 from graphgen.errors import DomainError, GraphgenError
-from graphgen.pipeline import DEFAULTS, Evaluation, Options, Verification
+from graphgen.pipeline import DEFAULTS, EVAL_DEFAULTS, Evaluation, Options, Verification
 from graphgen.tasks.taskset import GenResult, TaskSetError, read_taskset
 
 app = typer.Typer(
@@ -204,7 +208,9 @@ class _Printer(pl.RunEvents):
         self.bar.close()
         for note in result.notes:
             err.print(f"[yellow]warning:[/yellow] {escape(note)}", highlight=False)
-        table = Table(title=f"{result.agent}: {len(result.episodes)} tasks")
+        trials = f" x {result.trials} trials" if result.trials > 1 else ""
+        tasks = len({e.task_id for e in result.episodes})
+        table = Table(title=f"{escape(result.agent)}: {tasks} tasks{trials}")
         for col in ("domain", "kind", "tasks", "success", "mean calls", "invalid calls", "errors"):
             table.add_column(col, justify="right" if col not in ("domain", "kind") else "left")
         for r in result.summary():
@@ -218,7 +224,26 @@ class _Printer(pl.RunEvents):
                 str(r["errors"]),
             )
         out.print(table)
+        if result.trials > 1:
+            passes = "  ".join(f"pass^{k} {v:.3f}" for k, v in result.pass_hat_k().items())
+            out.print(passes, highlight=False)
+        _usage_report(result)
         _greedy_report(result)
+
+
+def _usage_report(result: Evaluation) -> None:
+    """Requests and tokens (and their cost when priced), for the agent and a model user."""
+    cost = result.cost() or {}
+    for side, u in result.usage().items():
+        if not u["requests"]:
+            continue
+        line = (
+            f"{side}: {u['requests']} requests, {u['prompt_tokens']} prompt + "
+            f"{u['completion_tokens']} completion tokens"
+        )
+        if side in cost:
+            line += f", cost {cost[side]:.4f}"
+        out.print(line, highlight=False)
 
 
 def _greedy_report(result: Evaluation) -> None:
@@ -494,21 +519,110 @@ def eval_cmd(
     api_key_env: Annotated[
         str, typer.Option(help="Environment variable with the API key.")
     ] = pl.API_KEY_ENV,
-    max_steps: Annotated[int, typer.Option(help="Most model turns per task.")] = DEFAULTS.max_steps,
+    max_steps: Annotated[
+        int, typer.Option(min=1, help="Most model turns per task.")
+    ] = DEFAULTS.max_steps,
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    limit: Annotated[int | None, typer.Option(min=0, help="Only the first N tasks.")] = None,
     trajectories: Annotated[
-        Path | None, typer.Option(help="Write trajectories JSONL here.")
+        Path | None,
+        typer.Option(
+            help="Write each finished episode here as one JSON line (the results go next "
+            "to it, NAME.results.json)."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random baseline.")] = DEFAULTS.seed,
+    trials: Annotated[
+        int, typer.Option(min=1, help="Episodes per task; reports pass^1..pass^TRIALS.")
+    ] = EVAL_DEFAULTS.trials,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Episodes run at once.")
+    ] = EVAL_DEFAULTS.concurrency,
+    temperature: Annotated[
+        float, typer.Option(min=0.0, help="Sampling temperature.")
+    ] = EVAL_DEFAULTS.temperature,
+    extra_body: Annotated[
+        str | None,
+        typer.Option(metavar="JSON", help="A JSON object merged into every request body."),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option(min=0.001, help="Seconds one request may take.")
+    ] = EVAL_DEFAULTS.timeout,
+    retries: Annotated[
+        int, typer.Option(min=0, help="Retries of a failed request.")
+    ] = EVAL_DEFAULTS.retries,
+    task_timeout: Annotated[
+        float | None,
+        typer.Option(min=0.001, help="Seconds one episode may take (then it is graded as is)."),
+    ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            help="Simulate the user: 'scripted' reveals the instruction's identifying "
+            "details when asked (multi-turn episodes)."
+        ),
+    ] = None,
+    user_model: Annotated[
+        str | None,
+        typer.Option(help="Simulate the user with this model at --base-url instead."),
+    ] = None,
+    price_in: Annotated[
+        float | None, typer.Option(min=0.0, help="Price per million prompt tokens.")
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option(min=0.0, help="Price per million completion tokens.")
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(help="Keep the finished episodes in --trajectories; run only the rest."),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the results as JSON on stdout.")
+    ] = False,
 ) -> None:
-    """Run a model (or a baseline) on a task set in the compiled environment; report."""
+    """Run a model (or a baseline) on a task set in the compiled environment; report.
+
+    SIGINT or SIGTERM stops the run cleanly: no new episode starts, the finished ones are
+    in --trajectories, and --resume carries on. Exits 1 when every episode failed with an
+    error (e.g. the server is unreachable).
+    """
     if model not in pl.BASELINES and not base_url:
         raise _fail("--base-url is required for a model", 2)
+    if resume and trajectories is None:
+        raise _fail("--resume needs --trajectories (the file to resume from)", 2)
+    if user is not None and user_model is not None:
+        raise _fail("give --user or --user-model, not both", 2)
+    if user is not None and user != "scripted":
+        raise _fail(f"--user is 'scripted' (or use --user-model), not {user!r}", 2)
+    if user_model is not None and not base_url:
+        raise _fail("--user-model needs --base-url", 2)
+    body: dict[str, Any] | None = None
+    if extra_body is not None:
+        try:
+            body = json.loads(extra_body)
+        except ValueError as exc:
+            raise _fail(f"--extra-body is not valid JSON: {exc}", 2) from None
+        if not isinstance(body, dict):
+            raise _fail("--extra-body must be a JSON object ({...})", 2)
+    with _errors_exit():
+        run = pl.EvalOptions(
+            trials=trials,
+            concurrency=concurrency,
+            temperature=temperature,
+            extra_body=body,
+            timeout=timeout,
+            retries=retries,
+            task_timeout=task_timeout,
+            user=f"model:{user_model}" if user_model else user,
+            price_in=price_in,
+            price_out=price_out,
+            resume=resume,
+        )
     d = _load(domain) if domain is not None else None
     p = _Printer(tasks_name=tasks_file.name)
+    stop = threading.Event()
     try:
-        with _errors_exit():
+        with _errors_exit(), stop_on_signals(stop) as signals:
             res = pl.evaluate(
                 tasks_file,
                 model,
@@ -519,10 +633,93 @@ def eval_cmd(
                 limit=limit,
                 trajectories=trajectories,
                 progress=lambda done, total: p.evaluating(model, done, total),
+                run=run,
+                stop=stop,
             )
     finally:
         p.bar.close()
-    p.evaluated(res)
+    if as_json:
+        sys.stdout.write(json.dumps(res.results(), indent=2, sort_keys=True) + "\n")
+    else:
+        p.evaluated(res)
+    if res.interrupted:
+        where = f"; rerun with --resume --trajectories {trajectories}" if trajectories else ""
+        err.print(
+            escape(f"interrupted: {len(res.episodes)} of {res.planned} episodes done{where}"),
+            highlight=False,
+        )
+        raise typer.Exit(128 + (signals[0] if signals else signal.SIGINT))
+    if res.all_errored:
+        first = res.episodes[0].error or ""
+        raise _fail(f"every episode failed with an error (the first: {first})")
+
+
+@app.command()
+def view(
+    file: Annotated[Path, typer.Argument(help="Trajectories JSONL file (from eval).")],
+    task: Annotated[
+        str | None, typer.Option("--task", "-t", help="Show this task's episodes in full.")
+    ] = None,
+    trial: Annotated[int | None, typer.Option(min=0, help="Only this trial.")] = None,
+) -> None:
+    """Print the episodes of a trajectories file: a list, or one task's conversation."""
+    with _errors_exit():
+        episodes, bad = pl.read_trajectories(file)
+    if bad:
+        err.print(f"[yellow]warning:[/yellow] {bad} unreadable line(s) skipped", highlight=False)
+    if task is None:
+        t = Table(title=escape(f"{file.name}: {len(episodes)} episodes"))
+        for col in ("task", "trial", "agent", "success", "calls", "turns", "error"):
+            t.add_column(col)
+        for e in episodes:
+            t.add_row(
+                escape(e.task_id),
+                str(e.trial),
+                escape(e.agent),
+                "yes" if e.success else "no",
+                str(e.calls),
+                str(e.steps),
+                escape(e.error or ""),
+            )
+        out.print(t)
+        return
+    chosen = [e for e in episodes if e.task_id == task and (trial is None or e.trial == trial)]
+    if not chosen:
+        raise _fail(f"no episode of task {task!r} in {file}")
+    for e in chosen:
+        _episode_view(e)
+
+
+def _episode_view(e: Episode) -> None:
+    """One episode as a conversation: every text escaped, tool calls as name(arguments)."""
+    verdict = "[green]success[/green]" if e.success else "[red]failure[/red]"
+    head = (
+        f"{escape(e.task_id)} trial {e.trial} | {escape(e.agent)} | {verdict} | "
+        f"{e.calls} calls, {e.invalid_calls} invalid, {e.steps} turns"
+    )
+    if e.user:
+        head += f" | user {escape(e.user)}"
+    out.print(Panel(head, expand=False))
+    if e.error:
+        out.print(f"[red]error:[/red] {escape(e.error)}", highlight=False)
+    colours = {"system": "dim", "user": "cyan", "assistant": "green", "tool": "yellow"}
+    for m in e.messages:
+        role = str(m.get("role", "?"))
+        style = colours.get(role, "white")
+        text = m.get("content")
+        if role == "system":
+            text = (str(text or "").splitlines() or [""])[0] + " ..."
+        if text:
+            out.print(f"[{style}]{escape(role)}:[/{style}] {escape(str(text))}", highlight=False)
+        for c in m.get("tool_calls") or []:
+            fn = c.get("function", {}) if isinstance(c, dict) else {}
+            call = f"{fn.get('name', '?')}({fn.get('arguments', '')})"
+            out.print(f"[{style}]{escape(role)} calls:[/{style}] {escape(call)}", highlight=False)
+    failed = [i for i in e.grade.get("items", []) if not i.get("ok")]
+    for item in failed:
+        detail = f"{item.get('check', '')}: {item.get('detail', '')}"
+        out.print(f"[red]failed check:[/red] {escape(detail)}", highlight=False)
+    out.print()
 
 
 @app.command()

@@ -26,16 +26,18 @@ progress bar.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import json
+import math
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 from pydantic import ValidationError
@@ -50,6 +52,7 @@ from graphgen.envs.agent import (
     EnvLike,
     Episode,
     HedgerAgent,
+    Interrupted,
     NoopAgent,
     OpenAIAgent,
     OracleAgent,
@@ -61,11 +64,21 @@ from graphgen.envs.agent import (
 from graphgen.envs.codegen import write_package
 from graphgen.envs.load import load_env_module
 from graphgen.envs.play import Outcome, Play, PlayError, Session
+from graphgen.envs.trials import (
+    Slot,
+    TrajectoryLog,
+    outcomes_by_task,
+    pass_hat_k,
+    read_episodes,
+    run_slots,
+    write_atomic,
+)
+from graphgen.envs.user import ModelUser, ScriptedUser, User
 from graphgen.errors import GraphgenError
 from graphgen.export import to_dot, to_json, to_png
 from graphgen.extras import MissingExtraError, require
 from graphgen.graph import build_graph
-from graphgen.llm import API_KEY_ENV, api_key
+from graphgen.llm import API_KEY_ENV, Usage, api_key, openai_client
 from graphgen.load import load_domain
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Task
@@ -76,11 +89,16 @@ from graphgen.verify.certify import proof_check, recheck
 from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS
 from graphgen.verify.satcheck import unsatisfiable_writes
 
+if TYPE_CHECKING:
+    from openai import OpenAI
+
 __all__ = [
     "API_KEY_ENV",
     "BASELINES",
     "DEFAULTS",
+    "EVAL_DEFAULTS",
     "GRAPH_FORMATS",
+    "EvalOptions",
     "Evaluation",
     "Options",
     "PipelineError",
@@ -98,6 +116,7 @@ __all__ = [
     "play_answer",
     "play_call",
     "play_start",
+    "read_trajectories",
     "run",
     "verify_tasks",
 ]
@@ -411,13 +430,93 @@ def make_env(domain: DomainRef, max_steps: int | None = None) -> EnvLike:
 
 
 @dataclass(frozen=True)
+class EvalOptions:
+    """How :func:`evaluate` runs episodes, with the one default of each knob.
+
+    >>> EvalOptions().trials, EvalOptions(trials=4).trials
+    (1, 4)
+    """
+
+    trials: int = 1
+    """Episodes per task; pass^1..pass^trials are reported."""
+    concurrency: int = 1
+    """Episodes run at once (threads; each has its own environment)."""
+    temperature: float = 0.0
+    """Sampling temperature of the model (and of a model user)."""
+    extra_body: dict[str, Any] | None = None
+    """Merged into every request body (server-specific parameters)."""
+    timeout: float = 120.0
+    """Seconds one request may take before it is retried or fails."""
+    retries: int = 2
+    """Retries of a failed request (connection errors, 408/409/429/5xx)."""
+    task_timeout: float | None = None
+    """Seconds one episode may take; then it ends with an error and is graded as is."""
+    user: str | None = None
+    """A user simulator: ``"scripted"``, or ``"model:NAME"`` for a chat model at the same
+    endpoint; None: the instruction is the only user message."""
+    price_in: float | None = None
+    """Price per million prompt tokens, for the cost in the results."""
+    price_out: float | None = None
+    """Price per million completion tokens."""
+    resume: bool = False
+    """Keep the finished episodes already in the trajectories file and run only the rest."""
+
+    def __post_init__(self) -> None:
+        for name in ("trials", "concurrency"):
+            if getattr(self, name) < 1:
+                raise PipelineError(
+                    f"EvalOptions.{name} must be at least 1, not {getattr(self, name)}"
+                )
+        if self.retries < 0:
+            raise PipelineError(f"EvalOptions.retries must be at least 0, not {self.retries}")
+        for name in ("timeout", "task_timeout"):
+            value = getattr(self, name)
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise PipelineError(f"EvalOptions.{name} must be a positive number, not {value}")
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise PipelineError(f"EvalOptions.temperature must be >= 0, not {self.temperature}")
+        for name in ("price_in", "price_out"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise PipelineError(f"EvalOptions.{name} must be >= 0, not {value}")
+        if self.user is not None and self.user != "scripted" and not self.user.startswith("model:"):
+            raise PipelineError(
+                f"EvalOptions.user is 'scripted' or 'model:NAME', not {self.user!r}"
+            )
+
+    def settings(self) -> dict[str, Any]:
+        """What changes the outcome of episodes (recorded in the results)."""
+        return {
+            "trials": self.trials,
+            "temperature": self.temperature,
+            "extra_body": self.extra_body,
+            "user": self.user,
+            "task_timeout": self.task_timeout,
+        }
+
+
+EVAL_DEFAULTS = EvalOptions()
+
+
+@dataclass(frozen=True)
 class Evaluation:
-    """One agent's episodes on a task set."""
+    """One agent's episodes on a task set (``trials`` per task, in task order)."""
 
     agent: str
     episodes: list[Episode]
     notes: list[str] = field(default_factory=list)
     """Warnings worth showing, e.g. the domain changed since the task set was made."""
+    trials: int = 1
+    domain: str = ""
+    tasks_file: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    prices: tuple[float, float] | None = None
+    """Price per million prompt and completion tokens, when given."""
+    interrupted: bool = False
+    """The run was stopped before every episode ran (resume it to finish)."""
+    planned: int = 0
+    """Episodes the run was to make (tasks x trials)."""
+    results_file: Path | None = None
 
     def summary(self) -> list[dict[str, Any]]:
         """Per (domain, kind) and overall: success, mean calls, invalid-call rate, errors."""
@@ -428,9 +527,67 @@ class Evaluation:
         """Share of episodes solved (0.0 when there are none)."""
         return sum(e.success for e in self.episodes) / len(self.episodes) if self.episodes else 0.0
 
+    @property
+    def errors(self) -> int:
+        """Episodes that ended in an error (of the model, the user or the environment)."""
+        return sum(1 for e in self.episodes if e.error)
+
+    @property
+    def all_errored(self) -> bool:
+        """Every episode ended in an error (e.g. the server is down)."""
+        return bool(self.episodes) and self.errors == len(self.episodes)
+
+    def pass_hat_k(self) -> dict[int, float]:
+        """pass^k for k = 1..trials (τ²-bench's definition, see
+        :func:`~graphgen.envs.trials.pass_hat_k`)."""
+        runs = outcomes_by_task(self.episodes)
+        return {k: pass_hat_k(runs, k) for k in range(1, self.trials + 1)}
+
+    def usage(self) -> dict[str, dict[str, int]]:
+        """Requests and tokens of the agent and of the model user, summed."""
+        agent, user = Usage(), Usage()
+        for e in self.episodes:
+            agent.add(e.usage)
+            user.add(e.user_usage)
+        return {"agent": agent.as_dict(), "user": user.as_dict()}
+
+    def cost(self) -> dict[str, float] | None:
+        """The tokens' cost at ``prices`` (None without prices)."""
+        if self.prices is None:
+            return None
+        totals = {side: Usage(**u) for side, u in self.usage().items()}
+        return {side: u.cost(*self.prices) for side, u in totals.items()}
+
+    def results(self) -> dict[str, Any]:
+        """The run's results as JSON data (what ``--json`` prints and the results file
+        holds): counts, success, pass^k, the summary rows, usage and cost, settings."""
+        return {
+            "agent": self.agent,
+            "domain": self.domain,
+            "tasks_file": self.tasks_file,
+            "tasks": len({e.task_id for e in self.episodes}),
+            "trials": self.trials,
+            "episodes": len(self.episodes),
+            "errors": self.errors,
+            "success_rate": self.success_rate,
+            "pass_hat_k": {str(k): v for k, v in self.pass_hat_k().items()},
+            "summary": self.summary(),
+            "usage": self.usage(),
+            "prices_per_million": list(self.prices) if self.prices else None,
+            "cost": self.cost(),
+            "settings": self.settings,
+            "interrupted": self.interrupted,
+            "notes": self.notes,
+        }
+
 
 def _agent(
-    name: str | Agent, options: Options, base_url: str | None, api_key_env: str, domain: Domain
+    name: str | Agent,
+    options: Options,
+    domain: Domain,
+    trial: int,
+    client: OpenAI | None,
+    ev: EvalOptions,
 ) -> Agent:
     if not isinstance(name, str):
         return name
@@ -439,25 +596,40 @@ def _agent(
     if name == "noop":
         return NoopAgent()
     if name == "random":
-        return RandomAgent(options.seed)
+        return RandomAgent(options.seed, trial=trial)
     if name == "echo":
         return EchoAgent()
     if name == "hedger":
         return HedgerAgent(domain)
-    if not base_url:
-        raise PipelineError(
-            f"agent {name!r} is not a baseline ({', '.join(BASELINES)}), so it is a model "
-            "and needs base_url (an OpenAI-compatible endpoint)"
-        )
-    require("openai", "eval", f"evaluating the model {name!r}")
-    return OpenAIAgent(name, base_url, api_key(api_key_env))
+    assert client is not None, "a model agent needs the client made in evaluate()"
+    return OpenAIAgent(
+        name,
+        temperature=ev.temperature,
+        timeout=ev.timeout,
+        max_retries=ev.retries,
+        client=client,
+        extra_body=ev.extra_body,
+    )
 
 
-def _write_trajectories(path: Path, episodes: Sequence[Episode]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
-        for e in episodes:
-            fh.write(json.dumps(dataclasses.asdict(e), sort_keys=True, ensure_ascii=False) + "\n")
+def _user(ev: EvalOptions, client: OpenAI | None) -> User | None:
+    if ev.user is None:
+        return None
+    if ev.user == "scripted":
+        return ScriptedUser()
+    assert client is not None, "a model user needs the client made in evaluate()"
+    model = ev.user.removeprefix("model:")
+    return ModelUser(model, client, temperature=ev.temperature, extra_body=ev.extra_body)
+
+
+def results_path(trajectories: str | Path) -> Path:
+    """Where the results of a run go: next to its trajectories file.
+
+    >>> results_path("out/trajectories.jsonl")
+    PosixPath('out/trajectories.results.json')
+    """
+    p = Path(trajectories)
+    return p.with_name(f"{p.stem}.results.json")
 
 
 def evaluate(
@@ -471,23 +643,38 @@ def evaluate(
     limit: int | None = None,
     trajectories: str | Path | None = None,
     progress: Tick | None = None,
+    run: EvalOptions = EVAL_DEFAULTS,
+    stop: threading.Event | None = None,
 ) -> Evaluation:
-    """Run an agent on a task set in the compiled environment, one episode per task.
+    """Run an agent on a task set in the compiled environment, ``run.trials`` episodes
+    per task, ``run.concurrency`` at once.
 
     ``agent`` is a baseline name (``oracle``, ``noop``, ``random``, ``echo``, ``hedger``,
-    ``greedy``; the random one is seeded by ``options.seed``; ``greedy`` runs up to
-    ``GREEDY_MAX_ORDERS`` episodes per task and yields one, see
-    :func:`~graphgen.envs.agent.run_greedy`), an :class:`~graphgen.envs.agent.Agent`,
-    or a model name served at ``base_url`` (an OpenAI-compatible endpoint; the key is read from the
-    environment variable ``api_key_env``; needs the ``eval`` extra). ``domain``
-    defaults to the built-in named in the manifest. With ``trajectories`` every episode
-    is written there as one JSON line. ``progress(done, total)`` follows the episodes.
+    ``greedy``; the random one is seeded by ``options.seed`` and the trial; ``greedy``
+    runs up to ``GREEDY_MAX_ORDERS`` episodes per task and yields one, see
+    :func:`~graphgen.envs.agent.run_greedy`), an :class:`~graphgen.envs.agent.Agent`
+    (one episode at a time), or a model name served at ``base_url`` (an
+    OpenAI-compatible endpoint; the key is read from the environment variable
+    ``api_key_env``; needs the ``eval`` extra). ``domain`` defaults to the built-in
+    named in the manifest. ``progress(done, total)`` follows the episodes.
+
+    With ``trajectories`` each finished episode is appended there as one JSON line at
+    once, and the file is rewritten in task order at the end, with the results next to
+    it (:func:`results_path`); with ``run.resume`` the finished episodes already there
+    are kept and not run again. Setting ``stop`` ends the run early: no new episode
+    starts, those in flight are dropped, and the result says ``interrupted``.
+
+    Every episode's failure (the model, the user simulator, the environment, the time
+    budget) is recorded in it and the run goes on; :attr:`Evaluation.all_errored` tells
+    a run in which nothing worked.
 
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "t.jsonl"
     >>> _ = generate("mock", 3, Options(prove=False), output=path)
     >>> evaluate(path, "oracle").success_rate, evaluate(path, "noop").success_rate
     (1.0, 0.0)
+    >>> evaluate(path, "oracle", run=EvalOptions(trials=2)).pass_hat_k()
+    {1: 1.0, 2: 1.0}
     """
     manifest, tasks = read_taskset(tasks_file)
     d = load_domain_ref(domain if domain is not None else manifest.domain)
@@ -497,28 +684,139 @@ def evaluate(
             f"domain {d.name!r} changed since the task set was made "
             f"({d.content_hash} != {manifest.domain_hash})"
         )
-    # One agent turn can make several tool calls; the environment counts calls.
-    env = make_env(d, max_steps=options.max_steps * 4)
+    if limit is not None and limit < 0:
+        raise PipelineError(f"limit must be at least 0, not {limit}")
     chosen = tasks[:limit] if limit is not None else tasks
-    episodes = []
-    if agent == "greedy":
-        for i, t in enumerate(chosen, 1):
-            episodes.append(run_greedy(env, t, d, options.max_steps, GREEDY_MAX_ORDERS))
-            if progress:
-                progress(i, len(chosen))
-        if any(e.orders_capped for e in episodes):
-            notes.append(f"greedy tried at most {GREEDY_MAX_ORDERS} write orders per task")
-        name = "greedy"
-    else:
-        who = _agent(agent, options, base_url, api_key_env, d)
-        for i, t in enumerate(chosen, 1):
-            episodes.append(run_episode(env, t, who, options.max_steps))
-            if progress:
-                progress(i, len(chosen))
-        name = who.name
-    if trajectories is not None:
-        _write_trajectories(Path(trajectories), episodes)
-    return Evaluation(name, episodes, notes)
+    by_id: dict[str, Task] = {}
+    for t in chosen:
+        if t.id in by_id:
+            raise PipelineError(f"{tasks_file}: task id {t.id!r} appears more than once")
+        by_id[t.id] = t
+    if not isinstance(agent, str) and run.concurrency > 1:
+        raise PipelineError("an Agent object runs one episode at a time: use concurrency 1")
+    model = isinstance(agent, str) and agent not in BASELINES
+    client: OpenAI | None = None
+    if model or (run.user or "").startswith("model:"):
+        if not base_url:
+            raise PipelineError(
+                f"agent {agent!r} is not a baseline ({', '.join(BASELINES)}), so it is a model "
+                "and needs base_url (an OpenAI-compatible endpoint)"
+                if model
+                else f"the user {run.user!r} is a model and needs base_url"
+            )
+        require("openai", "eval", f"evaluating with the model {agent!r}")
+        client = openai_client(
+            base_url,
+            api_key(api_key_env),
+            timeout=run.timeout,
+            max_retries=run.retries,
+            feature="graphgen eval",
+        )
+    name = agent if isinstance(agent, str) else agent.name
+    # One agent turn can make several tool calls; the environment counts calls.
+    env_class = load_env_module(d).Environment
+    local = threading.local()
+
+    def work(slot: Slot) -> Episode | None:
+        task, trial = by_id[slot[0]], slot[1]
+        env = getattr(local, "env", None)
+        if env is None:
+            env = local.env = env_class(max_steps=options.max_steps * 4)
+        try:
+            if agent == "greedy":
+                ep = run_greedy(env, task, d, options.max_steps, GREEDY_MAX_ORDERS)
+                ep.trial = trial
+            else:
+                deadline = time.monotonic() + run.task_timeout if run.task_timeout else None
+                ep = run_episode(
+                    env,
+                    task,
+                    _agent(agent, options, d, trial, client, run),
+                    options.max_steps,
+                    user=_user(run, client),
+                    trial=trial,
+                    deadline=deadline,
+                    stop=stop,
+                )
+        except Interrupted:
+            return None
+        except Exception as exc:  # a baseline or the greedy replay broke: this slot only
+            ep = Episode(
+                task.id, task.domain, task.kind, name, False, 0.0, 0, 0, 0, {}, [],
+                f"episode: {type(exc).__name__}: {exc}", trial=trial,
+            )  # fmt: skip
+        if ep.error and ep.error.startswith("environment"):
+            local.env = None  # its state is not to be trusted: the next episode gets a new one
+        return ep
+
+    slots: list[Slot] = [(t.id, k) for t in chosen for k in range(run.trials)]
+    log = (
+        TrajectoryLog(Path(trajectories), resume=run.resume, agent=name, slots=slots)
+        if trajectories is not None
+        else None
+    )
+    done: dict[Slot, Episode] = dict(log.done) if log else {}
+    if log:
+        notes.extend(log.notes)
+        if done:
+            notes.append(f"resumed: {len(done)} finished episode(s) kept from {trajectories}")
+
+    def finished(ep: Episode) -> None:
+        done[(ep.task_id, ep.trial)] = ep
+        if log:
+            log.append(ep)
+        if progress:
+            progress(len(done), len(slots))
+
+    try:
+        run_slots(
+            [s for s in slots if s not in done],
+            work,
+            finished,
+            concurrency=run.concurrency,
+            stop=stop,
+        )
+    finally:
+        if log:
+            log.close()
+    episodes = [done[s] for s in slots if s in done]
+    interrupted = len(episodes) < len(slots)
+    if any(e.orders_capped for e in episodes):
+        notes.append(f"greedy tried at most {GREEDY_MAX_ORDERS} write orders per task")
+    prices = (
+        (run.price_in or 0.0, run.price_out or 0.0)
+        if run.price_in is not None or run.price_out is not None
+        else None
+    )
+    result = Evaluation(
+        name,
+        episodes,
+        notes,
+        trials=run.trials,
+        domain=d.name,
+        tasks_file=str(tasks_file),
+        settings={"max_steps": options.max_steps, "seed": options.seed, **run.settings()},
+        prices=prices,
+        interrupted=interrupted,
+        planned=len(slots),
+        results_file=results_path(log.path) if log and not interrupted else None,
+    )
+    if log and not interrupted:
+        log.finish(episodes)
+        write_atomic(
+            results_path(log.path),
+            json.dumps(result.results(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+        )
+    return result
+
+
+def read_trajectories(path: str | Path) -> tuple[list[Episode], int]:
+    """The episodes of a trajectories file written by :func:`evaluate`, and how many of
+    its lines could not be read."""
+    p = Path(path)
+    if not p.is_file():
+        raise PipelineError(f"no trajectories file {p}")
+    return read_episodes(p)
 
 
 # ------------------------------------------------------------------ playing blind
@@ -649,7 +947,7 @@ def run(
     (``graph.json``; ``graph.png`` when matplotlib is installed), generate ``n`` tasks
     with proofs (``tasks.jsonl``), verify that file from scratch, compile the
     environment (``<domain>_env/``), run every baseline in it
-    (``trajectories_<agent>.jsonl``).
+    (``trajectories_<agent>.jsonl``, with ``trajectories_<agent>.results.json``).
 
     Raises :class:`PipelineError` (after ``events.verified``) if verification fails.
 
