@@ -60,6 +60,7 @@ from graphgen.tasks.render import (
     opener,
     stated,
     today_of,
+    unsaid_givens,
 )
 from graphgen.tasks.shortcuts import contradicting, said, scalars
 from graphgen.tasks.values import free_value
@@ -1047,6 +1048,14 @@ def _with_opener(
     principal: str | None = None,
     today: Any = None,
 ) -> str:
+    """The instruction: the opener, then the requests.
+
+    Raises NoCandidate("loose_given") when a given is neither the user's own detail nor
+    said by a request: "It's about the item in turquoise and in size XS. I'd like to
+    order the item priced at $750" reads as one item described twice, while the first
+    is only a row the chain searches through (a blind player ordered the wrong one)."""
+    if unsaid_givens(domain, givens, body, principal, today)[1]:
+        raise NoCandidate("loose_given")
     head = opener(domain, givens, rng, body, principal, today)
     return (head + " " + body).strip() if head else body
 

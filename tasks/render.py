@@ -262,6 +262,37 @@ def _identity(domain: Domain, principal: str, given: list[tuple[str, Any]]) -> s
     return listed + "."
 
 
+def unsaid_givens(
+    domain: Domain,
+    givens: list[Given],
+    used: str,
+    principal: str | None = None,
+    today: Any = None,
+) -> tuple[list[tuple[str, Any]], list[Given]]:
+    """The givens the requests (``used``) do not state: the principal's own fields, as
+    (field, value), and every other one, which only an "It's about ..." clause could say.
+
+    >>> from graphgen.domains import load_builtin
+    >>> d = load_builtin("retail")
+    >>> gs = [Given(sort="field:User.email", value="a@b.c"),
+    ...       Given(sort="field:Item.color", value="teal")]
+    >>> unsaid_givens(d, gs, "Please order the Soccer Ball item.", "User")
+    ([('email', 'a@b.c')], [Given(sort='field:Item.color', value='teal')])
+    """
+    mine: list[tuple[str, Any]] = []
+    other: list[Given] = []
+    for g in givens:
+        if g.value == today or stated(used, g.value, spoken_forms(domain, g.sort, g.value)):
+            continue
+        sort = parse_sort(g.sort)
+        ent, _, fld = sort.name.partition(".")
+        if sort.kind == "field" and ent == principal:
+            mine.append((fld, g.value))
+        else:
+            other.append(g)
+    return mine, other
+
+
 def opener(
     domain: Domain,
     givens: list[Given],
@@ -273,29 +304,25 @@ def opener(
     """Identify the user and state the givens not already said in the intents.
 
     Today's date (``today``), when a request needs it, comes first and once; then one
-    identity sentence; then what the requests are about."""
+    identity sentence; then what the requests are about (:func:`unsaid_givens`; the
+    generator does not build tasks that need this clause, as it reads as if it named
+    the target)."""
     head = [f"Today is {today}."] if today is not None else []
-    mine: list[tuple[str, Any]] = []
+    mine, other = unsaid_givens(domain, givens, used, principal, today)
     about: list[str] = []
     loose: dict[str, list[list[tuple[str, Any]]]] = {}  # entity -> rows of unsaid givens
-    for g in givens:
-        if g.value == today or stated(used, g.value, spoken_forms(domain, g.sort, g.value)):
-            continue
+    for g in other:
         sort = parse_sort(g.sort)
-        kind, name = sort.kind, sort.name
-        if kind == "field":
-            ent, _, fld = name.partition(".")
-            if ent == principal:
-                mine.append((fld, g.value))
-            else:
-                # a second value of the same field is another row ("the airport in
-                # Austin and the airport in Orlando", not "in Austin and in Orlando")
-                groups = loose.setdefault(ent, [[]])
-                if any(f == fld for f, _ in groups[-1]):
-                    groups.append([])
-                groups[-1].append((fld, g.value))
+        if sort.kind == "field":
+            ent, _, fld = sort.name.partition(".")
+            # a second value of the same field is another row ("the airport in
+            # Austin and the airport in Orlando", not "in Austin and in Orlando")
+            groups = loose.setdefault(ent, [[]])
+            if any(f == fld for f, _ in groups[-1]):
+                groups.append([])
+            groups[-1].append((fld, g.value))
         else:
-            about.append(f"{humanize(name)} {g.value}")
+            about.append(f"{humanize(sort.name)} {g.value}")
     about[:0] = [given_phrase(domain, e, vals) for e, gs in loose.items() for vals in gs]
     parts = list(head)
     if mine and principal is not None:

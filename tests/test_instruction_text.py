@@ -378,3 +378,24 @@ def test_a_named_row_reads_like_a_name() -> None:
     t = describe(AIRLINE, st, "Flight", fid, random.Random(0))
     assert t is not None and t.description.startswith("x.flight_number ==")
     assert t.phrase == f"flight {st.tables['Flight'][fid]['flight_number']}"
+
+
+def test_a_given_no_request_says_is_not_put_in_an_about_clause() -> None:
+    """Defect found by a blind player: "It's about the item in turquoise and in size XS.
+    I'd like to order the item priced at $750" (retail-11-00033 before the fix) reads as
+    one item, but the turquoise one was only a row the chain searched through."""
+    from graphgen.tasks.expand import NoCandidate, _with_opener
+
+    givens = [
+        Given(sort="field:User.email", value="jm@example.net"),
+        Given(sort="field:Item.color", value="turquoise"),
+        Given(sort="field:Item.size", value="XS"),
+    ]
+    body = "I'd like to order the item priced at $750."
+    with pytest.raises(NoCandidate) as exc:
+        _with_opener(RETAIL, givens, random.Random(0), body, "User")
+    assert exc.value.reason == "loose_given"
+    # Said by the request itself, the same givens make a plain instruction.
+    said = "I'd like to order the Alarm Clock item in turquoise and in size XS."
+    text = _with_opener(RETAIL, givens, random.Random(0), said, "User")
+    assert "It's about" not in text and "jm@example.net" in text and text.endswith(said)
