@@ -42,7 +42,7 @@ from graphgen.knowledge import Cell, Sort, facts_of_result, key_sort, param_sort
 from graphgen.state import State
 from graphgen.staterules import invariant_violations
 from graphgen.tasks.identity import identity_problem
-from graphgen.tasks.model import Call, Given, Goal, Target, TaskKind
+from graphgen.tasks.model import Call, Given, Goal, Target, Task, TaskKind
 from graphgen.tasks.plan import Executor, Knowledge
 from graphgen.tasks.referring import (
     MAX_CANDIDATES,
@@ -67,11 +67,13 @@ REASONS = (
     "too_many_candidates",
     "description_not_seen",
     "candidates_not_read",
+    "stale_description",
     "answer_not_revealed",
     "answer_in_instruction",
     "state_changed",
     "refusal_succeeds",
     "order_dependent",
+    "order_not_stated",
     "policy_violation",
     "several_customers",
     "unidentified_owner",
@@ -690,6 +692,26 @@ def check_candidate(
     if who is not None:
         return GateResult(False, *who)
     return GateResult(True)
+
+
+def check_task(
+    domain: Domain, task: Task, execute: Executor = call_tool, **override: Any
+) -> GateResult:
+    """:func:`check_candidate` on a task's own fields; ``override`` replaces some of them
+    by name (``instruction=`` a rewrite, ``givens=`` …)."""
+    fields: dict[str, Any] = {
+        "kind": task.kind,
+        "initial": State.from_dict(task.initial_state),
+        "chain": task.chain,
+        "givens": task.givens,
+        "targets": task.targets,
+        "instruction": task.instruction,
+        "goal": task.goal,
+        "refused_call": task.refused_call,
+        "ordered": task.ordered,
+    }
+    fields.update(override)
+    return check_candidate(domain, execute=execute, **fields)
 
 
 def shortcut_check(

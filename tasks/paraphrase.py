@@ -59,8 +59,7 @@ from typing import Any
 from graphgen.domain import Domain, domain_enum_members
 from graphgen.interp import call_tool
 from graphgen.llm import openai_client
-from graphgen.state import State
-from graphgen.tasks.dryrun import check_candidate
+from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.model import ParaphraseCounts, Task
 from graphgen.tasks.plan import Executor
 from graphgen.tasks.render import ORDER_WORDS, spoken_forms, stated
@@ -443,19 +442,7 @@ class Paraphraser:
             return task, why
         if text == task.instruction:
             return task, ""
-        gate = check_candidate(
-            domain,
-            task.kind,
-            State.from_dict(task.initial_state),
-            task.chain,
-            task.givens,
-            task.targets,
-            text,
-            task.goal,
-            task.refused_call,
-            execute,
-            ordered=task.ordered,
-        )
+        gate = check_task(domain, task, execute, instruction=text)
         if not gate.ok:
             return task, gate.reason
         return task.model_copy(update={"instruction": text}), ""

@@ -38,7 +38,7 @@ from graphgen.domains import builtin_path, load_builtin
 from graphgen.interp import call_tool, failed_check
 from graphgen.load import loads_domain
 from graphgen.state import State
-from graphgen.tasks.dryrun import REASONS, check_candidate
+from graphgen.tasks.dryrun import REASONS, check_task
 from graphgen.tasks.model import Given, Task
 from graphgen.tasks.taskset import generate, read_taskset
 from graphgen.verify.certify import certify, recheck
@@ -87,17 +87,7 @@ def broken(tid: str) -> tuple[Domain, Task]:
 
 
 def dry_run(d: Domain, t: Task) -> str:
-    res = check_candidate(
-        d,
-        t.kind,
-        State.from_dict(t.initial_state),
-        t.chain,
-        t.givens,
-        t.targets,
-        t.instruction,
-        t.goal,
-        t.refused_call,
-    )
+    res = check_task(d, t)
     return "" if res.ok else res.reason
 
 

@@ -21,7 +21,7 @@ from graphgen.errors import DomainError
 from graphgen.load import loads_domain
 from graphgen.state import State
 from graphgen.stategen import generate_state
-from graphgen.tasks.dryrun import check_candidate
+from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.model import Given, Task
 from graphgen.tasks.referring import describe, matching_keys, relation_name
 from graphgen.tasks.render import (
@@ -52,16 +52,8 @@ def _gate(domain: Domain, t: Task, **changes: Any) -> str:
         "givens": t.givens,
         **changes,
     }
-    res = check_candidate(
-        domain,
-        t.kind,
-        State.from_dict(t.initial_state),
-        t.chain,
-        c["givens"],
-        c["targets"],
-        c["instruction"],
-        t.goal,
-        t.refused_call,
+    res = check_task(
+        domain, t, givens=c["givens"], targets=c["targets"], instruction=c["instruction"]
     )
     return "ok" if res.ok else res.reason
 

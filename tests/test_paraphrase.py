@@ -19,8 +19,7 @@ from graphgen.cli import app
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.pipeline import Options, PipelineError, verify_tasks
-from graphgen.state import State
-from graphgen.tasks.dryrun import check_candidate
+from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.model import Task
 from graphgen.tasks.paraphrase import (
     PARAPHRASE_SEED,
@@ -77,17 +76,7 @@ def test_an_accepted_rewrite_replaces_the_text_and_still_passes_the_gate(
         new, why = _para(srv.base_url, tmp_path).apply(retail, task)
     assert why == "" and new.instruction != task.instruction
     assert new.instruction.startswith("Hello, I hope you can help me.")
-    gate = check_candidate(
-        retail,
-        new.kind,
-        State.from_dict(new.initial_state),
-        new.chain,
-        new.givens,
-        new.targets,
-        new.instruction,
-        new.goal,
-        new.refused_call,
-    )
+    gate = check_task(retail, new)
     assert gate.ok, gate
     # The request carries the givens to keep, temperature 0 and the fixed seed.
     body = srv.requests[0]

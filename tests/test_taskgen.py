@@ -25,7 +25,7 @@ from graphgen.domains import load_builtin
 from graphgen.graph import build_graph
 from graphgen.state import State
 from graphgen.stategen import generate_state
-from graphgen.tasks.dryrun import check_candidate
+from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.expand import GenOptions, principal_entity
 from graphgen.tasks.model import Task
 from graphgen.tasks.referring import describe, humanize, matching_keys
@@ -111,17 +111,7 @@ def test_every_task_is_well_formed(name: str, n: int) -> None:
         for g in t.givens:
             forms = spoken_forms(domain, g.sort, g.value)
             assert stated(t.instruction, g.value, forms), (t.id, g)
-        res_gate = check_candidate(
-            domain,
-            t.kind,
-            State.from_dict(t.initial_state),
-            t.chain,
-            t.givens,
-            t.targets,
-            t.instruction,
-            t.goal,
-            t.refused_call,
-        )
+        res_gate = check_task(domain, t)
         assert res_gate.ok, (t.id, res_gate)
 
 

@@ -22,7 +22,7 @@ import z3
 
 from graphgen.domain import Domain
 from graphgen.state import State
-from graphgen.tasks.dryrun import check_candidate
+from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.model import Certificate, Inconclusive, ProofResult, ProofStatus, Task
 from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS, Prover
@@ -82,18 +82,7 @@ def recheck(
         initial = State.from_dict(task.initial_state)
     except ValueError:
         return "dry_run_bad_state", None
-    gate = check_candidate(
-        domain,
-        task.kind,
-        initial,
-        task.chain,
-        task.givens,
-        task.targets,
-        task.instruction,
-        task.goal,
-        task.refused_call,
-        ordered=task.ordered,
-    )
+    gate = check_task(domain, task, initial=initial)
     if not gate.ok:
         return f"dry_run_{gate.reason}", None
     if task.difficulty != len(task.chain) or task.min_calls > len(task.chain):

@@ -66,7 +66,7 @@ from graphgen import __version__
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.state import State
-from graphgen.tasks.dryrun import check_candidate, policy_problem
+from graphgen.tasks.dryrun import check_task, policy_problem
 from graphgen.tasks.model import Call, Certificate, Change, Given, Goal, Manifest, Target, Task
 from graphgen.tasks.taskset import generate, write_taskset
 from graphgen.verify.certify import certify, proof_check, recheck
@@ -661,8 +661,7 @@ def original(case: Case) -> Task:
 
 def generator_gate(domain: Domain, t: Task) -> str:
     """What the generator says about ``t`` as a candidate ("" = accepted)."""
-    res = check_candidate(domain, t.kind, State.from_dict(t.initial_state), t.chain, t.givens,
-                          t.targets, t.instruction, t.goal, t.refused_call)
+    res = check_task(domain, t)
     if not res.ok:
         return res.reason
     got = certify(domain, t)
