@@ -1,7 +1,13 @@
-"""Export the dependency graph: JSON (node-link), Graphviz DOT, and a PNG drawing.
+"""Export the dependency graph: JSON (node-link), Graphviz DOT, GraphML, and a PNG or
+SVG drawing; and the filtered views that keep a big graph readable.
 
-All three are deterministic: the same graph gives the same bytes (nodes and edges are
-written in sorted order, the PNG layout has no randomness and no timestamp).
+All are deterministic: the same graph gives the same bytes (nodes and edges are
+written in sorted order, the drawing's layout has no randomness and no timestamp).
+
+A whole domain's graph is a hairball (retail has hundreds of edges). Two views cut it
+down: :func:`enables_view` keeps the tools and the ``enables`` edges between them (which
+write may make which call possible), :func:`tool_view` keeps one tool and the nodes one
+edge away from it. Both return a new graph that every exporter takes.
 """
 
 from __future__ import annotations
@@ -14,7 +20,21 @@ import networkx as nx
 
 from graphgen.extras import require
 
-__all__ = ["EDGE_STYLE", "NODE_STYLE", "to_dot", "to_json", "to_png"]
+__all__ = [
+    "DRAW_FORMATS",
+    "EDGE_STYLE",
+    "NODE_STYLE",
+    "draw",
+    "enables_view",
+    "to_dot",
+    "to_graphml",
+    "to_json",
+    "to_png",
+    "tool_view",
+]
+
+#: Formats :func:`draw` writes (matplotlib backends).
+DRAW_FORMATS = ("png", "svg")
 
 # One palette for DOT and PNG, so the two pictures read the same way.
 NODE_STYLE: dict[str, dict[str, str]] = {
@@ -48,6 +68,56 @@ def _edges(g: nx.MultiDiGraph) -> list[tuple[str, str, str, dict[str, Any]]]:
     )
 
 
+# ------------------------------------------------------------------ views
+
+
+def _copy_graph(g: nx.MultiDiGraph, nodes: list[str], edges: list[tuple[str, str, str]]) -> Any:
+    view = nx.MultiDiGraph(**g.graph)
+    for n in sorted(nodes):
+        view.add_node(n, **g.nodes[n])
+    for u, v, k in sorted(edges):
+        view.add_edge(u, v, key=k, **g.edges[u, v, k])
+    return view
+
+
+def enables_view(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """The tools and the ``enables`` edges between them, nothing else.
+
+    >>> from graphgen.domains import load_builtin
+    >>> from graphgen.graph import build_graph
+    >>> v = enables_view(build_graph(load_builtin("mock")))
+    >>> sorted(v.edges())
+    [('tool:deposit', 'tool:pay'), ('tool:pay', 'tool:deposit')]
+    """
+    tools = [n for n, k in g.nodes(data="kind") if k == "tool"]
+    edges = [(u, v, str(k)) for u, v, k, d in g.edges(keys=True, data="kind") if d == "enables"]
+    return _copy_graph(g, tools, edges)
+
+
+def tool_view(g: nx.MultiDiGraph, tool: str) -> nx.MultiDiGraph:
+    """Tool ``tool``, every node one edge away from it (either direction), and the edges
+    that touch the tool.
+
+    Raises ``KeyError`` naming the domain's tools when ``tool`` is not one of them.
+
+    >>> from graphgen.domains import load_builtin
+    >>> from graphgen.graph import build_graph
+    >>> v = tool_view(build_graph(load_builtin("mock")), "deposit")
+    >>> needs = sorted(u for u, w in v.edges() if w == "tool:deposit")
+    >>> needs[:3], "tool:pay" in needs, "tool:lock_account" in v
+    (['free:int', 'key:Account', 'state:Account.*'], True, False)
+    """
+    node = f"tool:{tool}"
+    if g.nodes.get(node, {}).get("kind") != "tool":
+        names = sorted(str(a["name"]) for _, a in g.nodes(data=True) if a.get("kind") == "tool")
+        raise KeyError(
+            f"no tool {tool!r} in the graph of {g.graph.get('domain')!r}; tools: {', '.join(names)}"
+        )
+    edges = [(u, v, str(k)) for u, v, k in g.edges(keys=True) if node in (u, v)]
+    nodes = {node} | {u for u, _, _ in edges} | {v for _, v, _ in edges}
+    return _copy_graph(g, sorted(nodes), edges)
+
+
 # ------------------------------------------------------------------ JSON
 
 
@@ -63,6 +133,35 @@ def to_json(g: nx.MultiDiGraph) -> str:
         data["edges"], key=lambda e: (str(e["source"]), str(e["target"]), str(e["key"]))
     )
     return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+# ------------------------------------------------------------------ GraphML
+
+
+def to_graphml(g: nx.MultiDiGraph) -> str:
+    """GraphML text (for Gephi, yEd, Cytoscape): nodes and edges sorted, list-valued
+    attributes (``params``, ``via``, ``ops``, ``fields``, ...) joined with ``", "`` since
+    GraphML holds scalars only; ends with a newline.
+
+    >>> from graphgen.domains import load_builtin
+    >>> from graphgen.graph import build_graph
+    >>> "<graphml" in to_graphml(build_graph(load_builtin("mock")))
+    True
+    """
+
+    def flat(attrs: dict[str, Any]) -> dict[str, Any]:
+        return {
+            k: ", ".join(str(x) for x in v) if isinstance(v, list | tuple) else v
+            for k, v in sorted(attrs.items())
+            if v is not None
+        }
+
+    flat_g = nx.MultiDiGraph(**flat(dict(g.graph)))
+    for n in sorted(g.nodes):
+        flat_g.add_node(n, **flat(g.nodes[n]))
+    for u, v, k, d in _edges(g):
+        flat_g.add_edge(u, v, key=k, **flat(d))
+    return "\n".join(nx.generate_graphml(flat_g, prettyprint=True)) + "\n"
 
 
 # ------------------------------------------------------------------ DOT
@@ -173,7 +272,16 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
     matplotlib is optional (the ``viz`` extra); without it this raises
     :class:`~graphgen.extras.MissingExtraError` naming the install command.
     """
-    require("matplotlib", "viz", "drawing the graph as PNG")
+    return draw(g, path, "png")
+
+
+def draw(g: nx.MultiDiGraph, path: str | Path, fmt: str = "png") -> Path:
+    """Draw the graph to ``path`` as ``fmt`` (``png`` or ``svg``, see :func:`to_png`);
+    returns the path. The SVG has fixed element ids and no date, so it is deterministic
+    too."""
+    if fmt not in DRAW_FORMATS:
+        raise ValueError(f"cannot draw a graph as {fmt!r}; use {', '.join(DRAW_FORMATS)}")
+    require("matplotlib", "viz", f"drawing the graph as {fmt.upper()}")
     # Imported here so that the rest of graphgen works without matplotlib.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -277,5 +385,12 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
         frameon=False,
     )
     out = Path(path)
-    fig.savefig(out, format="png", metadata={"Software": None})
+    if fmt == "png":
+        fig.savefig(out, format="png", metadata={"Software": None})
+    else:
+        import matplotlib
+
+        # SVG element ids are salted hashes: a fixed salt makes them the same every run.
+        with matplotlib.rc_context({"svg.hashsalt": "graphgen", "svg.fonttype": "none"}):
+            fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
     return out
