@@ -493,8 +493,8 @@ def export_cmd(
     d = _load(domain) if domain is not None else None
     with _errors_exit():
         written = pl.export_tasks(files, to, output, domain=d)
-    for path in written:
-        out.print(f"wrote {escape(str(path))}", highlight=False)
+    # One plain line per file (no wrapping): scripts read these.
+    sys.stdout.write("".join(f"wrote {path}\n" for path in written))
 
 
 @app.command("coverage")
