@@ -13,6 +13,8 @@ edge away from it. Both return a new graph that every exporter takes.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -71,27 +73,30 @@ def _edges(g: nx.MultiDiGraph) -> list[tuple[str, str, str, dict[str, Any]]]:
 # ------------------------------------------------------------------ views
 
 
-def _copy_graph(g: nx.MultiDiGraph, nodes: list[str], edges: list[tuple[str, str, str]]) -> Any:
-    view = nx.MultiDiGraph(**g.graph)
+def _copy_graph(
+    g: nx.MultiDiGraph, nodes: list[str], edges: list[tuple[str, str, str]], view: str
+) -> Any:
+    out = nx.MultiDiGraph(**{**g.graph, "view": view})
     for n in sorted(nodes):
-        view.add_node(n, **g.nodes[n])
+        out.add_node(n, **g.nodes[n])
     for u, v, k in sorted(edges):
-        view.add_edge(u, v, key=k, **g.edges[u, v, k])
-    return view
+        out.add_edge(u, v, key=k, **g.edges[u, v, k])
+    return out
 
 
-def enables_view(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
-    """The tools and the ``enables`` edges between them, nothing else.
+def enables_view(g: nx.MultiDiGraph, keep: Iterable[str] = ()) -> nx.MultiDiGraph:
+    """The ``enables`` edges and the tools they link, nothing else (tools named in
+    ``keep`` stay even without an enables edge).
 
     >>> from graphgen.domains import load_builtin
     >>> from graphgen.graph import build_graph
     >>> v = enables_view(build_graph(load_builtin("mock")))
-    >>> sorted(v.edges())
-    [('tool:deposit', 'tool:pay'), ('tool:pay', 'tool:deposit')]
+    >>> sorted(v.edges()), v.graph["view"]
+    ([('tool:deposit', 'tool:pay'), ('tool:pay', 'tool:deposit')], 'enables edges')
     """
-    tools = [n for n, k in g.nodes(data="kind") if k == "tool"]
     edges = [(u, v, str(k)) for u, v, k, d in g.edges(keys=True, data="kind") if d == "enables"]
-    return _copy_graph(g, tools, edges)
+    tools = {f"tool:{t}" for t in keep} | {u for u, _, _ in edges} | {v for _, v, _ in edges}
+    return _copy_graph(g, sorted(tools), edges, "enables edges")
 
 
 def tool_view(g: nx.MultiDiGraph, tool: str) -> nx.MultiDiGraph:
@@ -115,7 +120,7 @@ def tool_view(g: nx.MultiDiGraph, tool: str) -> nx.MultiDiGraph:
         )
     edges = [(u, v, str(k)) for u, v, k in g.edges(keys=True) if node in (u, v)]
     nodes = {node} | {u for u, _, _ in edges} | {v for _, v, _ in edges}
-    return _copy_graph(g, sorted(nodes), edges)
+    return _copy_graph(g, sorted(nodes), edges, f"neighbourhood of {tool}")
 
 
 # ------------------------------------------------------------------ JSON
@@ -237,6 +242,22 @@ def to_dot(g: nx.MultiDiGraph) -> str:
 # ------------------------------------------------------------------ PNG
 
 
+def _only_tools(g: nx.MultiDiGraph) -> bool:
+    """A view of tools alone (the enables view): drawn on a circle, not in columns."""
+    return g.number_of_nodes() > 0 and all(k == "tool" for _, k in g.nodes(data="kind"))
+
+
+def _circle(g: nx.MultiDiGraph) -> dict[str, tuple[float, float]]:
+    """Tools on an ellipse that fills the drawing (reads first, then writes, clockwise
+    from the top): in one column, the edges between neighbouring writes pile up."""
+    tools = sorted(g.nodes, key=lambda n: (bool(g.nodes[n].get("write")), n))
+    pos: dict[str, tuple[float, float]] = {}
+    for i, n in enumerate(tools):
+        a = math.pi / 2 - 2 * math.pi * i / len(tools)
+        pos[n] = (1.0 + 0.95 * math.cos(a), 0.5 + 0.47 * math.sin(a))
+    return pos
+
+
 def _layout(g: nx.MultiDiGraph) -> dict[str, tuple[float, float]]:
     """Three columns — value sorts, tools, state fields — with tools sorted (reads
     first, then writes) and the other columns ordered by the mean row of the tools they
@@ -288,7 +309,8 @@ def draw(g: nx.MultiDiGraph, path: str | Path, fmt: str = "png") -> Path:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    pos = _layout(g)
+    circle = _only_tools(g)
+    pos = _circle(g) if circle else _layout(g)
     per_col: float = (
         max(
             sum(1 for _, k in g.nodes(data="kind") if k == kind)
@@ -305,7 +327,7 @@ def draw(g: nx.MultiDiGraph, path: str | Path, fmt: str = "png") -> Path:
     ax.set_xlim(-0.45, 2.45)
     ax.set_ylim(-0.02, 1.02)
     ax.axis("off")
-    for col, head in enumerate(("value sorts", "tools", "state fields")):
+    for col, head in enumerate(() if circle else ("value sorts", "tools", "state fields")):
         ax.text(col, 1.02, head, ha="center", va="bottom", fontsize=11, weight="bold")
 
     texts = {}
@@ -329,7 +351,7 @@ def draw(g: nx.MultiDiGraph, path: str | Path, fmt: str = "png") -> Path:
     for u, v, _, d in _edges(g):
         kind = str(d.get("kind", "data"))
         es = EDGE_STYLE.get(kind, EDGE_STYLE["data"])
-        same_col = pos[u][0] == pos[v][0]
+        same_col = pos[u][0] == pos[v][0] and not circle
         rad = 0.5 if same_col else {"reads": 0.06, "queries": 0.12, "writes": -0.06}.get(kind, 0.0)
         if kind == "data" and pos[u][0] > pos[v][0]:
             rad = -0.12  # tool → sort runs back leftwards; bend it off the sort → tool edges
@@ -375,7 +397,12 @@ def draw(g: nx.MultiDiGraph, path: str | Path, fmt: str = "png") -> Path:
         for es in EDGE_STYLE.values()
     ]
     title = str(g.graph.get("domain", "graph"))
-    fig.suptitle(f"{title}: typed dependency graph", y=1 - 0.08 / height, fontsize=13, va="top")
+    fig.suptitle(
+        f"{title}: {g.graph.get('view', 'typed dependency graph')}",
+        y=1 - 0.08 / height,
+        fontsize=13,
+        va="top",
+    )
     fig.legend(
         handles=handles,
         loc="upper center",

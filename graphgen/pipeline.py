@@ -299,7 +299,7 @@ def export_graph(
     d = load_domain_ref(domain)
     g = build_graph(d)
     if view == "enables":
-        g = enables_view(g)
+        g = enables_view(g, keep=[tool] if tool in d.tools else [])
     if tool is not None:
         if tool not in d.tools:
             close = difflib.get_close_matches(tool, list(d.tools), n=1)

@@ -34,7 +34,7 @@ def _images(nb: nbformat.NotebookNode) -> int:
 def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()
     errors = [
         o
