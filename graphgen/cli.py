@@ -326,14 +326,25 @@ def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check."
 def graph(
     domain: DomainArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="json | dot | png")] = "json",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="json | dot | graphml | png | svg")
+    ] = "json",
+    view: Annotated[
+        str, typer.Option(help="all, or enables: only the tools and the enables edges.")
+    ] = "all",
+    tool: Annotated[
+        str | None, typer.Option(help="Only this tool and the nodes one edge away.")
+    ] = None,
 ) -> None:
-    """Export the typed dependency graph of a domain as JSON, DOT or PNG."""
+    """Export the typed dependency graph of a domain (whole or filtered) as JSON, DOT,
+    GraphML, PNG or SVG."""
     d = _load(domain)
     if fmt not in pl.GRAPH_FORMATS:
-        raise _fail(f"unknown format {fmt!r}; use json, dot or png", 2)
+        raise _fail(f"unknown format {fmt!r}; use {', '.join(pl.GRAPH_FORMATS)}", 2)
+    if view not in pl.GRAPH_VIEWS:
+        raise _fail(f"unknown view {view!r}; use {', '.join(pl.GRAPH_VIEWS)}", 2)
     with _errors_exit():
-        g = pl.export_graph(d, output, fmt)
+        g = pl.export_graph(d, output, fmt, view=view, tool=tool)
     _Printer().graph_written(output, g)
 
 
@@ -490,6 +501,69 @@ def verify_cmd(
     p.verified(res)
     if not res.ok:
         raise typer.Exit(1)
+
+
+@app.command("export")
+def export_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Task-set JSONL file(s).")],
+    to: Annotated[str, typer.Option("--to", help="hf | tau2 | sft | mcp")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Output folder.")],
+    domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
+) -> None:
+    """Export task sets for other tools: a Hugging Face dataset (hf), τ²-bench files
+    (tau2), oracle conversations for fine-tuning (sft), MCP tool lists (mcp)."""
+    if to not in pl.EXPORT_FORMATS:
+        raise _fail(f"unknown export format {to!r}; use {', '.join(pl.EXPORT_FORMATS)}", 2)
+    d = _load(domain) if domain is not None else None
+    with _errors_exit():
+        written = pl.export_tasks(files, to, output, domain=d)
+    # One plain line per file (no wrapping): scripts read these.
+    sys.stdout.write("".join(f"wrote {path}\n" for path in written))
+
+
+@app.command("coverage")
+def coverage_cmd(
+    file: Annotated[Path, typer.Argument(help="Task-set JSONL file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
+) -> None:
+    """What a task set exercises in its domain: tools, precondition branches (which
+    condition each refusal fails), enables edges, enum members, distinct initial states,
+    chain length and proven minimum; every uncovered item is listed."""
+    d = _load(domain) if domain is not None else None
+    with _errors_exit():
+        rep = pl.coverage(file, d)
+    if as_json:
+        sys.stdout.write(json.dumps(rep.to_dict(), indent=1, ensure_ascii=False) + "\n")
+        return
+    t = Table(title=f"coverage of {escape(file.name)}: {rep.tasks} {rep.domain} tasks")
+    for col in ("measure", "covered", "ratio"):
+        t.add_column(col)
+    for cov in (rep.tools, rep.branches, rep.enables, rep.enums):
+        t.add_row(cov.name, f"{len(cov.covered)}/{len(cov.counts)}", f"{cov.ratio:.0%}")
+    out.print(t)
+    for cov in (rep.tools, rep.branches, rep.enables, rep.enums):
+        if cov.uncovered:
+            out.print(f"{cov.name} never exercised:", highlight=False)
+            for k in cov.uncovered:
+                note = f"  ({cov.notes[k]})" if k in cov.notes else ""
+                out.print(f"  {escape(k)}{escape(note)}", highlight=False)
+    out.print(
+        f"distinct initial states: {len(rep.states)} "
+        f"(tasks per state: {', '.join(str(n) for n in rep.states.values())})"
+    )
+    for measure, title in (("length", "chain length"), ("min_calls", "proven minimum")):
+        per = rep.lengths[measure]
+        lt = Table(title=title)
+        lt.add_column("kind")
+        lengths = sorted({n for d in per.values() for n in d})
+        for n in lengths:
+            lt.add_column(str(n), justify="right")
+        for kind, dist in per.items():
+            lt.add_row(kind, *(str(dist.get(n, "")) for n in lengths))
+        out.print(lt)
+    for tid, branches in rep.refusals.items():
+        out.print(f"  refusal {tid}: fails {', '.join(branches) or 'no precondition'}")
 
 
 @app.command("compile")

@@ -1,12 +1,20 @@
-"""Export the dependency graph: JSON (node-link), Graphviz DOT, and a PNG drawing.
+"""Export the dependency graph: JSON (node-link), Graphviz DOT, GraphML, and a PNG or
+SVG drawing; and the filtered views that keep a big graph readable.
 
-All three are deterministic: the same graph gives the same bytes (nodes and edges are
-written in sorted order, the PNG layout has no randomness and no timestamp).
+All are deterministic: the same graph gives the same bytes (nodes and edges are
+written in sorted order, the drawing's layout has no randomness and no timestamp).
+
+A whole domain's graph is a hairball (retail has hundreds of edges). Two views cut it
+down: :func:`enables_view` keeps the tools and the ``enables`` edges between them (which
+write may make which call possible), :func:`tool_view` keeps one tool and the nodes one
+edge away from it. Both return a new graph that every exporter takes.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +22,21 @@ import networkx as nx
 
 from graphgen.extras import require
 
-__all__ = ["EDGE_STYLE", "NODE_STYLE", "to_dot", "to_json", "to_png"]
+__all__ = [
+    "DRAW_FORMATS",
+    "EDGE_STYLE",
+    "NODE_STYLE",
+    "draw",
+    "enables_view",
+    "to_dot",
+    "to_graphml",
+    "to_json",
+    "to_png",
+    "tool_view",
+]
+
+#: Formats :func:`draw` writes (matplotlib backends).
+DRAW_FORMATS = ("png", "svg")
 
 # One palette for DOT and PNG, so the two pictures read the same way.
 NODE_STYLE: dict[str, dict[str, str]] = {
@@ -48,6 +70,59 @@ def _edges(g: nx.MultiDiGraph) -> list[tuple[str, str, str, dict[str, Any]]]:
     )
 
 
+# ------------------------------------------------------------------ views
+
+
+def _copy_graph(
+    g: nx.MultiDiGraph, nodes: list[str], edges: list[tuple[str, str, str]], view: str
+) -> Any:
+    out = nx.MultiDiGraph(**{**g.graph, "view": view})
+    for n in sorted(nodes):
+        out.add_node(n, **g.nodes[n])
+    for u, v, k in sorted(edges):
+        out.add_edge(u, v, key=k, **g.edges[u, v, k])
+    return out
+
+
+def enables_view(g: nx.MultiDiGraph, keep: Iterable[str] = ()) -> nx.MultiDiGraph:
+    """The ``enables`` edges and the tools they link, nothing else (tools named in
+    ``keep`` stay even without an enables edge).
+
+    >>> from graphgen.domains import load_builtin
+    >>> from graphgen.graph import build_graph
+    >>> v = enables_view(build_graph(load_builtin("mock")))
+    >>> sorted(v.edges()), v.graph["view"]
+    ([('tool:deposit', 'tool:pay'), ('tool:pay', 'tool:deposit')], 'enables edges')
+    """
+    edges = [(u, v, str(k)) for u, v, k, d in g.edges(keys=True, data="kind") if d == "enables"]
+    tools = {f"tool:{t}" for t in keep} | {u for u, _, _ in edges} | {v for _, v, _ in edges}
+    return _copy_graph(g, sorted(tools), edges, "enables edges")
+
+
+def tool_view(g: nx.MultiDiGraph, tool: str) -> nx.MultiDiGraph:
+    """Tool ``tool``, every node one edge away from it (either direction), and the edges
+    that touch the tool.
+
+    Raises ``KeyError`` naming the domain's tools when ``tool`` is not one of them.
+
+    >>> from graphgen.domains import load_builtin
+    >>> from graphgen.graph import build_graph
+    >>> v = tool_view(build_graph(load_builtin("mock")), "deposit")
+    >>> needs = sorted(u for u, w in v.edges() if w == "tool:deposit")
+    >>> needs[:3], "tool:pay" in needs, "tool:lock_account" in v
+    (['free:int', 'key:Account', 'state:Account.*'], True, False)
+    """
+    node = f"tool:{tool}"
+    if g.nodes.get(node, {}).get("kind") != "tool":
+        names = sorted(str(a["name"]) for _, a in g.nodes(data=True) if a.get("kind") == "tool")
+        raise KeyError(
+            f"no tool {tool!r} in the graph of {g.graph.get('domain')!r}; tools: {', '.join(names)}"
+        )
+    edges = [(u, v, str(k)) for u, v, k in g.edges(keys=True) if node in (u, v)]
+    nodes = {node} | {u for u, _, _ in edges} | {v for _, v, _ in edges}
+    return _copy_graph(g, sorted(nodes), edges, f"neighbourhood of {tool}")
+
+
 # ------------------------------------------------------------------ JSON
 
 
@@ -63,6 +138,35 @@ def to_json(g: nx.MultiDiGraph) -> str:
         data["edges"], key=lambda e: (str(e["source"]), str(e["target"]), str(e["key"]))
     )
     return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+# ------------------------------------------------------------------ GraphML
+
+
+def to_graphml(g: nx.MultiDiGraph) -> str:
+    """GraphML text (for Gephi, yEd, Cytoscape): nodes and edges sorted, list-valued
+    attributes (``params``, ``via``, ``ops``, ``fields``, ...) joined with ``", "`` since
+    GraphML holds scalars only; ends with a newline.
+
+    >>> from graphgen.domains import load_builtin
+    >>> from graphgen.graph import build_graph
+    >>> "<graphml" in to_graphml(build_graph(load_builtin("mock")))
+    True
+    """
+
+    def flat(attrs: dict[str, Any]) -> dict[str, Any]:
+        return {
+            k: ", ".join(str(x) for x in v) if isinstance(v, list | tuple) else v
+            for k, v in sorted(attrs.items())
+            if v is not None
+        }
+
+    flat_g = nx.MultiDiGraph(**flat(dict(g.graph)))
+    for n in sorted(g.nodes):
+        flat_g.add_node(n, **flat(g.nodes[n]))
+    for u, v, k, d in _edges(g):
+        flat_g.add_edge(u, v, key=k, **flat(d))
+    return "\n".join(nx.generate_graphml(flat_g, prettyprint=True)) + "\n"
 
 
 # ------------------------------------------------------------------ DOT
@@ -138,6 +242,22 @@ def to_dot(g: nx.MultiDiGraph) -> str:
 # ------------------------------------------------------------------ PNG
 
 
+def _only_tools(g: nx.MultiDiGraph) -> bool:
+    """A view of tools alone (the enables view): drawn on a circle, not in columns."""
+    return g.number_of_nodes() > 0 and all(k == "tool" for _, k in g.nodes(data="kind"))
+
+
+def _circle(g: nx.MultiDiGraph) -> dict[str, tuple[float, float]]:
+    """Tools on an ellipse that fills the drawing (reads first, then writes, clockwise
+    from the top): in one column, the edges between neighbouring writes pile up."""
+    tools = sorted(g.nodes, key=lambda n: (bool(g.nodes[n].get("write")), n))
+    pos: dict[str, tuple[float, float]] = {}
+    for i, n in enumerate(tools):
+        a = math.pi / 2 - 2 * math.pi * i / len(tools)
+        pos[n] = (1.0 + 0.95 * math.cos(a), 0.5 + 0.47 * math.sin(a))
+    return pos
+
+
 def _layout(g: nx.MultiDiGraph) -> dict[str, tuple[float, float]]:
     """Three columns — value sorts, tools, state fields — with tools sorted (reads
     first, then writes) and the other columns ordered by the mean row of the tools they
@@ -173,14 +293,24 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
     matplotlib is optional (the ``viz`` extra); without it this raises
     :class:`~graphgen.extras.MissingExtraError` naming the install command.
     """
-    require("matplotlib", "viz", "drawing the graph as PNG")
+    return draw(g, path, "png")
+
+
+def draw(g: nx.MultiDiGraph, path: str | Path, fmt: str = "png") -> Path:
+    """Draw the graph to ``path`` as ``fmt`` (``png`` or ``svg``, see :func:`to_png`);
+    returns the path. The SVG has fixed element ids and no date, so it is deterministic
+    too."""
+    if fmt not in DRAW_FORMATS:
+        raise ValueError(f"cannot draw a graph as {fmt!r}; use {', '.join(DRAW_FORMATS)}")
+    require("matplotlib", "viz", f"drawing the graph as {fmt.upper()}")
     # Imported here so that the rest of graphgen works without matplotlib.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    pos = _layout(g)
+    circle = _only_tools(g)
+    pos = _circle(g) if circle else _layout(g)
     per_col: float = (
         max(
             sum(1 for _, k in g.nodes(data="kind") if k == kind)
@@ -197,7 +327,7 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
     ax.set_xlim(-0.45, 2.45)
     ax.set_ylim(-0.02, 1.02)
     ax.axis("off")
-    for col, head in enumerate(("value sorts", "tools", "state fields")):
+    for col, head in enumerate(() if circle else ("value sorts", "tools", "state fields")):
         ax.text(col, 1.02, head, ha="center", va="bottom", fontsize=11, weight="bold")
 
     texts = {}
@@ -221,7 +351,7 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
     for u, v, _, d in _edges(g):
         kind = str(d.get("kind", "data"))
         es = EDGE_STYLE.get(kind, EDGE_STYLE["data"])
-        same_col = pos[u][0] == pos[v][0]
+        same_col = pos[u][0] == pos[v][0] and not circle
         rad = 0.5 if same_col else {"reads": 0.06, "queries": 0.12, "writes": -0.06}.get(kind, 0.0)
         if kind == "data" and pos[u][0] > pos[v][0]:
             rad = -0.12  # tool → sort runs back leftwards; bend it off the sort → tool edges
@@ -267,7 +397,12 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
         for es in EDGE_STYLE.values()
     ]
     title = str(g.graph.get("domain", "graph"))
-    fig.suptitle(f"{title}: typed dependency graph", y=1 - 0.08 / height, fontsize=13, va="top")
+    fig.suptitle(
+        f"{title}: {g.graph.get('view', 'typed dependency graph')}",
+        y=1 - 0.08 / height,
+        fontsize=13,
+        va="top",
+    )
     fig.legend(
         handles=handles,
         loc="upper center",
@@ -277,5 +412,12 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
         frameon=False,
     )
     out = Path(path)
-    fig.savefig(out, format="png", metadata={"Software": None})
+    if fmt == "png":
+        fig.savefig(out, format="png", metadata={"Software": None})
+    else:
+        import matplotlib
+
+        # SVG element ids are salted hashes: a fixed salt makes them the same every run.
+        with matplotlib.rc_context({"svg.hashsalt": "graphgen", "svg.fonttype": "none"}):
+            fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
     return out

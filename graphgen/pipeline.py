@@ -8,12 +8,16 @@ progress bar.
 
 * :func:`load_domain_ref` — a domain by built-in name or path;
 * :func:`check` — the static analyses, with the z3 satisfiability check;
-* :func:`export_graph` — the dependency graph as JSON, DOT or PNG;
+* :func:`export_graph` — the dependency graph as JSON, DOT, GraphML, PNG or SVG, whole or
+  filtered (the enables edges, one tool's neighbourhood);
 * :func:`generate` — tasks that passed the dry-run gate *and* the z3 proofs (by default);
 * :func:`verify_tasks` — re-check a task-set file from scratch;
 * :func:`compile` — a domain as a standalone Python package;
 * :func:`make_env` — the compiled environment of a domain, ready to ``reset``;
 * :func:`evaluate` — an agent (a baseline or a model) on a task set in that environment;
+* :func:`export_tasks` — task sets as a Hugging Face dataset, τ²-bench files, SFT
+  conversations or MCP tool lists;
+* :func:`coverage` — what a task set exercises in its domain;
 * :func:`run` — all of the above into one folder.
 
 >>> import tempfile
@@ -33,7 +37,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +66,11 @@ from graphgen.envs.agent import (
     summarize,
 )
 from graphgen.envs.codegen import write_package
+from graphgen.envs.exports import ExportError, TaskSet
+from graphgen.envs.exports.hf import export_hf
+from graphgen.envs.exports.mcp import export_mcp
+from graphgen.envs.exports.sft import export_sft
+from graphgen.envs.exports.tau2 import export_tau2
 from graphgen.envs.load import load_env_module
 from graphgen.envs.play import Outcome, Play, PlayError, Session
 from graphgen.envs.trials import (
@@ -75,11 +84,13 @@ from graphgen.envs.trials import (
 )
 from graphgen.envs.user import ModelUser, ScriptedUser, User
 from graphgen.errors import GraphgenError
-from graphgen.export import to_dot, to_json, to_png
+from graphgen.export import draw, enables_view, to_dot, to_graphml, to_json, tool_view
 from graphgen.extras import MissingExtraError, require
 from graphgen.graph import build_graph
 from graphgen.llm import API_KEY_ENV, Usage, api_key, openai_client
 from graphgen.load import load_domain
+from graphgen.tasks.coverage import CoverageReport
+from graphgen.tasks.coverage import coverage as task_coverage
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Task
 from graphgen.tasks.paraphrase import Paraphraser
@@ -97,7 +108,9 @@ __all__ = [
     "BASELINES",
     "DEFAULTS",
     "EVAL_DEFAULTS",
+    "EXPORT_FORMATS",
     "GRAPH_FORMATS",
+    "GRAPH_VIEWS",
     "EvalOptions",
     "Evaluation",
     "Options",
@@ -108,8 +121,10 @@ __all__ = [
     "Verification",
     "check",
     "compile",
+    "coverage",
     "evaluate",
     "export_graph",
+    "export_tasks",
     "generate",
     "load_domain_ref",
     "make_env",
@@ -133,7 +148,9 @@ BASELINES = ("oracle", "noop", "random", "echo", "hedger", "greedy")
 adversarial ones (see :mod:`graphgen.envs.agent`): answering with the instruction,
 naming every value seen, and the reference writes in every permitted order."""
 
-GRAPH_FORMATS = ("json", "dot", "png")
+GRAPH_FORMATS = ("json", "dot", "graphml", "png", "svg")
+GRAPH_VIEWS = ("all", "enables")
+EXPORT_FORMATS = ("hf", "tau2", "sft", "mcp")
 
 
 def _default_jobs() -> int:
@@ -271,25 +288,50 @@ def check(domain: DomainRef) -> Report:
     return report(load_domain_ref(domain), sat_checker=unsatisfiable_writes)
 
 
-def export_graph(domain: DomainRef, output: str | Path, fmt: str = "json") -> nx.MultiDiGraph:
-    """Write the typed dependency graph as ``fmt`` (json, dot or png); returns the graph.
+def export_graph(
+    domain: DomainRef,
+    output: str | Path,
+    fmt: str = "json",
+    *,
+    view: str = "all",
+    tool: str | None = None,
+) -> nx.MultiDiGraph:
+    """Write the typed dependency graph as ``fmt`` (json, dot, graphml, png or svg);
+    returns the graph written.
 
-    PNG needs the ``viz`` extra (matplotlib).
+    ``view="enables"`` keeps only the tools and the enables edges; ``tool`` keeps only
+    that tool's neighbourhood (both together: the enables edges into and out of the
+    tool). PNG and SVG need the ``viz`` extra (matplotlib).
 
     >>> import tempfile
     >>> g = export_graph("mock", Path(tempfile.mkdtemp()) / "g.dot", "dot")
     >>> g.number_of_nodes() > 0
     True
+    >>> sorted(export_graph("mock", Path(tempfile.mkdtemp()) / "e.graphml", "graphml",
+    ...                     view="enables", tool="pay").edges())
+    [('tool:deposit', 'tool:pay'), ('tool:pay', 'tool:deposit')]
     """
     if fmt not in GRAPH_FORMATS:
         raise PipelineError(f"unknown format {fmt!r}; use {', '.join(GRAPH_FORMATS)}")
-    g = build_graph(load_domain_ref(domain))
+    if view not in GRAPH_VIEWS:
+        raise PipelineError(f"unknown view {view!r}; use {', '.join(GRAPH_VIEWS)}")
+    d = load_domain_ref(domain)
+    g = build_graph(d)
+    if view == "enables":
+        g = enables_view(g, keep=[tool] if tool in d.tools else [])
+    if tool is not None:
+        if tool not in d.tools:
+            close = difflib.get_close_matches(tool, list(d.tools), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise PipelineError(f"{d.source}: no tool {tool!r} in domain {d.name!r}{hint}")
+        g = tool_view(g, tool)
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "png":
-        to_png(g, path)
+    if fmt in ("png", "svg"):
+        draw(g, path, fmt)
     else:
-        path.write_text(to_json(g) if fmt == "json" else to_dot(g), encoding="utf-8")
+        text = {"json": to_json, "dot": to_dot, "graphml": to_graphml}[fmt](g)
+        path.write_text(text, encoding="utf-8")
     return g
 
 
@@ -399,6 +441,87 @@ def verify_tasks(
         outcomes["manifest_count_mismatch"] = 1
         failures.append(("manifest", f"says {manifest.accepted} tasks, file has {len(tasks)}"))
     return Verification(len(tasks), outcomes, failures)
+
+
+# ------------------------------------------------------------------ exports and coverage
+
+
+def _read_sets(tasks_files: Sequence[str | Path], domain: DomainRef | None) -> list[TaskSet]:
+    if not tasks_files:
+        raise PipelineError("no task-set file given")
+    sets = [read_taskset(f) for f in tasks_files]
+    if domain is not None:
+        name = load_domain_ref(domain).name
+        for f, (m, _) in zip(tasks_files, sets, strict=True):
+            if m.domain != name:
+                raise PipelineError(f"{f}: a task set of domain {m.domain!r}, not {name!r}")
+    return sets
+
+
+def _domains_of(sets: Sequence[TaskSet], domain: DomainRef | None) -> dict[str, Domain]:
+    found: dict[str, Domain] = {}
+    for m, _ in sets:
+        if m.domain not in found:
+            found[m.domain] = load_domain_ref(domain if domain is not None else m.domain)
+    return found
+
+
+def export_tasks(
+    tasks_files: Sequence[str | Path],
+    fmt: str,
+    output: str | Path,
+    *,
+    domain: DomainRef | None = None,
+) -> list[Path]:
+    """Export task sets (one or more files, of one or several domains) as ``fmt`` into
+    the folder ``output``; returns the files written.
+
+    * ``hf``: a Hugging Face dataset folder (``data/train.parquet``, ``manifests.json``,
+      the card ``README.md``; needs the ``hf`` extra);
+    * ``tau2``: a τ²-bench domain folder per domain (``tasks.json``, ``policy.md``,
+      ``tools.json``, ``db.json``);
+    * ``sft``: the oracle's episodes, run in the compiled environment, as
+      ``messages.jsonl`` (chat messages with tools) and ``sharegpt.jsonl``;
+    * ``mcp``: ``<domain>.mcp.json``, the MCP tool list of each domain.
+
+    ``domain`` is the domain file of task sets whose domain is not built in.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = generate("mock", 2, Options(prove=False), output=d / "t.jsonl")
+    >>> [p.name for p in export_tasks([d / "t.jsonl"], "mcp", d / "out")]
+    ['mock.mcp.json']
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise PipelineError(f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}")
+    sets = _read_sets(tasks_files, domain)
+    domains = _domains_of(sets, domain)
+    try:
+        if fmt == "hf":
+            return export_hf(sets, output)
+        if fmt == "tau2":
+            return export_tau2(sets, domains, output)
+        if fmt == "sft":
+            return export_sft(sets, domains, output)
+        return export_mcp(list(domains.values()), output)
+    except ExportError as exc:
+        raise PipelineError(str(exc)) from None
+
+
+def coverage(tasks_file: str | Path, domain: DomainRef | None = None) -> CoverageReport:
+    """What a task set exercises in its domain (:mod:`graphgen.tasks.coverage`): tools,
+    precondition branches, enables edges, enum members, distinct states, lengths.
+
+    ``domain`` defaults to the built-in named in the file's manifest.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = generate("mock", 3, Options(prove=False), output=path)
+    >>> coverage(path).tasks
+    3
+    """
+    ((manifest, tasks),) = _read_sets([tasks_file], domain)
+    return task_coverage(load_domain_ref(domain if domain is not None else manifest.domain), tasks)
 
 
 # ------------------------------------------------------------------ environments

@@ -236,6 +236,11 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+def task_json(task: Task) -> str:
+    """A task as the canonical JSON text of its line in a task-set file."""
+    return _dumps(task.model_dump(mode="json"))
+
+
 def write_taskset(path: str | Path, manifest: Manifest, tasks: list[Task]) -> None:
     """Write manifest + tasks as canonical JSONL."""
     p = Path(path)
@@ -243,7 +248,7 @@ def write_taskset(path: str | Path, manifest: Manifest, tasks: list[Task]) -> No
     # Sets made without a paraphrase model keep the manifest they always had.
     skip = {"paraphrase"} if manifest.paraphrase is None else None
     lines = [_dumps({"manifest": manifest.model_dump(mode="json", exclude=skip)})]
-    lines += [_dumps(t.model_dump(mode="json")) for t in tasks]
+    lines += [task_json(t) for t in tasks]
     p.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -61,7 +61,7 @@ def test_graph_exports(fmt: str, tmp_path: Path) -> None:
 def test_unknown_domain_and_format_fail_cleanly(tmp_path: Path) -> None:
     res = runner.invoke(app, ["graph", "nope", "-o", str(tmp_path / "x")])
     assert res.exit_code == 1 and "nope" in res.output
-    res = runner.invoke(app, ["graph", "mock", "--format", "svg", "-o", str(tmp_path / "x")])
+    res = runner.invoke(app, ["graph", "mock", "--format", "gif", "-o", str(tmp_path / "x")])
     assert res.exit_code == 2 and "unknown format" in res.output
 
 
