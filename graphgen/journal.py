@@ -10,7 +10,8 @@ header is the same, so a resumed run finishes exactly as an uninterrupted one wo
 Each line is written with one ``write`` call and fsynced before the next item starts,
 with SIGINT and SIGTERM held back meanwhile: a stop or a crash loses at most the item
 in flight. A last line cut short (a crash of the machine mid-write) is dropped when the
-journal is reopened.
+journal is reopened. An open journal is locked (``flock``), so a second run on the same
+output is refused instead of interleaving its lines.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,23 @@ class JournalMismatch(OutputError):
     """A journal was made by another run (other options, domain, input) than this one."""
 
 
+def _open_locked(path: Path) -> int:
+    """Open ``path`` for appending (created if missing) and take its lock: two runs
+    writing the same output would interleave their lines."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
+    if sys.platform != "win32":
+        import fcntl
+
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise OutputError(
+                f"another graphgen run is writing {path}; wait for it to end or stop it"
+            ) from None
+    return fd
+
+
 def journal_path(output: str | Path) -> Path:
     """Where the journal of a run writing ``output`` lives: ``output`` + ``.partial``.
 
@@ -42,6 +61,41 @@ def journal_path(output: str | Path) -> Path:
     """
     p = Path(output)
     return p.with_name(p.name + JOURNAL_SUFFIX)
+
+
+def _whole_lines(raw: bytes) -> tuple[list[dict[str, Any]], int]:
+    """The records of the whole, readable lines at the start of ``raw``, and their
+    length in bytes (what follows the last newline was cut short)."""
+    records: list[dict[str, Any]] = []
+    good = 0
+    for chunk in raw.split(b"\n")[:-1]:
+        try:
+            rec = json.loads(chunk)
+        except ValueError:
+            break
+        if not isinstance(rec, dict):
+            break
+        records.append(rec)
+        good += len(chunk) + 1
+    return records, good
+
+
+def _same_header(path: Path, old: Any, header: dict[str, Any]) -> None:
+    """Refuse a journal whose header is not ``header``, naming each difference."""
+    if old == header:
+        return
+    was = old if isinstance(old, dict) else {}
+    keys = sorted(set(was) | set(header), key=str)
+    diff = [
+        f"{k}: {was.get(k)!r} there, {header.get(k)!r} now"
+        for k in keys
+        if was.get(k) != header.get(k)
+    ]
+    raise JournalMismatch(
+        f"cannot resume from {path}: it was made by a different run ("
+        + "; ".join(diff)
+        + "); run with the same options, or pass --force to start over"
+    )
 
 
 def _line(record: dict[str, Any]) -> bytes:
@@ -90,10 +144,11 @@ class Journal:
         """Start a new journal at ``path`` (an old one there is replaced)."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        # The header goes in whole before the journal has its name, so a journal
-        # without a readable header is never seen.
-        write_atomic(p, _line({"journal": header}))
-        return cls(p, os.open(p, os.O_WRONLY | os.O_APPEND))
+        fd = _open_locked(p)
+        os.ftruncate(fd, 0)
+        journal = cls(p, fd)
+        journal.append({"journal": header})
+        return journal
 
     @classmethod
     def resume(
@@ -105,38 +160,21 @@ class Journal:
         each differing entry) or it is not a journal. A cut-short last line is dropped.
         """
         p = Path(path)
-        raw = p.read_bytes()
-        records: list[dict[str, Any]] = []
-        good = 0  # bytes of whole, readable lines
-        for chunk in raw.split(b"\n")[:-1]:  # what follows the last newline is cut short
-            try:
-                rec = json.loads(chunk)
-            except ValueError:
-                break
-            if not isinstance(rec, dict):
-                break
-            records.append(rec)
-            good += len(chunk) + 1
-        if not records or "journal" not in records[0]:
-            raise JournalMismatch(
-                f"{p} is not a graphgen journal; delete it or pass --force to start over"
-            )
-        old = records[0]["journal"]
-        if old != header:
-            keys = sorted(set(old) | set(header), key=str)
-            diff = [
-                f"{k}: {old.get(k)!r} there, {header.get(k)!r} now"
-                for k in keys
-                if old.get(k) != header.get(k)
-            ]
-            raise JournalMismatch(
-                f"cannot resume from {p}: it was made by a different run ("
-                + "; ".join(diff)
-                + "); run with the same options, or pass --force to start over"
-            )
-        if good < len(raw):
-            os.truncate(p, good)
-        return cls(p, os.open(p, os.O_WRONLY | os.O_APPEND)), records[1:]
+        fd = _open_locked(p)
+        try:
+            raw = p.read_bytes()
+            records, good = _whole_lines(raw)
+            if not records or "journal" not in records[0]:
+                raise JournalMismatch(
+                    f"{p} is not a graphgen journal; delete it or pass --force to start over"
+                )
+            _same_header(p, records[0]["journal"], header)
+            if good < len(raw):
+                os.ftruncate(fd, good)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(p, fd), records[1:]
 
     def append(self, record: dict[str, Any]) -> None:
         """Add one record as one line, on disk before this returns."""
@@ -159,5 +197,5 @@ class Journal:
         """Write the final ``output`` (atomically), then delete the journal."""
         with _signals_held():
             write_atomic(output, text)
+            self.path.unlink(missing_ok=True)  # while still holding its lock
             self.close()
-            self.path.unlink(missing_ok=True)

@@ -20,6 +20,7 @@ import pytest
 from graphgen import pipeline as pl
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
+from graphgen.files import OutputError
 from graphgen.journal import Journal, JournalMismatch, journal_path
 from graphgen.processes import Interrupted
 from graphgen.tasks.model import Task
@@ -42,6 +43,18 @@ def test_a_cut_short_last_line_is_dropped_on_resume(tmp_path: Path) -> None:
     j.append({"item": 2})
     j.close()
     assert path.read_bytes().endswith(b'{"item":1}\n{"item":2}\n')
+
+
+def test_a_journal_in_use_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.partial"
+    first = Journal.create(path, {"seed": 1})
+    with pytest.raises(OutputError, match="another graphgen run is writing"):
+        Journal.resume(path, {"seed": 1})
+    with pytest.raises(OutputError, match="another graphgen run is writing"):
+        Journal.create(path, {"seed": 1})
+    first.append({"item": 0})
+    first.close()
+    assert Journal.resume(path, {"seed": 1})[1] == [{"item": 0}]
 
 
 def test_a_journal_of_another_run_is_refused_naming_the_difference(tmp_path: Path) -> None:
