@@ -886,7 +886,11 @@ def run(
     gate = "dry-run + z3 proofs" if options.prove else "dry-run only"
     ev.stage(3, RUN_STAGES, f"generate {n} tasks ({gate})")
     tasks_file = out / "tasks.jsonl"
-    gen = generate(d, n, options, output=tasks_file, progress=ev.generating, force=True)
+    try:
+        gen = generate(d, n, options, output=tasks_file, progress=ev.generating, force=True)
+    except Interrupted as exc:
+        exc.detail = "`graphgen run` does not resume; run it again with --force to start over"
+        raise
     ev.generated(gen, tasks_file)
     ev.stage(4, RUN_STAGES, "verify the file from scratch")
     ver = verify_tasks(tasks_file, d, options, progress=ev.verifying)
