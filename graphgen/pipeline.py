@@ -494,9 +494,11 @@ def verify_tasks(
     True
     """
     out = Path(output) if output is not None else None
-    if out is not None:
-        _check_output(out, resume, force)
     source = Path(tasks_file)
+    if out is not None:
+        if out.resolve() == source.resolve():
+            raise OutputError(f"the report {out} would replace the task set it checks")
+        _check_output(out, resume, force)
     manifest, tasks = read_taskset(source)
     d = load_domain_ref(domain if domain is not None else manifest.domain)
     ms = options.timeout_ms

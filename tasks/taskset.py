@@ -207,6 +207,11 @@ def generate(
                 batch.append(task)
                 originals.append((original, outcome))
                 planned[cand.kind] += 1
+            if len(replay) > len(batch):
+                raise TaskSetError(
+                    f"the journal holds {len(replay)} outcomes for a batch of {len(batch)} "
+                    "candidates: it does not come from this generator"
+                )
             fresh = batch[len(replay) :]
             checked: Iterator[Task | str]
             if pool is not None:  # lazily, in order: each outcome is recorded as it comes

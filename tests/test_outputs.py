@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from graphgen import pipeline as pl
 from graphgen.cli import app
@@ -19,6 +19,11 @@ from graphgen.files import OutputError, check_output_file, write_atomic
 from graphgen.journal import journal_path
 
 runner = CliRunner()
+
+
+def _said(res: Result) -> str:
+    """The command's output with rich's line wrapping undone."""
+    return " ".join(res.output.split())
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -71,7 +76,7 @@ def test_generate_refuses_an_existing_file_without_force(tmp_path: Path) -> None
     target.write_text("mine\n", encoding="utf-8")
     res = runner.invoke(app, ["generate", "mock", "-n", "2", "--no-prove", "-o", str(target)])
     assert res.exit_code == 2
-    assert "already exists" in res.output and "--force" in res.output
+    assert "already exists" in _said(res) and "--force" in _said(res)
     assert target.read_text(encoding="utf-8") == "mine\n"
     res = runner.invoke(
         app, ["generate", "mock", "-n", "2", "--no-prove", "-o", str(target), "--force"]
@@ -90,7 +95,7 @@ def test_output_is_checked_before_anything_is_computed(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="is a folder"):
         pl.generate("no-such-domain", 5, output=tmp_path)
     res = runner.invoke(app, ["generate", "mock", "-n", "2", "-o", str(tmp_path)])
-    assert res.exit_code == 2 and "is a folder" in res.output
+    assert res.exit_code == 2 and "is a folder" in _said(res)
 
 
 def test_output_under_a_file_or_an_unwritable_folder_is_refused(tmp_path: Path) -> None:
@@ -111,7 +116,7 @@ def test_graph_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     first = target.read_bytes()
     write_atomic(target, "hand-made")
     res = runner.invoke(app, ["graph", "mock", "-o", str(target)])
-    assert res.exit_code == 2 and "--force" in res.output
+    assert res.exit_code == 2 and "--force" in _said(res)
     assert target.read_text(encoding="utf-8") == "hand-made"
     assert runner.invoke(app, ["graph", "mock", "-o", str(target), "--force"]).exit_code == 0
     assert target.read_bytes() == first
@@ -121,7 +126,7 @@ def test_a_leftover_journal_needs_resume_or_force(tmp_path: Path) -> None:
     target = tmp_path / "t.jsonl"
     journal_path(target).write_text('{"journal":{}}\n', encoding="utf-8")
     res = runner.invoke(app, ["generate", "mock", "-n", "2", "--no-prove", "-o", str(target)])
-    assert res.exit_code == 2 and "--resume" in res.output
+    assert res.exit_code == 2 and "--resume" in _said(res)
     res = runner.invoke(
         app, ["generate", "mock", "-n", "2", "--no-prove", "-o", str(target), "--force"]
     )
@@ -132,7 +137,7 @@ def test_a_leftover_journal_needs_resume_or_force(tmp_path: Path) -> None:
 def test_generate_rejects_a_count_below_one(tmp_path: Path) -> None:
     for n in ("0", "-5"):
         res = runner.invoke(app, ["generate", "mock", "-n", n, "-o", str(tmp_path / "t.jsonl")])
-        assert res.exit_code == 2 and "-n" in res.output
+        assert res.exit_code == 2 and "-n" in _said(res)
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(pl.PipelineError, match="at least 1"):
         pl.generate("mock", 0)
@@ -143,7 +148,7 @@ def test_generate_rejects_a_count_below_one(tmp_path: Path) -> None:
 
 def _compile(out: Path, *extra: str, domain: str = "mock") -> tuple[int, str]:
     res = runner.invoke(app, ["compile", domain, "-o", str(out), *extra])
-    return res.exit_code, res.output
+    return res.exit_code, _said(res)
 
 
 def test_compile_refuses_a_foreign_non_empty_folder(tmp_path: Path) -> None:
@@ -211,5 +216,17 @@ def test_run_refuses_to_overwrite_an_earlier_run(tmp_path: Path) -> None:
     out.mkdir()
     (out / "tasks.jsonl").write_text("mine\n", encoding="utf-8")
     res = runner.invoke(app, ["run", "mock", "-n", "2", "-o", str(out), "-j", "1"])
-    assert res.exit_code == 2 and "tasks.jsonl" in res.output
+    assert res.exit_code == 2 and "tasks.jsonl" in _said(res)
     assert sorted(p.name for p in out.iterdir()) == ["tasks.jsonl"]
+
+
+def test_verify_report_never_replaces_the_task_set(tmp_path: Path) -> None:
+    tasks = tmp_path / "t.jsonl"
+    res = runner.invoke(app, ["generate", "mock", "-n", "2", "--no-prove", "-o", str(tasks)])
+    assert res.exit_code == 0, res.output
+    before = tasks.read_bytes()
+    res = runner.invoke(app, ["verify", str(tasks), "-o", str(tasks), "--force"])
+    assert res.exit_code == 2 and "would replace the task set" in _said(res)
+    assert tasks.read_bytes() == before
+    res = runner.invoke(app, ["verify", str(tasks), "--resume"])
+    assert res.exit_code == 2 and "-o" in _said(res)
