@@ -26,6 +26,7 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -66,8 +67,23 @@ def stop_on_signals() -> Iterator[None]:
             signal.signal(s, h)
 
 
+def _alive(pid: int) -> bool:
+    if sys.platform == "win32":  # there os.kill(pid, 0) sends CTRL_C_EVENT
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else (the pid was reused)
+        return True
+    return True
+
+
 def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:
+    # With the "forkserver" start method the worker's parent is the fork server, not
+    # the pool's owner: watch both (the fork server ends when the owner does).
+    spawner = os.getppid()
+    while os.getppid() == spawner and _alive(parent):
         time.sleep(PARENT_POLL_SECONDS)
     os._exit(1)  # the parent is gone: nobody will read this worker's results
 

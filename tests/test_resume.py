@@ -310,22 +310,41 @@ def test_retail_generate_killed_twice_then_resumed(tmp_path: Path) -> None:
     assert out.read_bytes() == whole.read_bytes()
 
 
-def test_no_worker_outlives_a_killed_parent(tmp_path: Path) -> None:
-    """The pool's watchdog, directly: a parent killed with SIGKILL takes its workers."""
+def _descendants(pid: int) -> list[int]:
+    found = []
+    todo = [pid]
+    while todo:
+        kids = _children(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
+@pytest.mark.parametrize(
+    "method",
+    ["fork", *(pytest.param(m, marks=pytest.mark.slow) for m in ("forkserver", "spawn"))],
+)
+def test_no_worker_outlives_a_killed_parent(tmp_path: Path, method: str) -> None:
+    """The pool's watchdog, directly: a parent killed with SIGKILL takes its workers,
+    whatever the start method (with a fork server the workers' parent is the server)."""
     code = (
-        "import sys, time\n"
+        "import multiprocessing, sys, time\n"
         "from graphgen.processes import worker_pool\n"
-        "with worker_pool(2) as pool:\n"
-        "    pool.map_async(time.sleep, [60, 60])\n"
-        "    print('ready', flush=True)\n"
-        "    time.sleep(60)\n"
+        "if __name__ == '__main__':\n"
+        "    multiprocessing.set_start_method(sys.argv[1])\n"
+        "    with worker_pool(2) as pool:\n"
+        "        pool.map_async(time.sleep, [60, 60])\n"
+        "        print('ready', flush=True)\n"
+        "        time.sleep(60)\n"
     )
+    script = tmp_path / "pool.py"
+    script.write_text(code, encoding="utf-8")
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=tmp_path
+        [sys.executable, str(script), method], stdout=subprocess.PIPE, text=True, cwd=tmp_path
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    workers = _children(proc.pid)
-    assert len(workers) == 2
+    workers = _descendants(proc.pid)
+    assert len(workers) >= 2
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     deadline = time.monotonic() + 10
