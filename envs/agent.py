@@ -626,7 +626,7 @@ class _UserFailed(Exception):
     """The user simulator could not open the conversation."""
 
 
-class Interrupted(Exception):
+class StopRequested(Exception):
     """The run was asked to stop: the episode in flight is dropped (a resumed run does it
     again), never written half done."""
 
@@ -687,7 +687,7 @@ def run_episode(
     plain-text reply is its final answer. With one, plain-text replies go to the user
     until it says :data:`~graphgen.envs.user.STOP`; the answer graded is everything the
     agent said to the user. ``deadline`` (a :func:`time.monotonic` instant) is the
-    episode's time budget; when ``stop`` is set the episode raises :class:`Interrupted`
+    episode's time budget; when ``stop`` is set the episode raises :class:`StopRequested`
     at its next turn.
     """
     messages: list[dict[str, Any]] = []
@@ -727,13 +727,13 @@ def run_episode(
         ]
         while not done and turns < max_steps:
             if stop is not None and stop.is_set():
-                raise Interrupted
+                raise StopRequested
             if deadline is not None and time.monotonic() >= deadline:
                 raise TaskTimeout("the task's time budget ran out")
             turns += 1
             try:
                 reply = agent.act(messages, tools)
-            except (Interrupted, TaskTimeout):
+            except (StopRequested, TaskTimeout):
                 raise
             except Exception as exc:  # a model or API failure ends this episode only
                 error = f"model: {_describe(exc)}"
@@ -790,7 +790,7 @@ def run_episode(
                 messages.append({"role": "tool", "tool_call_id": c.id, "content": obs})
                 if done:
                     break
-    except Interrupted:
+    except StopRequested:
         raise
     except TaskTimeout as exc:
         error = f"time budget: {exc}"

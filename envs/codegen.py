@@ -16,6 +16,9 @@ path or randomness.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
 
 from graphgen import grading
@@ -29,6 +32,7 @@ from graphgen.envs.emit import (
     tools_source,
 )
 from graphgen.envs.naming import CodegenError, EntityNames, check_tool_names
+from graphgen.files import OutputError, check_output_dir, replace_dir, write_atomic
 
 #: Modules shipped verbatim in every package, by file name (each imports nothing of ours
 #: beyond its neighbours in the package).
@@ -65,15 +69,109 @@ def compile_domain_source(domain: Domain) -> dict[str, str]:
 
 
 def write_package(domain: Domain, out_dir: Path) -> list[Path]:
-    """Write the compiled package into ``out_dir`` (created if needed); the paths written."""
+    """Write the compiled package's files into ``out_dir`` (created if needed), each
+    atomically, leaving other files there alone; the paths written.
+
+    :func:`install_package` is the careful form for a folder a person chose."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in compile_domain_source(domain).items():
-        path = out_dir / name
-        path.write_bytes(text.encode("utf-8"))
-        written.append(path)
+        written.append(write_atomic(out_dir / name, text))
     return written
 
 
-__all__ = ["CodegenError", "compile_domain_source", "write_package"]
+BUILD_MARKER = ".graphgen-build.json"
+"""The file that marks a folder as a graphgen build: the package name and the SHA-256 of
+every file written, so a later build can tell its own files from anyone else's."""
+
+
+def _sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _build_marker(domain: Domain, files: dict[str, bytes]) -> bytes:
+    data = {
+        "format": "graphgen-build",
+        "package": domain.name,
+        "files": {name: _sha256(raw) for name, raw in sorted(files.items())},
+    }
+    return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _present(folder: Path) -> list[str]:
+    """Files under ``folder`` (relative, sorted), without Python's byte-code caches."""
+    found = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        base = Path(root).relative_to(folder)
+        found += [(base / n).as_posix() for n in names]
+    return sorted(found)
+
+
+def _strangers(domain: Domain, out_dir: Path) -> list[str]:
+    """Files in ``out_dir`` a new build of ``domain`` would destroy that are not its
+    own: everything, unless the folder is an earlier build of the same package, then
+    the files added or edited since."""
+    present = _present(out_dir)
+    try:
+        marker = json.loads((out_dir / BUILD_MARKER).read_text(encoding="utf-8"))
+        ours = marker["files"] if marker.get("package") == domain.name else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        ours = None
+    if not isinstance(ours, dict):
+        return present
+    strangers = []
+    for rel in present:
+        if rel == BUILD_MARKER:
+            continue
+        if rel not in ours or _sha256((out_dir / rel).read_bytes()) != ours[rel]:
+            strangers.append(rel)
+    return strangers
+
+
+def check_package_dir(domain: Domain, out_dir: Path, *, force: bool = False) -> None:
+    """Refuse (:class:`~graphgen.files.OutputError`) an ``out_dir`` that
+    :func:`install_package` must not replace: a file; a folder it cannot write; without
+    ``force``, a non-empty folder that is not an earlier build of this package, or one
+    whose files were added to or edited since; even with ``force``, the current folder
+    or a folder holding it."""
+    out = check_output_dir(out_dir)
+    if not out.exists():
+        return
+    here = Path.cwd().resolve()
+    if force and (here == out.resolve() or out.resolve() in here.parents):
+        raise OutputError(f"refusing to replace {out}: it holds the current folder")
+    strangers = _strangers(domain, out)
+    if strangers and not force:
+        shown = ", ".join(strangers[:5]) + (
+            f" and {len(strangers) - 5} more" if len(strangers) > 5 else ""
+        )
+        raise OutputError(
+            f"{out} is not empty and holds files that are not graphgen's build of "
+            f"package {domain.name!r} ({shown}); choose an empty folder, or pass --force "
+            "to replace the whole folder (its files are deleted)"
+        )
+
+
+def install_package(domain: Domain, out_dir: Path, *, force: bool = False) -> list[Path]:
+    """Compile ``domain`` into the folder ``out_dir``, replacing an earlier build of the
+    same package as a whole (built beside it, then swapped in: no old file lingers, and
+    a failure leaves the old build as it was); the paths written, marker included.
+
+    Checked first with :func:`check_package_dir`.
+    """
+    out = Path(out_dir)
+    check_package_dir(domain, out, force=force)
+    files = {n: t.encode("utf-8") for n, t in compile_domain_source(domain).items()}
+    files[BUILD_MARKER] = _build_marker(domain, files)
+    return replace_dir(out, files)
+
+
+__all__ = [
+    "BUILD_MARKER",
+    "CodegenError",
+    "check_package_dir",
+    "compile_domain_source",
+    "install_package",
+    "write_package",
+]

@@ -27,6 +27,7 @@ from typing import Any
 
 from graphgen.envs.agent import SYSTEM_SUFFIX, EnvLike, env_task
 from graphgen.errors import GraphgenError
+from graphgen.files import write_atomic
 from graphgen.tasks.model import Task
 
 SESSION_FORMAT = "graphgen-play"
@@ -115,8 +116,8 @@ class Session:
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
     def save(self, path: Path) -> None:
-        """Write the session file."""
-        path.write_text(self.to_json(), encoding="utf-8")
+        """Write the session file (atomically: a failed write keeps the previous one)."""
+        write_atomic(path, self.to_json())
 
     @classmethod
     def load(cls, path: Path) -> Session:

@@ -18,9 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import signal
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -31,6 +29,7 @@ from typing import Any
 
 from graphgen.envs.agent import Episode
 from graphgen.errors import GraphgenError
+from graphgen.files import write_atomic
 
 Slot = tuple[str, int]
 """One episode to run: (task id, trial)."""
@@ -94,21 +93,6 @@ def read_episodes(path: Path) -> tuple[list[Episode], int]:
             except (ValueError, TypeError, RecursionError):
                 bad += 1
     return episodes, bad
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file renamed into place, so the old
-    file stays whole if the write fails."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 class TrajectoryLog:
@@ -205,7 +189,7 @@ def run_slots(
 
 
 @contextlib.contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[list[int]]:
+def request_stop_on_signals(stop: threading.Event) -> Iterator[list[int]]:
     """While inside, SIGINT and SIGTERM set ``stop`` (the run finishes the episodes it can
     and closes its files); a second signal raises :class:`KeyboardInterrupt`. Yields the
     list the received signal numbers are put in. Outside the main thread, does nothing."""

@@ -30,9 +30,11 @@ from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs.agent import GREEDY_MAX_ORDERS, Episode
 from graphgen.envs.play import Outcome, render_grade
-from graphgen.envs.trials import stop_on_signals
+from graphgen.envs.trials import request_stop_on_signals
 from graphgen.errors import DomainError, GraphgenError
+from graphgen.files import OutputError
 from graphgen.pipeline import DEFAULTS, EVAL_DEFAULTS, Evaluation, Options, Verification
+from graphgen.processes import Interrupted
 from graphgen.tasks.taskset import GenResult, TaskSetError, read_taskset
 
 app = typer.Typer(
@@ -86,13 +88,33 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+Force = Annotated[bool, typer.Option("--force", help="Replace an existing output (or start over).")]
+Resume = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="Continue a stopped run from OUTPUT.partial (same options): finished items "
+        "are not redone and the output is the same as an uninterrupted run's.",
+    ),
+]
+
+
 @contextmanager
 def _errors_exit() -> Iterator[None]:
-    """Errors a user can fix (bad file, unknown domain) end the command with exit 1."""
+    """Errors a user can fix (bad file, unknown domain) end the command with exit 1; an
+    output path that cannot be used, found before any work, with exit 2; SIGINT or
+    SIGTERM with 128 + the signal number, after saying how to resume."""
     try:
         yield
+    except OutputError as exc:
+        raise _fail(str(exc), 2) from None
     except (OSError, TaskSetError, GraphgenError) as exc:
         raise _fail(str(exc)) from None
+    except Interrupted as exc:
+        name = exc.args[0] if exc.args else "a signal"
+        what = exc.detail or "nothing was kept"
+        err.print(f"[yellow]stopped by {name}:[/yellow] {escape(what)}", highlight=False)
+        raise typer.Exit(128 + exc.signum) from None
 
 
 def _options(**values: Any) -> Options:
@@ -335,6 +357,7 @@ def graph(
     tool: Annotated[
         str | None, typer.Option(help="Only this tool and the nodes one edge away.")
     ] = None,
+    force: Force = False,
 ) -> None:
     """Export the typed dependency graph of a domain (whole or filtered) as JSON, DOT,
     GraphML, PNG or SVG."""
@@ -344,7 +367,7 @@ def graph(
     if view not in pl.GRAPH_VIEWS:
         raise _fail(f"unknown view {view!r}; use {', '.join(pl.GRAPH_VIEWS)}", 2)
     with _errors_exit():
-        g = pl.export_graph(d, output, fmt, view=view, tool=tool)
+        g = pl.export_graph(d, output, fmt, view=view, tool=tool, force=force)
     _Printer().graph_written(output, g)
 
 
@@ -373,7 +396,7 @@ def state(
 @app.command()
 def generate(
     domain: DomainArg,
-    n: Annotated[int, typer.Option("-n", help="How many accepted tasks to produce.")] = 100,
+    n: Annotated[int, typer.Option("-n", min=1, help="How many accepted tasks to produce.")] = 100,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     output: Annotated[Path, typer.Option("-o", "--output", help="Task-set JSONL file.")] = Path(
         "tasks.jsonl"
@@ -396,8 +419,13 @@ def generate(
     base_url: BaseUrl = DEFAULTS.base_url,
     api_key_env: ApiKeyEnv = DEFAULTS.api_key_env,
     paraphrase_cache: ParaphraseCache = None,
+    force: Force = False,
+    resume: Resume = False,
 ) -> None:
-    """Generate a task set: expand the graph, gate every candidate, write JSONL."""
+    """Generate a task set: expand the graph, gate every candidate, write JSONL.
+
+    Finished tasks go to OUTPUT.partial as they come; OUTPUT is written at the end.
+    After a stop (Ctrl-C, SIGTERM, a crash) run the same command with --resume."""
     d = _load(domain)
     opts = _options(
         seed=seed,
@@ -412,11 +440,13 @@ def generate(
         paraphrase_cache=str(paraphrase_cache) if paraphrase_cache is not None else None,
     )
     p = _Printer(d.name, n)
-    try:
-        with _errors_exit():
-            res = pl.generate(d, n, opts, output=output, progress=p.generating)
-    finally:
-        p.bar.close()
+    with _errors_exit():
+        try:
+            res = pl.generate(
+                d, n, opts, output=output, progress=p.generating, resume=resume, force=force
+            )
+        finally:
+            p.bar.close()  # before any message
     p.generated(res, output)
 
 
@@ -486,18 +516,35 @@ def verify_cmd(
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes.")] = DEFAULTS.jobs,
     timeout_ms: Annotated[int, typer.Option(help="z3 time limit per query.")] = DEFAULTS.timeout_ms,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write a report (JSONL: summary, one line per task)."),
+    ] = None,
+    force: Force = False,
+    resume: Resume = False,
 ) -> None:
     """Re-check a task set from scratch (dry-run and every z3 proof), trusting nothing
-    the file claims to have proven. Exits 1 if any task fails."""
+    the file claims to have proven. Exits 1 if any task fails.
+
+    With -o, each task's result goes to OUTPUT.partial as it is known and the report is
+    written at the end; after a stop run the same command with --resume."""
+    if resume and output is None:
+        raise _fail("--resume continues a report: give its file with -o", 2)
     d = _load(domain) if domain is not None else None
     p = _Printer(tasks_name=file.name)
-    try:
-        with _errors_exit():
+    with _errors_exit():
+        try:
             res = pl.verify_tasks(
-                file, d, _options(jobs=jobs, timeout_ms=timeout_ms), progress=p.verifying
+                file,
+                d,
+                _options(jobs=jobs, timeout_ms=timeout_ms),
+                progress=p.verifying,
+                output=output,
+                resume=resume,
+                force=force,
             )
-    finally:
-        p.bar.close()
+        finally:
+            p.bar.close()  # before any message
     p.verified(res)
     if not res.ok:
         raise typer.Exit(1)
@@ -570,10 +617,21 @@ def coverage_cmd(
 def compile_cmd(
     domain: DomainArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Package directory.")],
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace a non-empty folder that is not a build of this package."
+        ),
+    ] = False,
 ) -> None:
-    """Compile a domain into a standalone Python environment package."""
+    """Compile a domain into a standalone Python environment package.
+
+    An earlier build of the same package in OUTPUT is replaced as a whole; a folder
+    holding anything else is refused unless --force."""
     d = _load(domain)
-    _Printer().compiled(pl.compile(d, output), output)
+    with _errors_exit():
+        files = pl.compile(d, output, force=force)
+    _Printer().compiled(files, output)
 
 
 @app.command("eval")
@@ -696,7 +754,7 @@ def eval_cmd(
     p = _Printer(tasks_name=tasks_file.name)
     stop = threading.Event()
     try:
-        with _errors_exit(), stop_on_signals(stop) as signals:
+        with _errors_exit(), request_stop_on_signals(stop) as signals:
             res = pl.evaluate(
                 tasks_file,
                 model,
@@ -856,6 +914,7 @@ def run(
     base_url: BaseUrl = DEFAULTS.base_url,
     api_key_env: ApiKeyEnv = DEFAULTS.api_key_env,
     paraphrase_cache: ParaphraseCache = None,
+    force: Force = False,
 ) -> None:
     """The whole pipeline on one domain: check, graph, generate with proofs, verify the
     file from scratch, compile the environment, run the baselines in it."""
@@ -869,11 +928,11 @@ def run(
         paraphrase_cache=str(paraphrase_cache) if paraphrase_cache is not None else None,
     )
     p = _Printer(d.name, n)
-    try:
-        with _errors_exit():
-            pl.run(d, n, output, opts, events=p)
-    finally:
-        p.bar.close()
+    with _errors_exit():
+        try:
+            pl.run(d, n, output, opts, events=p, force=force)
+        finally:
+            p.bar.close()  # before any message
     out.print(f"[green]done[/green]: everything is in {output}/")
 
 

@@ -30,7 +30,10 @@ progress bar.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import functools
+import hashlib
 import json
 import math
 import os
@@ -38,7 +41,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 from pydantic import ValidationError
 
+from graphgen import __version__
 from graphgen.analysis import Report, report
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
@@ -56,16 +59,16 @@ from graphgen.envs.agent import (
     EnvLike,
     Episode,
     HedgerAgent,
-    Interrupted,
     NoopAgent,
     OpenAIAgent,
     OracleAgent,
     RandomAgent,
+    StopRequested,
     run_episode,
     run_greedy,
     summarize,
 )
-from graphgen.envs.codegen import write_package
+from graphgen.envs.codegen import check_package_dir, install_package
 from graphgen.envs.exports import ExportError, TaskSet
 from graphgen.envs.exports.hf import export_hf
 from graphgen.envs.exports.mcp import export_mcp
@@ -80,21 +83,29 @@ from graphgen.envs.trials import (
     pass_hat_k,
     read_episodes,
     run_slots,
-    write_atomic,
 )
 from graphgen.envs.user import ModelUser, ScriptedUser, User
 from graphgen.errors import GraphgenError
 from graphgen.export import draw, enables_view, to_dot, to_graphml, to_json, tool_view
 from graphgen.extras import MissingExtraError, require
+from graphgen.files import (
+    OutputError,
+    atomic_path,
+    check_output_dir,
+    check_output_file,
+    write_atomic,
+)
 from graphgen.graph import build_graph
+from graphgen.journal import Journal, JournalMismatch, journal_path
 from graphgen.llm import API_KEY_ENV, Usage, api_key, openai_client
 from graphgen.load import load_domain
+from graphgen.processes import Interrupted, stop_on_signals, worker_pool
 from graphgen.tasks.coverage import CoverageReport
 from graphgen.tasks.coverage import coverage as task_coverage
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Task
 from graphgen.tasks.paraphrase import Paraphraser
-from graphgen.tasks.taskset import GenResult, read_taskset, write_taskset
+from graphgen.tasks.taskset import GenResult, read_taskset, taskset_text
 from graphgen.tasks.taskset import generate as generate_tasks
 from graphgen.verify.certify import proof_check, recheck
 from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS
@@ -295,13 +306,15 @@ def export_graph(
     *,
     view: str = "all",
     tool: str | None = None,
+    force: bool = False,
 ) -> nx.MultiDiGraph:
     """Write the typed dependency graph as ``fmt`` (json, dot, graphml, png or svg);
     returns the graph written.
 
     ``view="enables"`` keeps only the tools and the enables edges; ``tool`` keeps only
     that tool's neighbourhood (both together: the enables edges into and out of the
-    tool). PNG and SVG need the ``viz`` extra (matplotlib).
+    tool). PNG and SVG need the ``viz`` extra (matplotlib). An existing ``output`` is
+    replaced only with ``force``; the file is written atomically.
 
     >>> import tempfile
     >>> g = export_graph("mock", Path(tempfile.mkdtemp()) / "g.dot", "dot")
@@ -315,6 +328,7 @@ def export_graph(
         raise PipelineError(f"unknown format {fmt!r}; use {', '.join(GRAPH_FORMATS)}")
     if view not in GRAPH_VIEWS:
         raise PipelineError(f"unknown view {view!r}; use {', '.join(GRAPH_VIEWS)}")
+    path = check_output_file(output, force=force)
     d = load_domain_ref(domain)
     g = build_graph(d)
     if view == "enables":
@@ -325,17 +339,47 @@ def export_graph(
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise PipelineError(f"{d.source}: no tool {tool!r} in domain {d.name!r}{hint}")
         g = tool_view(g, tool)
-    path = Path(output)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if fmt in ("png", "svg"):
-        draw(g, path, fmt)
+        with atomic_path(path) as tmp:
+            draw(g, tmp, fmt)
     else:
-        text = {"json": to_json, "dot": to_dot, "graphml": to_graphml}[fmt](g)
-        path.write_text(text, encoding="utf-8")
+        write_atomic(path, {"json": to_json, "dot": to_dot, "graphml": to_graphml}[fmt](g))
     return g
 
 
 # ------------------------------------------------------------------ tasks
+
+
+def _journal_for(
+    output: Path, header: dict[str, Any], resume: bool
+) -> tuple[Journal, list[dict[str, Any]]]:
+    """The journal of a run writing ``output``: the interrupted one when resuming (and
+    there is one), else a new one."""
+    path = journal_path(output)
+    if resume and path.exists():
+        return Journal.resume(path, header)
+    return Journal.create(path, header), []
+
+
+def _check_output(output: Path, resume: bool, force: bool) -> None:
+    """Refuse an output path before any work: see :func:`generate`."""
+    partial = journal_path(output)
+    if resume and partial.exists():
+        # The final file may be there already: a run stopped between writing it and
+        # deleting its journal is finished again, to the same bytes.
+        check_output_file(output, force=True)
+        return
+    if partial.exists() and not force:
+        raise OutputError(
+            f"{partial} holds the results of an interrupted run: pass --resume to "
+            "continue it, or --force to start over"
+        )
+    check_output_file(output, force=force)
+    check_output_file(partial, force=True)
+
+
+def _interrupted(exc: Interrupted, journal: Journal, kept: str) -> None:
+    exc.detail = f"{kept} kept in {journal.path}; run the same command with --resume to continue"
 
 
 def generate(
@@ -345,6 +389,8 @@ def generate(
     *,
     output: str | Path | None = None,
     progress: Tick | None = None,
+    resume: bool = False,
+    force: bool = False,
 ) -> GenResult:
     """Generate up to ``n`` tasks, each passing the dry-run gate and (unless
     ``options.prove`` is false) the z3 proofs, which attach a certificate.
@@ -352,7 +398,16 @@ def generate(
     (kept only when the checks pass on the new text; counted in the manifest).
 
     Same domain, ``n`` and options give the same tasks, whatever ``options.jobs`` is.
-    With ``output`` the task set is also written there as canonical JSONL.
+
+    With ``output`` the task set is written there as canonical JSONL. The path is
+    checked before any work: an existing file is replaced only with ``force``
+    (:class:`~graphgen.files.OutputError` otherwise). While the run goes, every
+    finished task is appended to the journal ``output + ".partial"``
+    (:mod:`graphgen.journal`); the task set is written (atomically) at the end and the
+    journal deleted. SIGINT and SIGTERM stop the run with
+    :class:`~graphgen.processes.Interrupted`, the journal kept; with ``resume`` a
+    stopped run continues from its journal and ends with the same bytes as an
+    uninterrupted one (a journal made with other options is refused).
     ``progress(accepted, attempts)`` is called after each accepted task.
 
     >>> res = generate("mock", 3, Options(jobs=1))
@@ -361,20 +416,59 @@ def generate(
     >>> generate("mock", 3, Options(prove=False)).tasks[0].certificate is None
     True
     """
+    if n < 1:
+        raise PipelineError(f"the number of tasks must be at least 1, not {n}")
+    out = Path(output) if output is not None else None
+    if out is not None:
+        _check_output(out, resume, force)
     d = load_domain_ref(domain)
-    res = generate_tasks(
-        d,
-        n,
-        options.seed,
-        options.gen_options(),
-        progress=progress,
-        task_checks=[proof_check] if options.prove else (),
-        jobs=options.jobs,
-        record_times=options.record_times,
-        paraphraser=options.paraphraser(),
-    )
-    if output is not None:
-        write_taskset(output, res.manifest, res.tasks)
+    gen_options = options.gen_options()
+    accepted = [0]  # tasks finished so far, for the message when stopped
+
+    def tick(done: int, attempts: int) -> None:
+        accepted[0] = done
+        if progress:
+            progress(done, attempts)
+
+    def run(journal: Journal | None, done: list[dict[str, Any]]) -> GenResult:
+        return generate_tasks(
+            d,
+            n,
+            options.seed,
+            gen_options,
+            progress=tick,
+            task_checks=[proof_check] if options.prove else (),
+            jobs=options.jobs,
+            record_times=options.record_times,
+            paraphraser=options.paraphraser(),
+            journal=journal,
+            done=done,
+        )
+
+    if out is None:
+        return run(None, [])
+    header = {
+        "command": "generate",
+        "generator_version": __version__,
+        "domain": d.name,
+        "domain_hash": d.content_hash,
+        "seed": options.seed,
+        "n": n,
+        "options": gen_options.model_dump(mode="json"),
+        "prove": options.prove,
+        "record_times": options.record_times,
+        "paraphrase": options.paraphrase,
+    }
+    with stop_on_signals():
+        journal, done = _journal_for(out, header, resume)
+        try:
+            res = run(journal, done)
+            journal.finish(out, taskset_text(res.manifest, res.tasks))
+        except Interrupted as exc:
+            _interrupted(exc, journal, f"{accepted[0]} finished task(s)")
+            raise
+        finally:
+            journal.close()
     return res
 
 
@@ -387,6 +481,8 @@ class Verification:
     """``"ok"`` or the rejection reason → number of tasks (a manifest mismatch counts too)."""
     failures: list[tuple[str, str]]
     """(task id or ``"manifest"``, reason), in file order."""
+    results: list[tuple[str, str]] = field(default_factory=list)
+    """(task id, ``"ok"`` or the rejection reason) for every task, in file order."""
 
     @property
     def ok(self) -> bool:
@@ -394,8 +490,37 @@ class Verification:
         return not self.failures
 
 
-def _recheck_one(domain: Domain, task: Task, timeout_ms: int) -> str:
+def _recheck_one(domain: Domain, timeout_ms: int, task: Task) -> str:
     return recheck(domain, task, timeout_ms)[0]
+
+
+VERIFICATION_FORMAT = "graphgen-verification"
+
+
+def verification_text(
+    result: Verification, tasks_file: Path, tasks_sha256: str, domain: Domain, timeout_ms: int
+) -> str:
+    """The report ``verify -o`` writes: a summary line, then one line per task in file
+    order (``{"id": ..., "result": "ok" or the rejection reason}``)."""
+    summary = {
+        "verification": {
+            "format": VERIFICATION_FORMAT,
+            "tasks_file": tasks_file.name,
+            "tasks_sha256": tasks_sha256,
+            "domain": domain.name,
+            "domain_hash": domain.content_hash,
+            "timeout_ms": timeout_ms,
+            "total": result.total,
+            "ok": result.ok,
+            "outcomes": dict(sorted(result.outcomes.items())),
+            "manifest": next((why for tid, why in result.failures if tid == "manifest"), None),
+        }
+    }
+    lines = [summary, *({"id": tid, "result": why} for tid, why in result.results)]
+    return "".join(
+        json.dumps(x, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+        for x in lines
+    )
 
 
 def verify_tasks(
@@ -404,6 +529,9 @@ def verify_tasks(
     options: Options = DEFAULTS,
     *,
     progress: Tick | None = None,
+    output: str | Path | None = None,
+    resume: bool = False,
+    force: bool = False,
 ) -> Verification:
     """Re-check a task-set file from scratch: the dry-run and every z3 proof, trusting
     nothing the file claims to have proven, in ``options.jobs`` processes.
@@ -411,36 +539,103 @@ def verify_tasks(
     ``domain`` defaults to the built-in named in the file's manifest.
     ``progress(done, total)`` is called after each task.
 
+    With ``output`` a report is written there (:func:`verification_text`), checked
+    and journaled like :func:`generate`'s task set: each task's result is appended to
+    ``output + ".partial"`` as it is known, ``resume`` continues a stopped run without
+    re-checking the tasks done (the journal must come from the same task file, domain
+    and time limit), and the report is the same bytes as an uninterrupted run's.
+
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "t.jsonl"
     >>> _ = generate("mock", 2, Options(jobs=1), output=path)
     >>> verify_tasks(path, options=Options(jobs=1)).ok
     True
     """
-    manifest, tasks = read_taskset(tasks_file)
+    out = Path(output) if output is not None else None
+    source = Path(tasks_file)
+    if out is not None:
+        if out.resolve() == source.resolve():
+            raise OutputError(f"the report {out} would replace the task set it checks")
+        _check_output(out, resume, force)
+    manifest, tasks = read_taskset(source)
     d = load_domain_ref(domain if domain is not None else manifest.domain)
+    ms = options.timeout_ms
+    if out is None:
+        return _verify(tasks, manifest.accepted, d, options, None, [], progress)
+    sha = hashlib.sha256(source.read_bytes()).hexdigest()
+    header = {
+        "command": "verify",
+        "generator_version": __version__,
+        "tasks_sha256": sha,
+        "domain_hash": d.content_hash,
+        "timeout_ms": ms,
+    }
+    with stop_on_signals():
+        journal, done = _journal_for(out, header, resume)
+        checked = [len(done)]
+
+        def tick(i: int, total: int) -> None:
+            checked[0] = i
+            if progress:
+                progress(i, total)
+
+        try:
+            res = _verify(tasks, manifest.accepted, d, options, journal, done, tick)
+            journal.finish(out, verification_text(res, source, sha, d, ms))
+        except Interrupted as exc:
+            _interrupted(exc, journal, f"the results of {checked[0]} task(s)")
+            raise
+        finally:
+            journal.close()
+    return res
+
+
+def _verify(
+    tasks: list[Task],
+    claimed: int,
+    d: Domain,
+    options: Options,
+    journal: Journal | None,
+    done: list[dict[str, Any]],
+    progress: Tick | None,
+) -> Verification:
+    """Re-check ``tasks`` after the ``done`` ones (results of a journal), recording each
+    new result in ``journal``."""
+    if len(done) > len(tasks):
+        raise JournalMismatch(f"the journal holds {len(done)} results for {len(tasks)} tasks")
+    results: list[tuple[str, str]] = []
+    for t, rec in zip(tasks, done, strict=False):
+        if rec.get("id") != t.id or not isinstance(rec.get("result"), str):
+            raise JournalMismatch(
+                f"journal line {len(results) + 2} is not the result of task {t.id!r}"
+            )
+        results.append((t.id, rec["result"]))
+    if progress and results:
+        progress(len(results), len(tasks))
+    rest = tasks[len(results) :]
+    with contextlib.ExitStack() as stack:
+        reasons: Iterator[str]
+        check = functools.partial(_recheck_one, d, options.timeout_ms)
+        if options.jobs > 1 and len(rest) > 1:
+            reasons = stack.enter_context(worker_pool(options.jobs)).imap(check, rest)
+        else:
+            reasons = (check(t) for t in rest)
+        for t, why in zip(rest, reasons, strict=True):
+            results.append((t.id, why or "ok"))
+            if journal is not None:
+                journal.append({"id": t.id, "result": why or "ok"})
+            if progress:
+                progress(len(results), len(tasks))
     outcomes: dict[str, int] = {}
     failures: list[tuple[str, str]] = []
-    ms = options.timeout_ms
-    pool = ProcessPoolExecutor(max_workers=options.jobs) if options.jobs > 1 else None
-    if pool is not None:
-        reasons: Iterator[str] = pool.map(_recheck_one, [d] * len(tasks), tasks, [ms] * len(tasks))
-    else:
-        reasons = (_recheck_one(d, t, ms) for t in tasks)
-    try:
-        for i, (t, why) in enumerate(zip(tasks, reasons, strict=True), 1):
-            outcomes[why or "ok"] = outcomes.get(why or "ok", 0) + 1
-            if why:
-                failures.append((t.id, why))
-            if progress:
-                progress(i, len(tasks))
-    finally:
-        if pool is not None:
-            pool.shutdown()
-    if manifest.accepted != len(tasks):
+    for tid, why in results:
+        outcomes[why] = outcomes.get(why, 0) + 1
+        if why != "ok":
+            failures.append((tid, why))
+    if claimed != len(tasks):
         outcomes["manifest_count_mismatch"] = 1
-        failures.append(("manifest", f"says {manifest.accepted} tasks, file has {len(tasks)}"))
-    return Verification(len(tasks), outcomes, failures)
+        failures.append(("manifest", f"says {claimed} tasks, file has {len(tasks)}"))
+    return Verification(len(tasks), outcomes, failures, results)
 
 
 # ------------------------------------------------------------------ exports and coverage
@@ -527,15 +722,20 @@ def coverage(tasks_file: str | Path, domain: DomainRef | None = None) -> Coverag
 # ------------------------------------------------------------------ environments
 
 
-def compile(domain: DomainRef, output: str | Path) -> list[Path]:
-    """Compile a domain into a standalone Python package in ``output``; the files written.
+def compile(domain: DomainRef, output: str | Path, *, force: bool = False) -> list[Path]:
+    """Compile a domain into a standalone Python package in the folder ``output``; the
+    files written (with the build marker, :data:`~graphgen.envs.codegen.BUILD_MARKER`).
+
+    An earlier build of the same package there is replaced as a whole; a non-empty
+    folder holding anything else is refused without ``force``
+    (:func:`~graphgen.envs.codegen.check_package_dir`).
 
     >>> import tempfile
     >>> files = compile("mock", Path(tempfile.mkdtemp()) / "mock_env")
     >>> sorted(p.name for p in files)[:2]
-    ['__init__.py', 'env.py']
+    ['.graphgen-build.json', '__init__.py']
     """
-    return write_package(load_domain_ref(domain), Path(output))
+    return install_package(load_domain_ref(domain), Path(output), force=force)
 
 
 def make_env(domain: DomainRef, max_steps: int | None = None) -> EnvLike:
@@ -861,7 +1061,7 @@ def evaluate(
                     deadline=deadline,
                     stop=stop,
                 )
-        except Interrupted:
+        except StopRequested:
             return None
         except Exception as exc:  # a baseline or the greedy replay broke: this slot only
             ep = Episode(
@@ -1065,6 +1265,7 @@ def run(
     options: Options = DEFAULTS,
     *,
     events: RunEvents | None = None,
+    force: bool = False,
 ) -> RunResult:
     """The whole pipeline on one domain, into the folder ``output``: check, graph
     (``graph.json``; ``graph.png`` when matplotlib is installed), generate ``n`` tasks
@@ -1073,6 +1274,9 @@ def run(
     (``trajectories_<agent>.jsonl``, with ``trajectories_<agent>.results.json``).
 
     Raises :class:`PipelineError` (after ``events.verified``) if verification fails.
+    Before any work, :class:`~graphgen.files.OutputError` if ``output`` holds a file
+    the run would overwrite (unless ``force``) or a package folder
+    :func:`compile` would refuse.
 
     >>> import tempfile
     >>> res = run("mock", 3, tempfile.mkdtemp(), Options(jobs=1))
@@ -1080,22 +1284,33 @@ def run(
     (['echo', 'greedy', 'hedger', 'noop', 'oracle', 'random'], 0.0)
     """
     ev = events or RunEvents()
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(output)
     d = load_domain_ref(domain)
+    outputs = ["graph.json", "graph.png", "tasks.jsonl"]
+    outputs += [f"trajectories_{name}.jsonl" for name in BASELINES]
+    for name in outputs:
+        check_output_file(out / name, force=force)
+        check_output_file(journal_path(out / name), force=True)
+    check_package_dir(d, out / f"{d.name}_env", force=force)
+    out.mkdir(parents=True, exist_ok=True)
     ev.stage(1, RUN_STAGES, f"check {d.source}")
     rep = check(d)
     ev.checked(d, rep)
     ev.stage(2, RUN_STAGES, "dependency graph")
-    ev.graph_written(out / "graph.json", export_graph(d, out / "graph.json", "json"))
+    # The outputs were checked above: each stage may replace what it writes.
+    ev.graph_written(out / "graph.json", export_graph(d, out / "graph.json", "json", force=True))
     try:  # the drawing is optional (the viz extra); the rest of the run is not
-        ev.graph_written(out / "graph.png", export_graph(d, out / "graph.png", "png"))
+        ev.graph_written(out / "graph.png", export_graph(d, out / "graph.png", "png", force=True))
     except MissingExtraError as exc:
         ev.note(f"graph.png skipped: {exc}")
     gate = "dry-run + z3 proofs" if options.prove else "dry-run only"
     ev.stage(3, RUN_STAGES, f"generate {n} tasks ({gate})")
     tasks_file = out / "tasks.jsonl"
-    gen = generate(d, n, options, output=tasks_file, progress=ev.generating)
+    try:
+        gen = generate(d, n, options, output=tasks_file, progress=ev.generating, force=True)
+    except Interrupted as exc:
+        exc.detail = "`graphgen run` does not resume; run it again with --force to start over"
+        raise
     ev.generated(gen, tasks_file)
     ev.stage(4, RUN_STAGES, "verify the file from scratch")
     ver = verify_tasks(tasks_file, d, options, progress=ev.verifying)
@@ -1104,7 +1319,7 @@ def run(
         raise PipelineError(f"{len(ver.failures)} task(s) of {tasks_file} failed verification")
     ev.stage(5, RUN_STAGES, "compile the environment")
     package = out / f"{d.name}_env"
-    ev.compiled(compile(d, package), package)
+    ev.compiled(compile(d, package, force=force), package)
     ev.stage(6, RUN_STAGES, "baselines in the compiled environment")
     evals: dict[str, Evaluation] = {}
     for name in BASELINES:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from collections import Counter
@@ -57,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from graphgen.domain import Domain, domain_enum_members
+from graphgen.files import write_atomic
 from graphgen.interp import call_tool
 from graphgen.llm import openai_client
 from graphgen.tasks.dryrun import check_task
@@ -421,11 +421,9 @@ class Paraphraser:
         got = self._ask(messages)
         if got is None:
             return None
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
         entry = {"instruction": instruction, "model": self.model, "prompt": prompt, "reply": got}
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(entry, sort_keys=True, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)  # atomic: a reader never sees half an entry
+        # Atomic: a reader never sees half an entry.
+        write_atomic(path, json.dumps(entry, sort_keys=True, ensure_ascii=False))
         return got
 
     def apply(self, domain: Domain, task: Task, execute: Executor = call_tool) -> tuple[Task, str]:

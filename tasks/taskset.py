@@ -7,18 +7,22 @@ same domain + seed + options give byte-identical files.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from graphgen import __version__
 from graphgen.domain import Domain
+from graphgen.files import write_atomic
 from graphgen.interp import call_tool
+from graphgen.journal import Journal
+from graphgen.processes import worker_pool
 from graphgen.state import State
 from graphgen.stategen import generate_state
 from graphgen.tasks.dryrun import check_candidate
@@ -82,6 +86,10 @@ def _run_checks(domain: Domain, task: Task, checks: list[TaskCheck]) -> Task | s
     return task
 
 
+def _check_one(domain: Domain, checks: list[TaskCheck], task: Task) -> Task | str:
+    return _run_checks(domain, task, checks)
+
+
 def generate(
     domain: Domain,
     n: int,
@@ -95,6 +103,8 @@ def generate(
     jobs: int = 1,
     record_times: bool = False,
     paraphraser: Paraphraser | None = None,
+    journal: Journal | None = None,
+    done: Sequence[dict[str, Any]] = (),
 ) -> GenResult:
     """Generate up to ``n`` accepted tasks; every rejection is counted by reason.
 
@@ -114,6 +124,13 @@ def generate(
     reject is checked again with its original text, which is kept if it passes (the
     reason counts as the paraphrase's). The manifest counts the outcomes over the
     accepted tasks.
+
+    With a ``journal``, the outcome of every checked candidate (the accepted task, or
+    the rejection reason) is appended as it is known, and the generator's state after
+    each batch as a checkpoint. ``done`` holds the records of an interrupted run's
+    journal: the run restarts from its last checkpoint, re-expands the batch that was in
+    flight (cheap and seeded) and takes the outcomes already recorded for it instead of
+    checking those candidates again, so the result is the same as an uninterrupted run's.
     """
     opts = options or GenOptions()
     exp = Expander(domain, opts, execute)
@@ -125,9 +142,24 @@ def generate(
     planned: Counter[str] = Counter()  # kinds of candidates that passed the dry-run
     rewrites: Counter[str] = Counter()  # paraphrase outcomes of the accepted tasks
     attempts = 0
+    # Outcomes already recorded for the batch that was in flight when a run stopped.
+    replay: list[dict[str, Any]] = []
+    if done:
+        attempts, replay = _restore(done, exp, tasks, rejected, kinds, planned, rewrites)
+        if progress and tasks:
+            progress(len(tasks), attempts)
     limit = max_attempts if max_attempts is not None else max(50, n * 6)
-    pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 and checks else None
-    try:
+
+    def accept(task: Task, outcome: str) -> None:
+        tasks.append(task)
+        kinds[task.kind] += 1
+        if paraphraser is not None:
+            rewrites[outcome] += 1
+        if progress:
+            progress(len(tasks), attempts)
+
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(worker_pool(jobs)) if jobs > 1 and checks else None
         while len(tasks) < n and attempts < limit:
             block = len(tasks) // opts.tasks_per_state
             if block not in states:
@@ -177,13 +209,26 @@ def generate(
                 batch.append(task)
                 originals.append((original, outcome))
                 planned[cand.kind] += 1
-            if pool is not None:
-                outcomes = list(
-                    pool.map(_run_checks, [domain] * len(batch), batch, [checks] * len(batch))
+            if len(replay) > len(batch):
+                raise TaskSetError(
+                    f"the journal holds {len(replay)} outcomes for a batch of {len(batch)} "
+                    "candidates: it does not come from this generator"
                 )
+            fresh = batch[len(replay) :]
+            checked: Iterator[Task | str]
+            if pool is not None:  # lazily, in order: each outcome is recorded as it comes
+                checked = pool.imap(functools.partial(_check_one, domain, checks), fresh)
             else:
-                outcomes = [_run_checks(domain, t, checks) for t in batch]
-            for got, (original, outcome) in zip(outcomes, originals, strict=True):
+                checked = (_run_checks(domain, t, checks) for t in fresh)
+            for j, (original, outcome) in enumerate(originals):
+                if j < len(replay):
+                    rec = replay[j]
+                    if "task" in rec:
+                        accept(Task.model_validate(rec["task"]), str(rec.get("outcome", "")))
+                    else:
+                        rejected[str(rec["reason"])] += 1
+                    continue
+                got = next(checked)
                 if isinstance(got, str) and original is not None:
                     # The proofs refused the rewritten text: the original may still pass.
                     again = _run_checks(domain, original, checks)
@@ -192,11 +237,11 @@ def generate(
                         got = again
                 if isinstance(got, str):
                     rejected[got] += 1
+                    if journal is not None:
+                        journal.append({"reason": got})
                     continue
                 if len(tasks) >= n:
                     break
-                if paraphraser is not None:
-                    rewrites[outcome] += 1
                 if got.certificate is not None and not record_times:
                     cert = got.certificate.model_copy(
                         update={
@@ -206,15 +251,25 @@ def generate(
                         }
                     )
                     got = got.model_copy(update={"certificate": cert})
-                tasks.append(
-                    got.model_copy(update={"id": f"{domain.name}-{seed}-{len(tasks):05d}"})
+                got = got.model_copy(update={"id": f"{domain.name}-{seed}-{len(tasks):05d}"})
+                if journal is not None:
+                    journal.append({"task": got.model_dump(mode="json"), "outcome": outcome})
+                accept(got, outcome)
+            replay = []
+            if journal is not None:
+                journal.append(
+                    {
+                        "checkpoint": {
+                            "accepted": len(tasks),
+                            "attempts": attempts,
+                            "kinds": dict(kinds),
+                            "planned": dict(planned),
+                            "rejected": dict(rejected),
+                            "rewrites": dict(rewrites),
+                            "usage": dict(exp.usage),
+                        }
+                    }
                 )
-                kinds[got.kind] += 1
-                if progress:
-                    progress(len(tasks), attempts)
-    finally:
-        if pool is not None:
-            pool.shutdown()
     manifest = Manifest(
         generator_version=__version__,
         domain=domain.name,
@@ -232,6 +287,46 @@ def generate(
     return GenResult(tasks, manifest, rejected)
 
 
+def _restore(
+    records: Sequence[dict[str, Any]],
+    exp: Expander,
+    tasks: list[Task],
+    rejected: Counter[str],
+    kinds: Counter[str],
+    planned: Counter[str],
+    rewrites: Counter[str],
+) -> tuple[int, list[dict[str, Any]]]:
+    """Put the generator back where a journal's last checkpoint left it; the attempt
+    count there and the records after it (the batch that was in flight)."""
+    last = max((i for i, r in enumerate(records) if "checkpoint" in r), default=-1)
+    try:
+        for rec in records[: last + 1]:
+            if "task" in rec:
+                tasks.append(Task.model_validate(rec["task"]))
+        if last < 0:
+            return 0, list(records)
+        cp = records[last]["checkpoint"]
+        if cp["accepted"] != len(tasks):
+            raise TaskSetError(
+                f"journal checkpoint {last + 1} counts {cp['accepted']} tasks, "
+                f"the journal holds {len(tasks)} before it"
+            )
+        for counter, name in (
+            (rejected, "rejected"),
+            (kinds, "kinds"),
+            (planned, "planned"),
+            (rewrites, "rewrites"),
+        ):
+            counter.update({str(k): int(v) for k, v in cp[name].items()})
+        unknown = set(cp["usage"]) - set(exp.usage)
+        if unknown:
+            raise TaskSetError(f"journal names tools the domain lacks: {sorted(unknown)}")
+        exp.usage.update({str(k): int(v) for k, v in cp["usage"].items()})
+        return int(cp["attempts"]), list(records[last + 1 :])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TaskSetError(f"damaged journal record: {exc}") from None
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
@@ -241,15 +336,19 @@ def task_json(task: Task) -> str:
     return _dumps(task.model_dump(mode="json"))
 
 
-def write_taskset(path: str | Path, manifest: Manifest, tasks: list[Task]) -> None:
-    """Write manifest + tasks as canonical JSONL."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+def taskset_text(manifest: Manifest, tasks: Sequence[Task]) -> str:
+    """Manifest + tasks as canonical JSONL text (what :func:`write_taskset` writes)."""
     # Sets made without a paraphrase model keep the manifest they always had.
     skip = {"paraphrase"} if manifest.paraphrase is None else None
     lines = [_dumps({"manifest": manifest.model_dump(mode="json", exclude=skip)})]
     lines += [task_json(t) for t in tasks]
-    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
+
+
+def write_taskset(path: str | Path, manifest: Manifest, tasks: Sequence[Task]) -> None:
+    """Write manifest + tasks as canonical JSONL (atomically: a failed write leaves the
+    previous file as it was)."""
+    write_atomic(path, taskset_text(manifest, tasks))
 
 
 class TaskSetError(ValueError):
