@@ -542,6 +542,9 @@ class _Step:
 
 
 RLIMIT_PER_MS = 5000  # z3 resource units granted per millisecond of the time limit
+# The wall-clock limit of a query, in multiples of its time limit: a guard against a hang
+# only; the resource limit decides (see :meth:`Bmc.check`).
+WALL_GUARD = 200
 
 
 class Bmc:
@@ -1082,10 +1085,13 @@ class Bmc:
         seconds: the same query gives up at the same point on a busy or an idle machine,
         so the same task set comes out either way. ``timeout_ms`` is converted at
         :data:`RLIMIT_PER_MS` (calibrated on this project's queries: a few million units
-        per second); a wall-clock limit ten times longer only guards against hangs.
+        per second); a wall-clock limit :data:`WALL_GUARD` times longer only guards
+        against a hang. It must stay far above what a loaded machine needs: at ten times,
+        a machine running ten processes per core hit it first, and the same seed gave
+        another task set (a proof tallied ``timeout`` on one run and not the other).
         """
         self.solver.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
-        self.solver.set("timeout", int(timeout_ms) * 10)
+        self.solver.set("timeout", int(timeout_ms) * WALL_GUARD)
         t0 = time.perf_counter()
         r = self.solver.check(*assumptions)
         ms = (time.perf_counter() - t0) * 1000
