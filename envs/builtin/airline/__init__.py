@@ -20,8 +20,9 @@ from __future__ import annotations
 from .env import Environment
 from .models import AirportRow, Db, FlightRow, PaymentMethodRow, ReservationRow, UserRow
 from .runtime import ToolError
-from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS
+from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS, WRITE_TOOLS
 from .tools import call_tool
+from .trl_env import TrlEnvironment
 
 __all__ = [
     "DESCRIPTION",
@@ -30,6 +31,7 @@ __all__ = [
     "FINISH_TOOL",
     "POLICY",
     "TOOLS",
+    "WRITE_TOOLS",
     "AirportRow",
     "Db",
     "Environment",
@@ -37,6 +39,7 @@ __all__ = [
     "PaymentMethodRow",
     "ReservationRow",
     "ToolError",
+    "TrlEnvironment",
     "UserRow",
     "call_tool",
 ]

@@ -16,8 +16,9 @@ from __future__ import annotations
 from .env import Environment
 from .models import AccountRow, Db, PaymentRow
 from .runtime import ToolError
-from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS
+from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS, WRITE_TOOLS
 from .tools import call_tool
+from .trl_env import TrlEnvironment
 
 __all__ = [
     "DESCRIPTION",
@@ -26,10 +27,12 @@ __all__ = [
     "FINISH_TOOL",
     "POLICY",
     "TOOLS",
+    "WRITE_TOOLS",
     "AccountRow",
     "Db",
     "Environment",
     "PaymentRow",
     "ToolError",
+    "TrlEnvironment",
     "call_tool",
 ]

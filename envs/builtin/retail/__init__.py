@@ -19,8 +19,9 @@ from __future__ import annotations
 from .env import Environment
 from .models import Db, ItemRow, OrderRow, PaymentMethodRow, ProductRow, UserRow
 from .runtime import ToolError
-from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS
+from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS, WRITE_TOOLS
 from .tools import call_tool
+from .trl_env import TrlEnvironment
 
 __all__ = [
     "DESCRIPTION",
@@ -29,6 +30,7 @@ __all__ = [
     "FINISH_TOOL",
     "POLICY",
     "TOOLS",
+    "WRITE_TOOLS",
     "Db",
     "Environment",
     "ItemRow",
@@ -36,6 +38,7 @@ __all__ = [
     "PaymentMethodRow",
     "ProductRow",
     "ToolError",
+    "TrlEnvironment",
     "UserRow",
     "call_tool",
 ]
