@@ -53,7 +53,7 @@ def test_a_tool_named_like_an_episode_tool_is_refused() -> None:
     from graphgen.envs.mcp_server import mcp_tools
 
     clash = {"function": {"name": "grade", "description": "x", "parameters": {}}}
-    with pytest.raises(ValueError, match="'grade'.*rename"):
+    with pytest.raises(ValueError, match=r"'grade'.*rename"):
         mcp_tools([clash], [])
 
 

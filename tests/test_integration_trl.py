@@ -98,7 +98,7 @@ def test_a_wrong_episode_scores_0_and_errors_are_observations() -> None:
 
 def test_a_row_without_a_task_is_refused_with_its_columns_named() -> None:
     env = package("mock").TrlEnvironment()
-    with pytest.raises(ValueError, match="no task column.*prompt"):
+    with pytest.raises(ValueError, match=r"no task column.*prompt"):
         env.reset(prompt=[{"role": "user", "content": "hi"}])
 
 
