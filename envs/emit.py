@@ -630,15 +630,7 @@ def init_source(domain: Domain, names: EntityNames, header: str) -> str:
         ".env": ["Environment"],
         ".models": ["Db", *rows],
         ".runtime": ["ToolError"],
-        ".schemas": [
-            "DESCRIPTION",
-            "DOMAIN",
-            "DOMAIN_HASH",
-            "FINISH_TOOL",
-            "POLICY",
-            "TOOLS",
-            "WRITE_TOOLS",
-        ],
+        ".schemas": ["DESCRIPTION", "DOMAIN", "DOMAIN_HASH", "FINISH_TOOL", "POLICY", "TOOLS"],
         ".tools": ["call_tool"],
         ".trl_env": ["TrlEnvironment"],
     }

@@ -19,7 +19,7 @@ from typing import Any
 
 from graphgen.domain import Domain
 from graphgen.envs.layout import WIDTH, Lines, import_lines, py_str
-from graphgen.envs.naming import CodegenError
+from graphgen.envs.naming import AMBIGUOUS_NAMES, CodegenError
 from graphgen.envs.schemas import FINISH_NAME, finish_tool, openai_tools
 
 #: Names TRL gives a meaning to (``reset``, ``get_reward``) or that the TRL class defines.
@@ -75,8 +75,19 @@ def _method(out: Lines, fn: dict[str, Any], body: str) -> None:
             raise CodegenError(
                 f"tool {fn['name']!r}: parameter {p!r} cannot be a Python parameter name"
             )
-    params = "".join(f", {p}: {_py_annotation(s)}" for p, s in props.items())
-    out(4, f"def {fn['name']}(self{params}) -> str:")
+    if set(props) & AMBIGUOUS_NAMES:
+        # The JSON name is the parameter's name (TRL calls method(**arguments)), so an
+        # ambiguous one stays, on its own line with its exemption (RUF100 too: ruff's
+        # default rule set does not flag the name, the project's does).
+        out.lines.append(f"    def {fn['name']}(")
+        out.lines.append("        self,")
+        for p, s in props.items():
+            noqa = "  # noqa: E741, RUF100" if p in AMBIGUOUS_NAMES else ""
+            out.lines.append(f"        {p}: {_py_annotation(s)},{noqa}")
+        out.lines.append("    ) -> str:")
+    else:
+        params = "".join(f", {p}: {_py_annotation(s)}" for p, s in props.items())
+        out(4, f"def {fn['name']}(self{params}) -> str:")
     paras = [fn["description"]]
     if props:
         entries = ["Args:"]
@@ -225,7 +236,9 @@ def integrations_source(domain: Domain, header: str) -> str:
         '    "make_gym_env",',
         '    "mcp_server",',
         '    "register_gym",',
+        '    "serve_mcp",',
         '    "text_session",',
+        '    "verl_tool_config",',
         "]",
     ]
     out(0)
@@ -261,6 +274,17 @@ def integrations_source(domain: Domain, header: str) -> str:
     out.docstring(4, ["An episode driven by raw model text (tool calls parsed from it)."])
     out(4, "return TextSession(Environment())")
     out(0)
+    out(0)
+    out(0, "def verl_tool_config() -> dict[str, Any]:")
+    out.docstring(
+        4,
+        [
+            "verl's tool configuration for this package (dump it as YAML for "
+            "``actor_rollout_ref.rollout.multi_turn.tool_config_path``)."
+        ],
+    )
+    out(4, 'return text.verl_tool_config(f"{__name__}.VerlTool", Environment.tool_schemas)')
+    out(0)
     for cls, what in (
         ("VerlTool", "verl's BaseTool"),
         ("AgentInstance", "OpenRLHF's AgentInstanceBase"),
@@ -273,15 +297,26 @@ def integrations_source(domain: Domain, header: str) -> str:
         out(4, "environment = Environment")
         out(0)
     out(0)
+    out(0, "def serve_mcp(argv: Sequence[str] | None = None) -> int:")
+    out.docstring(
+        4,
+        [
+            "Serve the MCP server: ``[--http] [--host H] [--port P]`` (stdio by default); "
+            "the ``<package>-mcp`` script."
+        ],
+    )
+    out(4, "from .mcp_server import main as serve")
+    out(0)
+    out(4, "return serve(mcp_server(), list(sys.argv[1:] if argv is None else argv))")
+    out(0)
+    out(0)
     out(0, "def main(argv: Sequence[str] | None = None) -> int:")
     out.docstring(4, ["``python -m <package> mcp [--http] [--host H] [--port P]``."])
     out(4, "args = list(sys.argv[1:] if argv is None else argv)")
     out(4, 'if not args or args[0] != "mcp":')
     out(8, 'print("usage: python -m <package> mcp [--http] [--host H] [--port P]")')
     out(8, "return 2")
-    out(4, "from .mcp_server import main as serve")
-    out(0)
-    out(4, "return serve(mcp_server(), args[1:])")
+    out(4, "return serve_mcp(args[1:])")
     return out.text()
 
 
@@ -325,7 +360,7 @@ def pyproject_source(domain: Domain) -> str:
         trl = ["trl>=1.16"]
 
         [project.scripts]
-        {pkg.replace("_", "-")}-mcp = "{pkg}.integrations:main"
+        {pkg.replace("_", "-")}-mcp = "{pkg}.integrations:serve_mcp"
 
         # This folder is the package itself.
         [tool.setuptools]
@@ -342,7 +377,7 @@ def readme_source(domain: Domain) -> str:
     """``README.md``: what the package is and how each integration is used."""
     pkg = import_name(domain)
     gid = gym_id(domain)
-    summary = " ".join(domain.description.split()) or f"The {domain.name} tools."
+    summary = textwrap.fill(" ".join(domain.description.split()) or f"The {domain.name} tools.", 88)
     return textwrap.dedent(
         """\
         # {pkg}
@@ -365,13 +400,14 @@ def readme_source(domain: Domain) -> str:
             {{"name": "{finish}", "arguments": {{"answer": "..."}}}})
         ```
 
-        | for | use |
-        | --- | --- |
-        | TRL `GRPOTrainer` | `environment_factory={pkg}.TrlEnvironment`; a `task` column |
-        | Gymnasium | `{pkg}.integrations.register_gym()`; `gymnasium.make("{gid}", tasks=...)` |
-        | MCP (stdio / HTTP) | `python -m {pkg} mcp` / `python -m {pkg} mcp --http --port 8000` |
-        | raw model text | `{pkg}.integrations.text_session()`: `<tool_call>` or OpenAI JSON |
-        | verl / OpenRLHF / SkyRL | `VerlTool`, `AgentInstance`, `SkyRLTextEnv` (`integrations`) |
+        - TRL `GRPOTrainer`: `environment_factory={pkg}.TrlEnvironment`, with the task as
+          JSON text in a `task` column.
+        - Gymnasium: `{pkg}.integrations.register_gym()`, then
+          `gymnasium.make("{gid}", tasks=tasks)`.
+        - MCP: `python -m {pkg} mcp` (stdio) or `python -m {pkg} mcp --http --port 8000`.
+        - Raw model text: `{pkg}.integrations.text_session()` reads `<tool_call>` blocks and
+          OpenAI JSON calls; `VerlTool`, `AgentInstance` and `SkyRLTextEnv` in the same module
+          have the shapes verl, OpenRLHF and SkyRL call.
 
         The MCP server lists every tool with its strict JSON schema, plus `reset(task)` and
         `grade(answer)`; read tools carry `readOnlyHint`, writes `destructiveHint`.

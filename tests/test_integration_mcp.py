@@ -30,11 +30,12 @@ def test_tools_are_the_strict_schemas_verbatim_with_hints(domain: str) -> None:
     from graphgen.envs.mcp_server import mcp_tools
 
     pkg = package(domain)
-    tools = {t.name: t for t in mcp_tools(pkg.TOOLS, pkg.WRITE_TOOLS)}
+    write_tools = package(domain, "schemas").WRITE_TOOLS
+    tools = {t.name: t for t in mcp_tools(pkg.TOOLS, write_tools)}
     assert list(tools) == [t["function"]["name"] for t in pkg.TOOLS] + ["reset", "grade"]
     writes = {t.name for t in load_builtin(domain).tools.values() if t.is_write}
     assert (
-        set(pkg.WRITE_TOOLS) == writes
+        set(write_tools) == writes
         and writes
         and writes != {t["function"]["name"] for t in pkg.TOOLS}
     )
@@ -93,11 +94,14 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def _replay(session: Any, task: Any) -> float:
     """List the tools, replay the oracle through the session, return the graded reward."""
     listed = {t.name: t for t in (await session.list_tools()).tools}
-    pkg = package("retail")
-    for schema in pkg.TOOLS:
+    schemas = package("retail", "schemas")
+    assert set(listed) == {t["function"]["name"] for t in schemas.TOOLS} | {"reset", "grade"}
+    for schema in schemas.TOOLS:
         fn = schema["function"]
         assert listed[fn["name"]].input_schema == fn["parameters"]
-        assert listed[fn["name"]].annotations.read_only_hint is (fn["name"] not in pkg.WRITE_TOOLS)
+        write = fn["name"] in schemas.WRITE_TOOLS
+        assert listed[fn["name"]].annotations.read_only_hint is not write
+        assert listed[fn["name"]].annotations.destructive_hint is write
     res = await session.call_tool("reset", {"task": task_json(task)})
     assert res.content[0].text == task.instruction and not res.is_error
     *chain, (_, final) = oracle_calls(task)

@@ -119,6 +119,8 @@ def test_the_package_builds_a_wheel_that_installs_and_imports(tmp_path: Path) ->
         names = zf.namelist()
         meta_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
         metadata = zf.read(meta_name).decode()
+        entry_points = zf.read(meta_name.replace("METADATA", "entry_points.txt")).decode()
+    assert "retail-env-mcp = retail_env.integrations:serve_mcp" in entry_points
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {
         "retail_env"
     }

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from graphgen.domains import builtin_names
+from graphgen.envs import text
 from graphgen.envs.text import ParsedCall, format_call, format_results, parse_tool_calls
 from tests.oracle_calls import oracle_calls, package, task_json, tasks
 
@@ -130,11 +131,14 @@ def test_verl_openrlhf_and_skyrl_shapes_reach_reward_1(domain: str) -> None:
     integ = package(domain, "integrations")
     task = tasks(domain, 3)[0]
     *chain, (_, final) = oracle_calls(task)
-    schemas = {t["function"]["name"]: t for t in integ.Environment.tool_schemas}
+    config = integ.verl_tool_config()  # what verl's tool_config_path file holds
+    assert [e["tool_schema"] for e in config["tools"]] == integ.Environment.tool_schemas
+    assert {e["class_name"] for e in config["tools"]} == {f"{integ.__name__}.VerlTool"}
 
     async def verl() -> float:
         tools = {
-            name: integ.VerlTool({"type": "native"}, schema) for name, schema in schemas.items()
+            e["tool_schema"]["function"]["name"]: integ.VerlTool(e["config"], e["tool_schema"])
+            for e in config["tools"]
         }
         first = tools[chain[0][0]]
         key = await first.create("traj-1", create_kwargs={"task": task_json(task)})
@@ -145,6 +149,7 @@ def test_verl_openrlhf_and_skyrl_shapes_reach_reward_1(domain: str) -> None:
         reward: float = await first.calc_reward(key)
         await first.release(key)
         assert key not in integ.VerlTool.sessions
+        assert integ.VerlTool.sessions is not text.VerlTool.sessions  # one table per package
         return reward
 
     assert asyncio.run(verl()) == 1.0
@@ -153,8 +158,8 @@ def test_verl_openrlhf_and_skyrl_shapes_reach_reward_1(domain: str) -> None:
         agent = integ.AgentInstance()
         reset = await agent.reset({"label": task_json(task), "observation": "System: be kind.\n"})
         assert reset["observation"].endswith(task.instruction)
-        text = "\n".join(format_call(n, a, "openai") for n, a in chain[:1])
-        out = await agent.step({"action_text": text})
+        message = "\n".join(format_call(n, a, "openai") for n, a in chain[:1])
+        out = await agent.step({"action_text": message})
         assert not out["done"] and "<tool_response>" in out["environment_feedback"]
         for name, arguments in chain[1:]:
             out = await agent.step({"action_text": format_call(name, arguments)})

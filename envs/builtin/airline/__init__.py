@@ -20,7 +20,7 @@ from __future__ import annotations
 from .env import Environment
 from .models import AirportRow, Db, FlightRow, PaymentMethodRow, ReservationRow, UserRow
 from .runtime import ToolError
-from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS, WRITE_TOOLS
+from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS
 from .tools import call_tool
 from .trl_env import TrlEnvironment
 
@@ -31,7 +31,6 @@ __all__ = [
     "FINISH_TOOL",
     "POLICY",
     "TOOLS",
-    "WRITE_TOOLS",
     "AirportRow",
     "Db",
     "Environment",

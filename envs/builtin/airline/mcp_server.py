@@ -30,7 +30,7 @@ from typing import Any
 from .environment import ToolEnvironment
 
 try:
-    import mcp.types as types
+    from mcp import types
     from mcp.server import Server
 except ImportError as exc:  # an optional extra: say which one
     raise ImportError(

@@ -16,7 +16,7 @@ from __future__ import annotations
 from .env import Environment
 from .models import AccountRow, Db, PaymentRow
 from .runtime import ToolError
-from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS, WRITE_TOOLS
+from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS
 from .tools import call_tool
 from .trl_env import TrlEnvironment
 
@@ -27,7 +27,6 @@ __all__ = [
     "FINISH_TOOL",
     "POLICY",
     "TOOLS",
-    "WRITE_TOOLS",
     "AccountRow",
     "Db",
     "Environment",

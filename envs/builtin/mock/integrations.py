@@ -40,7 +40,9 @@ __all__ = [
     "make_gym_env",
     "mcp_server",
     "register_gym",
+    "serve_mcp",
     "text_session",
+    "verl_tool_config",
 ]
 
 
@@ -72,6 +74,13 @@ def text_session() -> TextSession:
     return TextSession(Environment())
 
 
+def verl_tool_config() -> dict[str, Any]:
+    """verl's tool configuration for this package (dump it as YAML for
+    ``actor_rollout_ref.rollout.multi_turn.tool_config_path``).
+    """
+    return text.verl_tool_config(f"{__name__}.VerlTool", Environment.tool_schemas)
+
+
 class VerlTool(text.VerlTool):
     """verl's BaseTool shape over this package's ``Environment``."""
 
@@ -90,12 +99,19 @@ class SkyRLTextEnv(text.SkyRLTextEnv):
     environment = Environment
 
 
+def serve_mcp(argv: Sequence[str] | None = None) -> int:
+    """Serve the MCP server: ``[--http] [--host H] [--port P]`` (stdio by default); the
+    ``<package>-mcp`` script.
+    """
+    from .mcp_server import main as serve
+
+    return serve(mcp_server(), list(sys.argv[1:] if argv is None else argv))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m <package> mcp [--http] [--host H] [--port P]``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] != "mcp":
         print("usage: python -m <package> mcp [--http] [--host H] [--port P]")
         return 2
-    from .mcp_server import main as serve
-
-    return serve(mcp_server(), args[1:])
+    return serve_mcp(args[1:])

@@ -237,8 +237,12 @@ class VerlTool(_Bound):
     tool; ``calc_reward`` grades; ``release`` drops the episode.
     """
 
-    #: Episodes by instance id, shared by every tool of the environment.
+    #: Episodes by instance id, shared by every tool of one environment class.
     sessions: ClassVar[dict[str, TextSession]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.sessions = {}  # one table per environment, not one for every package
 
     def __init__(self, config: Mapping[str, Any], tool_schema: Mapping[str, Any]) -> None:
         self.config = dict(config)
@@ -278,6 +282,22 @@ class VerlTool(_Bound):
         self.sessions.pop(instance_id, None)
 
 
+def verl_tool_config(class_name: str, tool_schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    """verl's tool configuration (write it as YAML): one entry per tool, each naming
+    ``class_name`` (the package's ``integrations.VerlTool``) and its strict schema.
+
+    >>> verl_tool_config("x.VerlTool", [{"type": "function", "function": {"name": "f"}}])
+    {'tools': [{'class_name': 'x.VerlTool', 'config': {'type': 'native'}, \
+'tool_schema': {'type': 'function', 'function': {'name': 'f'}}}]}
+    """
+    return {
+        "tools": [
+            {"class_name": class_name, "config": {"type": "native"}, "tool_schema": schema}
+            for schema in tool_schemas
+        ]
+    }
+
+
 class AgentInstance(_Bound):
     """OpenRLHF's ``AgentInstanceBase`` shape: async ``reset(states)`` and ``step(states)``.
 
@@ -311,8 +331,9 @@ class AgentInstance(_Bound):
 
 class SkyRLTextEnv(_Bound):
     """SkyRL's ``BaseTextEnv`` shape: built with ``(env_config, extras)``, where
-    ``extras["task"]`` is the task; ``init(prompt)`` appends the instruction to the prompt and
-    ``step(action)`` returns ``observations``, ``reward``, ``done`` and ``metadata``."""
+    ``extras["task"]`` (or ``extras["extra_info"]["task"]``) is the task; ``init(prompt)``
+    appends the instruction to the prompt and ``step(action)`` returns ``observations``,
+    ``reward``, ``done`` and ``metadata``."""
 
     def __init__(
         self, env_config: Mapping[str, Any] | None = None, extras: Mapping[str, Any] | None = None
@@ -322,9 +343,11 @@ class SkyRLTextEnv(_Bound):
 
     def init(self, prompt: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Start the task of ``extras``; the prompt with the instruction as the user's turn."""
-        task = self.extras.get("task")
+        task = self.extras.get("task", (self.extras.get("extra_info") or {}).get("task"))
         if task is None:
-            raise ValueError('SkyRLTextEnv needs the task in extras["task"]')
+            raise ValueError(
+                'SkyRLTextEnv needs the task in extras["task"] or extras["extra_info"]'
+            )
         instruction = self.session.reset(task)
         return [*prompt, {"role": "user", "content": instruction}], {}
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from .env import Environment
 from .models import Db, ItemRow, OrderRow, PaymentMethodRow, ProductRow, UserRow
 from .runtime import ToolError
-from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS, WRITE_TOOLS
+from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS
 from .tools import call_tool
 from .trl_env import TrlEnvironment
 
@@ -30,7 +30,6 @@ __all__ = [
     "FINISH_TOOL",
     "POLICY",
     "TOOLS",
-    "WRITE_TOOLS",
     "Db",
     "Environment",
     "ItemRow",

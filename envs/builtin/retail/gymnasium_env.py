@@ -56,9 +56,8 @@ class GymEnvironment(gymnasium.Env[str, str]):
 
     ``reset(seed=..., options={"task": task})`` starts ``task``; without one it draws a task
     from ``tasks`` with the environment's seeded generator, so a seed fixes the episode.
+    Nothing is rendered (gymnasium.Env's default metadata): the observations are text.
     """
-
-    metadata: dict[str, Any] = {"render_modes": []}  # no rendering: the observations are text
 
     def __init__(self, env: TextEnvironment, tasks: Sequence[Mapping[str, Any]]) -> None:
         if not tasks:
