@@ -86,7 +86,7 @@ def parse_tool_calls(text: str) -> list[ParsedCall]:
     >>> [c.name for c in parse_tool_calls('<tool_call>{"name": "a", "arguments": {}}</tool_call>'
     ...                                   '<tool_call>{"name": "b", "arguments": {}}</tool_call>')]
     ['a', 'b']
-    >>> parse_tool_calls('{"name": "a", "arguments": "{\\"x\\": 1}"}')[0].arguments
+    >>> parse_tool_calls('```json\\n{"name": "a", "arguments": {"x": 1}}\\n```')[0].arguments
     {'x': 1}
     >>> parse_tool_calls("<tool_call>{oops</tool_call>")[0].error
     'tool call 1: not valid JSON (Expecting property name enclosed in double quotes)'
