@@ -104,6 +104,9 @@ async def _replay(session: Any, task: Any) -> float:
         assert listed[fn["name"]].annotations.destructive_hint is write
     res = await session.call_tool("reset", {"task": task_json(task)})
     assert res.content[0].text == task.instruction and not res.is_error
+    # a call the tool rejects is an error result with the environment's own message
+    res = await session.call_tool("get_order_details", {"order_id": 7})
+    assert res.is_error and res.content[0].text.startswith("Error:")
     *chain, (_, final) = oracle_calls(task)
     for name, arguments in chain:
         res = await session.call_tool(name, arguments)
