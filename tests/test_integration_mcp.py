@@ -80,6 +80,20 @@ def test_episodes_are_kept_per_session_and_graded() -> None:
     assert json.loads(episodes.call("b", "grade", {"answer": "no"})[0])["reward"] == 0.0
 
 
+def test_the_least_recently_used_session_is_dropped_past_the_limit() -> None:
+    from graphgen.envs.mcp_server import Episodes
+
+    pkg = package("mock")
+    episodes = Episodes(pkg.Environment, max_sessions=2)
+    task = task_json(tasks("mock", 3)[0])
+    for key in ("a", "b"):
+        episodes.call(key, "reset", {"task": task})
+    episodes.get("a")  # a is used again: b is now the oldest
+    episodes.get("c")
+    assert list(episodes.envs) == ["a", "c"]
+    assert episodes.call("b", "grade", {"answer": ""})[1]  # b's episode is gone
+
+
 # ------------------------------------------------------------------ the real server
 
 

@@ -24,6 +24,7 @@ anywhere else.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -111,16 +112,24 @@ def mcp_tools(
 
 
 class Episodes:
-    """One environment per client session, made on first use."""
+    """One environment per client session, made on first use; past ``max_sessions`` the
+    least recently used is dropped (HTTP sessions end without telling the handlers)."""
 
-    def __init__(self, make_env: Callable[[], ToolEnvironment[Any]]) -> None:
+    def __init__(
+        self, make_env: Callable[[], ToolEnvironment[Any]], max_sessions: int = 1024
+    ) -> None:
         self.make_env = make_env
-        self.envs: dict[str, ToolEnvironment[Any]] = {}
+        self.max_sessions = max_sessions
+        self.envs: OrderedDict[str, ToolEnvironment[Any]] = OrderedDict()
 
     def get(self, key: str) -> ToolEnvironment[Any]:
         """The environment of session ``key``."""
-        if key not in self.envs:
+        if key in self.envs:
+            self.envs.move_to_end(key)
+        else:
             self.envs[key] = self.make_env()
+            while len(self.envs) > self.max_sessions:
+                self.envs.popitem(last=False)
         return self.envs[key]
 
     def call(self, key: str, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
