@@ -180,6 +180,25 @@ def test_verl_openrlhf_and_skyrl_shapes_reach_reward_1(domain: str) -> None:
     assert step["done"] and step["reward"] == 1.0 and step["observations"] == []
 
 
+def test_verl_episodes_without_an_id_get_fresh_ones() -> None:
+    integ = package("mock", "integrations")
+    tool = integ.VerlTool({}, integ.Environment.tool_schemas[0])
+    task = task_json(tasks("mock", 3)[0])
+
+    async def run() -> list[str]:
+        first = await tool.create(task=task)
+        second = await tool.create(task=task)
+        await tool.release(first)
+        third = await tool.create(task=task)
+        ids = [first, second, third]
+        for key in ids[1:]:
+            await tool.release(key)
+        return ids
+
+    ids = asyncio.run(run())
+    assert len(set(ids)) == 3  # a released id's slot is not handed out again
+
+
 def test_the_shapes_refuse_an_episode_without_a_task() -> None:
     integ = package("mock", "integrations")
     tool = integ.VerlTool({}, integ.Environment.tool_schemas[0])

@@ -28,9 +28,10 @@ On top of that loop, three thin shapes match what three trainers call, without i
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -239,10 +240,13 @@ class VerlTool(_Bound):
 
     #: Episodes by instance id, shared by every tool of one environment class.
     sessions: ClassVar[dict[str, TextSession]] = {}
+    #: Numbers for the ids of episodes created without one.
+    _numbers: ClassVar[Iterator[int]] = itertools.count()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.sessions = {}  # one table per environment, not one for every package
+        cls._numbers = itertools.count()
 
     def __init__(self, config: Mapping[str, Any], tool_schema: Mapping[str, Any]) -> None:
         self.config = dict(config)
@@ -255,7 +259,7 @@ class VerlTool(_Bound):
 
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> str:
         """Start (or join) the episode ``instance_id`` on ``kwargs["task"]``; its id."""
-        key = instance_id if instance_id is not None else f"episode-{len(self.sessions)}"
+        key = instance_id if instance_id is not None else f"episode-{next(self._numbers)}"
         task = kwargs.get("task", kwargs.get("create_kwargs", {}).get("task"))
         if key not in self.sessions:
             if task is None:
