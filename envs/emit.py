@@ -542,7 +542,7 @@ def schemas_source(domain: Domain, header: str) -> str:
             "TOOLS are the OpenAI Chat Completions tool schemas (strict mode) of every "
             f"tool; FINISH_TOOL is the ``{FINISH_NAME}`` action that ends an episode "
             "with the agent's answer; POLICY is the domain policy for the system "
-            "prompt.",
+            "prompt; WRITE_TOOLS names the tools that change the state.",
         ],
     )
     out(0)
@@ -557,6 +557,10 @@ def schemas_source(domain: Domain, header: str) -> str:
     out.lines += literal_lines(openai_tools(domain), 0, "TOOLS: list[dict[str, Any]] = ")
     out(0)
     out.lines += literal_lines(finish_tool(), 0, "FINISH_TOOL: dict[str, Any] = ")
+    out(0)
+    out.comment(0, "The tools that change the state (the others only read it).")
+    writes = [t.name for t in domain.tools.values() if t.is_write]
+    out.lines += literal_lines(writes, 0, "WRITE_TOOLS: list[str] = ")
     return out.text()
 
 
@@ -628,6 +632,7 @@ def init_source(domain: Domain, names: EntityNames, header: str) -> str:
         ".runtime": ["ToolError"],
         ".schemas": ["DESCRIPTION", "DOMAIN", "DOMAIN_HASH", "FINISH_TOOL", "POLICY", "TOOLS"],
         ".tools": ["call_tool"],
+        ".trl_env": ["TrlEnvironment"],
     }
     out.lines += import_lines({}, {}, exported)
     names_all = [n for ns in exported.values() for n in ns]

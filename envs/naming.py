@@ -51,7 +51,7 @@ MODULE_NAMES = frozenset(
     }
 )
 USED_BUILTINS = frozenset({"all", "any", "len", "sorted", "sum", "min", "max", "callable"})
-_AMBIGUOUS = frozenset({"l", "O", "I"})  # pycodestyle E741
+AMBIGUOUS_NAMES = frozenset({"l", "O", "I"})  # pycodestyle E741
 _BASEMODEL_NAMES = frozenset(n for n in dir(BaseModel) if not n.startswith("__"))
 # Names the class bodies of models.py read: an entity or field called so would shadow them.
 _MODELS_NAMES = frozenset(
@@ -150,7 +150,7 @@ def tool_variables(tool: ToolDef) -> list[str]:
 
 def rename_variables(names: Iterable[str], reserved: Iterable[str]) -> dict[str, str]:
     """Python spelling of each domain variable: itself unless it clashes, then ``name_``."""
-    taken = set(reserved) | RUNTIME_NAMES | MODULE_NAMES | USED_BUILTINS | _AMBIGUOUS
+    taken = set(reserved) | RUNTIME_NAMES | MODULE_NAMES | USED_BUILTINS | AMBIGUOUS_NAMES
     taken |= set(keyword.kwlist)
     wanted = list(names)
     out: dict[str, str] = {}

@@ -732,8 +732,8 @@ def compile(domain: DomainRef, output: str | Path, *, force: bool = False) -> li
 
     >>> import tempfile
     >>> files = compile("mock", Path(tempfile.mkdtemp()) / "mock_env")
-    >>> sorted(p.name for p in files)[:2]
-    ['.graphgen-build.json', '__init__.py']
+    >>> sorted(p.name for p in files if p.suffix != ".py")
+    ['.graphgen-build.json', 'README.md', 'py.typed', 'pyproject.toml']
     """
     return install_package(load_domain_ref(domain), Path(output), force=force)
 

@@ -22,6 +22,7 @@ from .models import AirportRow, Db, FlightRow, PaymentMethodRow, ReservationRow,
 from .runtime import ToolError
 from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS
 from .tools import call_tool
+from .trl_env import TrlEnvironment
 
 __all__ = [
     "DESCRIPTION",
@@ -37,6 +38,7 @@ __all__ = [
     "PaymentMethodRow",
     "ReservationRow",
     "ToolError",
+    "TrlEnvironment",
     "UserRow",
     "call_tool",
 ]

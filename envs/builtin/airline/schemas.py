@@ -3,7 +3,7 @@
 
 TOOLS are the OpenAI Chat Completions tool schemas (strict mode) of every tool; FINISH_TOOL is
 the ``respond`` action that ends an episode with the agent's answer; POLICY is the domain policy
-for the system prompt.
+for the system prompt; WRITE_TOOLS names the tools that change the state.
 """
 
 from __future__ import annotations
@@ -705,3 +705,16 @@ FINISH_TOOL: dict[str, Any] = {
         },
     },
 }
+
+# The tools that change the state (the others only read it).
+WRITE_TOOLS: list[str] = [
+    "book_reservation",
+    "cancel_reservation",
+    "change_cabin",
+    "change_flight",
+    "add_passengers",
+    "update_baggage",
+    "remove_insurance",
+    "update_membership",
+    "issue_travel_certificate",
+]

@@ -18,6 +18,7 @@ from .models import AccountRow, Db, PaymentRow
 from .runtime import ToolError
 from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS
 from .tools import call_tool
+from .trl_env import TrlEnvironment
 
 __all__ = [
     "DESCRIPTION",
@@ -31,5 +32,6 @@ __all__ = [
     "Environment",
     "PaymentRow",
     "ToolError",
+    "TrlEnvironment",
     "call_tool",
 ]

@@ -3,7 +3,7 @@ c7edcb935140ceab); do not edit.
 
 TOOLS are the OpenAI Chat Completions tool schemas (strict mode) of every tool; FINISH_TOOL is
 the ``respond`` action that ends an episode with the agent's answer; POLICY is the domain policy
-for the system prompt.
+for the system prompt; WRITE_TOOLS names the tools that change the state.
 """
 
 from __future__ import annotations
@@ -142,3 +142,6 @@ FINISH_TOOL: dict[str, Any] = {
         },
     },
 }
+
+# The tools that change the state (the others only read it).
+WRITE_TOOLS: list[str] = ["deposit", "pay", "lock_account"]

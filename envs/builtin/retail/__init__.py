@@ -21,6 +21,7 @@ from .models import Db, ItemRow, OrderRow, PaymentMethodRow, ProductRow, UserRow
 from .runtime import ToolError
 from .schemas import DESCRIPTION, DOMAIN, DOMAIN_HASH, FINISH_TOOL, POLICY, TOOLS
 from .tools import call_tool
+from .trl_env import TrlEnvironment
 
 __all__ = [
     "DESCRIPTION",
@@ -36,6 +37,7 @@ __all__ = [
     "PaymentMethodRow",
     "ProductRow",
     "ToolError",
+    "TrlEnvironment",
     "UserRow",
     "call_tool",
 ]

@@ -3,7 +3,7 @@
 
 TOOLS are the OpenAI Chat Completions tool schemas (strict mode) of every tool; FINISH_TOOL is
 the ``respond`` action that ends an episode with the agent's answer; POLICY is the domain policy
-for the system prompt.
+for the system prompt; WRITE_TOOLS names the tools that change the state.
 """
 
 from __future__ import annotations
@@ -720,3 +720,16 @@ FINISH_TOOL: dict[str, Any] = {
         },
     },
 }
+
+# The tools that change the state (the others only read it).
+WRITE_TOOLS: list[str] = [
+    "modify_user_address",
+    "add_gift_card",
+    "cancel_pending_order",
+    "modify_pending_order_address",
+    "modify_pending_order_payment",
+    "modify_pending_order_item",
+    "place_order",
+    "return_delivered_order",
+    "exchange_delivered_order_item",
+]
