@@ -76,6 +76,8 @@ def oracle_conversation(env: EnvLike, task: Task, max_steps: int = 100) -> dict[
     answer = ""
     for m in raw[2:]:
         if m["role"] == "assistant":
+            if not m.get("tool_calls") and m.get("content"):
+                answer = str(m["content"])  # the oracle ends in a plain message
             calls = []
             for c in m.get("tool_calls") or []:
                 fn = c["function"]
