@@ -58,10 +58,10 @@ from graphgen.envs.agent import (
     run_greedy,
     summarize,
 )
-from graphgen.envs.codegen import write_package
+from graphgen.envs.codegen import CodegenError, check_names, write_package
 from graphgen.envs.load import load_env_module
 from graphgen.envs.play import Outcome, Play, PlayError, Session
-from graphgen.errors import GraphgenError
+from graphgen.errors import DomainError, GraphgenError, Located
 from graphgen.export import to_dot, to_json, to_png
 from graphgen.extras import MissingExtraError, require
 from graphgen.graph import build_graph
@@ -249,7 +249,14 @@ def check(domain: DomainRef) -> Report:
     >>> r.ok, r.sat_checked
     (True, True)
     """
-    return report(load_domain_ref(domain), sat_checker=unsatisfiable_writes)
+    dom = load_domain_ref(domain)
+    try:
+        check_names(dom)
+    except CodegenError as exc:
+        # A domain whose compiled package could not use its names fails check, not compile.
+        message = str(exc).removeprefix(f"{dom.source}: ")
+        raise DomainError([Located(message, file=dom.source)]) from None
+    return report(dom, sat_checker=unsatisfiable_writes)
 
 
 def export_graph(domain: DomainRef, output: str | Path, fmt: str = "json") -> nx.MultiDiGraph:
