@@ -81,6 +81,7 @@ LOCAL_RESERVED = (
     | _AMBIGUOUS
     | frozenset(keyword.kwlist)
     | frozenset(keyword.softkwlist)
+    | frozenset({"self", "cls"})  # legal as locals of a function, but they mislead
 )
 
 
