@@ -44,6 +44,13 @@ PARSE_KINDS = {"bad_action", "bad_json", "bad_args", "limit"}
 SENT = {"actions": 0, "errors": 0, "results": 0}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts() -> Iterator[None]:
+    """Print how many actions were sent (shown with ``pytest -s``)."""
+    yield
+    print(f"\nfuzzed actions: {SENT}")
+
+
 def _env() -> Any:
     env = ENV_CLS(max_steps=10_000)
     env.reset(options={"task": TASK})
