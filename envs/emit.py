@@ -22,8 +22,7 @@ from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.envs.layout import WIDTH, Lines, import_lines, literal_lines, py_str, sort_names
 from graphgen.envs.naming import (
-    MODULE_NAMES,
-    RUNTIME_NAMES,
+    LOCAL_RESERVED,
     CodegenError,
     EntityNames,
     fresh_name,
@@ -139,8 +138,11 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     out(12, "},")
     out(12, '"counters": dict(sorted(self.counters.items())),')
     out(8, "}")
+    # The locals of Db's methods are fixed names: the domain's names appear there only as
+    # attributes (self.Entity), so no entity can shadow a local (an entity Self once made
+    # a local called self).
+    row = "row"
     for ent, edef in domain.entities.items():
-        row = names.local[ent]
         out(0)
         out(4, f"def {names.getter[ent]}(self, key: str) -> {names.row_cls[ent]}:")
         out.docstring(8, [f"The {ent} row with id ``key``; a ToolError if there is none."])
@@ -168,7 +170,9 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     if checked:
         out(8, "for entity, key in sorted(touched):")
         for i, ent in enumerate(checked):
-            row = names.local[ent]
+            # One local per entity (mypy types a local once); the prefix keeps it clear of
+            # the method's own locals whatever the entity is called.
+            row = f"row_{names.local[ent]}"
             out(12, f"{'if' if i == 0 else 'elif'} entity == {py_str(ent)}:")
             out(16, f"{row} = self.{ent}.get(key)")
             out(16, f"if {row} is None:")
@@ -207,7 +211,9 @@ class ToolEmitter:
     def __post_init__(self) -> None:
         reserved = set(self.names.row_cls.values())
         self.variables = rename_variables(tool_variables(self.tool), reserved)
-        self.used = set(self.variables.values()) | reserved | RUNTIME_NAMES | MODULE_NAMES
+        self.used = (
+            set(self.variables.values()) | reserved | LOCAL_RESERVED | set(self.domain.tools)
+        )
         self.printer = PyPrinter(self.names, self.variables)
         self.ok_name = fresh_name("ok", self.used)
         self.exc_name = fresh_name("exc", self.used)
@@ -407,12 +413,17 @@ class ToolEmitter:
             self.emit_effect(out, s.effect, journal, key, rows, after)
         out(8, f"db.check_invariants({journal}.touched)")
         if t.returns is not None:
-            out.stmt(8, "return ", self.source(t.returns))
+            out(8, f"return {journal}.commit({self.source(t.returns)})")
         else:
-            out(8, 'return "ok"')
+            out(8, f'return {journal}.commit("ok")')
         out(4, f"except ToolError as {exc}:")
         out(8, f"{journal}.rollback()")
         out(8, f"raise {exc}.within({py_str(t.name)}, unless_prefixed=True) from None")
+        # Any other exception (a fault, an interrupt) undoes the effects too: a call is
+        # atomic whatever stops it.
+        out(4, "except BaseException:")
+        out(8, f"{journal}.rollback()")
+        out(8, "raise")
 
     def _key(self, out: Lines, k: ir.Expr, key: str) -> str:
         if isinstance(k, ir.Var | ir.Lit):

@@ -160,22 +160,48 @@ def _split(nodes: list[_Node]) -> list[list[_Node]]:
     return [p for p in pieces if p]
 
 
+def _escaped_width(ch: str) -> int:
+    """Columns ``ch`` takes inside a literal written by :func:`py_str`. A quote counts
+    two: whether it is escaped depends on the other characters of its piece."""
+    return 2 if ch in "'\"" else len(ascii(ch)) - 2
+
+
+def _cut_word(word: str, room: int) -> list[str]:
+    """``word`` cut into pieces whose literals fit ``room`` columns, in one pass.
+
+    Each piece holds at least one character, so a character whose escape alone is wider
+    than ``room`` still makes progress. Linear in ``len(word)``: the widths are summed
+    as the pieces grow, never recomputed from a slice.
+    """
+    pieces: list[str] = []
+    start, used = 0, 2  # the two quotes
+    for i, ch in enumerate(word):
+        width = _escaped_width(ch)
+        if used + width > room and i > start:
+            pieces.append(word[start:i])
+            start, used = i, 2
+        used += width
+    pieces.append(word[start:])
+    return pieces
+
+
 def _string_chunks(value: str, room: int) -> list[str]:
     """Cut a string into literals that each fit ``room`` columns (breaks after newlines,
-    then after spaces; a word too long for a line is cut)."""
+    then after spaces; a word too long for a line is cut).
+
+    The pieces joined give ``value`` back. The time is linear in the length of
+    ``value`` (for a bounded ``room``), also for text without spaces.
+    """
     chunks: list[str] = []
     cur = ""
     for w in re.split(r"(?<=[ \n])", value):
-        if cur and (len(py_str(cur + w)) > room or cur.endswith("\n")):
+        if cur and (len(cur) + len(w) > room or len(py_str(cur + w)) > room or cur.endswith("\n")):
             chunks.append(cur)
             cur = ""
         cur += w
-        while len(py_str(cur)) > room and len(cur) > 1:
-            cut = len(cur) - 1
-            while cut > 1 and len(py_str(cur[:cut])) > room:
-                cut -= 1
-            chunks.append(cur[:cut])
-            cur = cur[cut:]
+        if len(cur) > 1 and len(py_str(cur)) > room:
+            *full, cur = _cut_word(cur, room)
+            chunks += full
     if cur or not chunks:
         chunks.append(cur)
     return [py_str(c) for c in chunks]

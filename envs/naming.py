@@ -69,7 +69,19 @@ _MODELS_NAMES = frozenset(
         "list",
         "str",
         "tuple",
+        "classmethod",
     }
+)
+# Names a local variable of a generated tool must not take: every name the tool bodies
+# read at module level or from the builtins, keywords, and names linters reject.
+LOCAL_RESERVED = (
+    RUNTIME_NAMES
+    | MODULE_NAMES
+    | USED_BUILTINS
+    | AMBIGUOUS_NAMES
+    | frozenset(keyword.kwlist)
+    | frozenset(keyword.softkwlist)
+    | frozenset({"self", "cls"})  # legal as locals of a function, but they mislead
 )
 
 
@@ -121,6 +133,18 @@ class EntityNames:
                     f"{module[n.row_cls[ent]]}"
                 )
             module[n.row_cls[ent]] = f"entity {ent!r}"
+            clash = (
+                f"tool {n.row_cls[ent]!r}"
+                if n.row_cls[ent] in domain.tools
+                else f"entity {n.row_cls[ent]!r}"
+                if n.row_cls[ent] in domain.entities
+                else None
+            )
+            if clash is not None:
+                raise CodegenError(
+                    f"{where}: {clash} has the name of the class generated for the rows of "
+                    f"entity {ent!r}; rename it"
+                )
             for f in edef.fields:
                 if f in _BASEMODEL_NAMES | _MODELS_NAMES or f.startswith("model_"):
                     raise CodegenError(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from graphgen.envs.agent import SYSTEM_SUFFIX, EnvLike, env_task
+from graphgen.envs.environment import parse_action
 from graphgen.errors import GraphgenError
 from graphgen.files import write_atomic
 from graphgen.tasks.model import Task
@@ -73,22 +74,13 @@ def parse_call(text: str) -> tuple[str, dict[str, Any]]:
 
 
 def _parse_json_call(text: str) -> tuple[str, dict[str, Any]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlayError(f"malformed call: not valid JSON ({exc.msg})") from None
-    call = data.get("function", data) if isinstance(data, dict) else None
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+    # The environment's own action parser: the same shapes and limits as for any agent.
+    name, arguments, error = parse_action(text)
+    if error is not None:
+        raise PlayError(f"malformed call: {error[1]}")
+    if not name:
         raise PlayError('malformed call: a JSON call is {"name": tool, "arguments": {...}}')
-    arguments = call.get("arguments", {})
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise PlayError(f"malformed call: arguments are not valid JSON ({exc.msg})") from None
-    if not isinstance(arguments, dict):
-        raise PlayError("malformed call: arguments must be a JSON object")
-    return call["name"], arguments
+    return name, arguments
 
 
 @dataclass

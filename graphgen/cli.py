@@ -336,12 +336,13 @@ def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check."
     """
     try:
         d = pl.load_domain_ref(file)
+        report = pl.check(d)  # also refuses names the compiled package could not use
     except DomainError as exc:
         for p in exc.problems:
             err.print(f"[red]error:[/red] {escape(str(p))}", highlight=False)
         err.print(f"{len(exc.problems)} error(s) in {file}")
         raise typer.Exit(1) from None
-    _Printer().checked(d, pl.check(d))
+    _Printer().checked(d, report)
 
 
 @app.command()

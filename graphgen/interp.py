@@ -342,7 +342,8 @@ def footprint(
 def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Any:
     """Run tool ``name`` on ``st`` (mutated in place) and return its result.
 
-    Atomic: on any :class:`ToolError` the state is left exactly as it was.
+    Atomic: on a :class:`ToolError`, or any other exception, the state is left exactly
+    as it was.
     """
     env = dict(precheck(domain, st, name, args))
     tool = domain.tools[name]
@@ -360,6 +361,10 @@ def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> 
             kind=exc.kind,
             detail=exc.detail,
         ) from None
+    except BaseException:
+        # Whatever stops a call (a fault, an interrupt) undoes it: calls are atomic.
+        rollback(st, undo)
+        raise
 
 
 def apply_effect(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import keyword
 import re
 import string
+import unicodedata
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,54 @@ from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT, Ty, i
 
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]$")
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name an entity, field, key, tool or parameter, or None.
+
+    Domain names become Python identifiers in expressions and in the compiled package.
+    Python reads an identifier in its NFKC form, so a fullwidth ``db`` would *be* ``db``
+    and the ligature ``fi`` would be ``fi``: two names that look different could be one,
+    or take a name the generated code uses. A leading underscore is kept for the
+    generated code's own names.
+
+    >>> print(name_problem("\\uff44\\uff42"))  # fullwidth d, b
+    Python reads the name '\\uff44\\uff42' as 'db'; write it as 'db'
+    >>> name_problem("_hidden")
+    "the name '_hidden' starts with '_', which is kept for generated names"
+    >>> name_problem("balance") is None
+    True
+    """
+    folded = unicodedata.normalize("NFKC", name)
+    if folded != name:
+        shown = ascii(name)  # the terminal may draw the two alike
+        return f"Python reads the name {shown} as {folded!r}; write it as {folded!r}"
+    if name.startswith("_"):
+        return f"the name {name!r} starts with '_', which is kept for generated names"
+    return None
+
+
+def text_problems(data: object, path: str = "") -> list[tuple[str, str]]:
+    """(where, what) for every string in ``data`` (the domain as plain data) holding a NUL
+    byte or a lone surrogate: neither can be written into a Python source file, a JSON
+    task file or a terminal reliably, so a domain may not carry them."""
+    out: list[tuple[str, str]] = []
+    pending: list[tuple[object, str]] = [(data, path)]
+    while pending:
+        item, where = pending.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                at = f"{where}.{k}" if where else str(k)
+                pending.append((k, f"{at} (the key)"))
+                pending.append((v, at))
+        elif isinstance(item, list | tuple):
+            pending.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+        elif isinstance(item, str):
+            if "\0" in item:
+                out.append((where, "holds a NUL byte (\\0)"))
+            elif any("\ud800" <= ch <= "\udfff" for ch in item):
+                out.append((where, "holds a lone surrogate (an invalid \\uD800-\\uDFFF escape)"))
+    return sorted(out)
 
 
 def _lines(text: str) -> dict[tuple[str, str], int]:
@@ -203,6 +252,10 @@ class _Compiler:
         for name, es in self.spec.entities.items():
             if not TOOL_NAME.match(name) or keyword.iskeyword(name):
                 self.err("entity names are identifiers", self.where("entity", name))
+            elif problem := name_problem(name):
+                self.err(problem, self.where("entity", name))
+            if problem := name_problem(es.key.name):
+                self.err(problem, self.where("entity", name, "key"))
             fields: dict[str, FieldDef] = {}
             if es.key.name in es.fields:
                 self.err(
@@ -213,6 +266,8 @@ class _Compiler:
                 w = self.where("entity", name, f"fields.{fname}")
                 if fname.startswith("_") or not fname.isidentifier() or keyword.iskeyword(fname):
                     self.err(f"field name {fname!r} is not allowed", w)
+                elif problem := name_problem(fname):
+                    self.err(problem, w)
                 ty, _ = self.resolve(fs, name, fname, w)
                 if ty is None:
                     continue
@@ -316,11 +371,18 @@ class _Compiler:
                 "tool names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$", self.where("tool", name)
             )
             ok = False
+        elif problem := name_problem(name):
+            self.err(problem, self.where("tool", name))
+            ok = False
         params: dict[str, ParamDef] = {}
         for pname, ps in ts.params.items():
             w = self.where("tool", name, f"params.{pname}")
             if not pname.isidentifier() or keyword.iskeyword(pname) or pname.startswith("_"):
                 self.err(f"parameter name {pname!r} is not allowed", w)
+                ok = False
+                continue
+            if problem := name_problem(pname):
+                self.err(problem, w)
                 ok = False
                 continue
             if pname in self.spec.entities:
@@ -398,6 +460,11 @@ class _Compiler:
         )
 
     def run(self) -> Domain:
+        dumped = self.spec.model_dump(mode="json")
+        for where, what in text_problems(dumped):
+            self.err(f"the text {what}; remove it", where)
+        if self.problems:  # the checks below would trip over the same characters
+            raise DomainError(self.problems)
         for ename, vals in self.spec.enums.items():
             if not vals or len(set(vals)) != len(vals):
                 self.err("a shared enum needs distinct values", f"enum {ename!r}")
@@ -413,7 +480,6 @@ class _Compiler:
         phrases = self.phrases(ents, tools)
         if self.problems:
             raise DomainError(self.problems)
-        dumped = self.spec.model_dump(mode="json")
         for e in dumped["entities"].values():
             if e.get("generate") is None:  # no block: same hash as before blocks existed
                 e.pop("generate", None)

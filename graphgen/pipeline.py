@@ -68,7 +68,7 @@ from graphgen.envs.agent import (
     run_greedy,
     summarize,
 )
-from graphgen.envs.codegen import check_package_dir, install_package
+from graphgen.envs.codegen import CodegenError, check_names, check_package_dir, install_package
 from graphgen.envs.exports import ExportError, TaskSet
 from graphgen.envs.exports.hf import export_hf
 from graphgen.envs.exports.mcp import export_mcp
@@ -85,7 +85,7 @@ from graphgen.envs.trials import (
     run_slots,
 )
 from graphgen.envs.user import ModelUser, ScriptedUser, User
-from graphgen.errors import GraphgenError
+from graphgen.errors import DomainError, GraphgenError, Located
 from graphgen.export import draw, enables_view, to_dot, to_graphml, to_json, tool_view
 from graphgen.extras import MissingExtraError, require
 from graphgen.files import (
@@ -296,7 +296,14 @@ def check(domain: DomainRef) -> Report:
     >>> r.ok, r.sat_checked
     (True, True)
     """
-    return report(load_domain_ref(domain), sat_checker=unsatisfiable_writes)
+    dom = load_domain_ref(domain)
+    try:
+        check_names(dom)
+    except CodegenError as exc:
+        # A domain whose compiled package could not use its names fails check, not compile.
+        message = str(exc).removeprefix(f"{dom.source}: ")
+        raise DomainError([Located(message, file=dom.source)]) from None
+    return report(dom, sat_checker=unsatisfiable_writes)
 
 
 def export_graph(

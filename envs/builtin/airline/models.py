@@ -170,10 +170,10 @@ class Db(BaseModel):
 
     def get_user(self, key: str) -> UserRow:
         """The User row with id ``key``; a ToolError if there is none."""
-        user = self.User.get(key)
-        if user is None:
+        row = self.User.get(key)
+        if row is None:
             raise ToolError(f"User {key!r} not found", kind="not_found")
-        return user
+        return row
 
     def user_record(self, key: str) -> dict[str, Any]:
         """User ``key`` as tools return it: the id as user_id, then the fields."""
@@ -181,10 +181,10 @@ class Db(BaseModel):
 
     def get_payment_method(self, key: str) -> PaymentMethodRow:
         """The PaymentMethod row with id ``key``; a ToolError if there is none."""
-        payment_method = self.PaymentMethod.get(key)
-        if payment_method is None:
+        row = self.PaymentMethod.get(key)
+        if row is None:
             raise ToolError(f"PaymentMethod {key!r} not found", kind="not_found")
-        return payment_method
+        return row
 
     def payment_method_record(self, key: str) -> dict[str, Any]:
         """PaymentMethod ``key`` as tools return it: the id as payment_id, then the fields."""
@@ -192,10 +192,10 @@ class Db(BaseModel):
 
     def get_airport(self, key: str) -> AirportRow:
         """The Airport row with id ``key``; a ToolError if there is none."""
-        airport = self.Airport.get(key)
-        if airport is None:
+        row = self.Airport.get(key)
+        if row is None:
             raise ToolError(f"Airport {key!r} not found", kind="not_found")
-        return airport
+        return row
 
     def airport_record(self, key: str) -> dict[str, Any]:
         """Airport ``key`` as tools return it: the id as airport_id, then the fields."""
@@ -203,10 +203,10 @@ class Db(BaseModel):
 
     def get_flight(self, key: str) -> FlightRow:
         """The Flight row with id ``key``; a ToolError if there is none."""
-        flight = self.Flight.get(key)
-        if flight is None:
+        row = self.Flight.get(key)
+        if row is None:
             raise ToolError(f"Flight {key!r} not found", kind="not_found")
-        return flight
+        return row
 
     def flight_record(self, key: str) -> dict[str, Any]:
         """Flight ``key`` as tools return it: the id as flight_id, then the fields."""
@@ -214,10 +214,10 @@ class Db(BaseModel):
 
     def get_reservation(self, key: str) -> ReservationRow:
         """The Reservation row with id ``key``; a ToolError if there is none."""
-        reservation = self.Reservation.get(key)
-        if reservation is None:
+        row = self.Reservation.get(key)
+        if row is None:
             raise ToolError(f"Reservation {key!r} not found", kind="not_found")
-        return reservation
+        return row
 
     def reservation_record(self, key: str) -> dict[str, Any]:
         """Reservation ``key`` as tools return it: the id as reservation_id, then the fields."""
@@ -231,51 +231,57 @@ class Db(BaseModel):
         """
         for entity, key in sorted(touched):
             if entity == "User":
-                user = self.User.get(key)
-                if user is None:
+                row_user = self.User.get(key)
+                if row_user is None:
                     continue
                 check_unique(
-                    "User", key, "email", user.email, ((k, r.email) for k, r in self.User.items())
+                    "User",
+                    key,
+                    "email",
+                    row_user.email,
+                    ((k, r.email) for k, r in self.User.items()),
                 )
-                check_bounds("User", key, "travel_credit", user.travel_credit, 0, 100000)
+                check_bounds("User", key, "travel_credit", row_user.travel_credit, 0, 100000)
             elif entity == "PaymentMethod":
-                payment_method = self.PaymentMethod.get(key)
-                if payment_method is None:
+                row_payment_method = self.PaymentMethod.get(key)
+                if row_payment_method is None:
                     continue
                 check_bounds(
-                    "PaymentMethod", key, "available", payment_method.available, 0, 1000000
+                    "PaymentMethod", key, "available", row_payment_method.available, 0, 1000000
                 )
             elif entity == "Airport":
-                airport = self.Airport.get(key)
-                if airport is None:
+                row_airport = self.Airport.get(key)
+                if row_airport is None:
                     continue
                 check_unique(
                     "Airport",
                     key,
                     "code",
-                    airport.code,
+                    row_airport.code,
                     ((k, r.code) for k, r in self.Airport.items()),
                 )
             elif entity == "Flight":
-                flight = self.Flight.get(key)
-                if flight is None:
+                row_flight = self.Flight.get(key)
+                if row_flight is None:
                     continue
                 check_unique(
                     "Flight",
                     key,
                     "flight_number",
-                    flight.flight_number,
+                    row_flight.flight_number,
                     ((k, r.flight_number) for k, r in self.Flight.items()),
                 )
-                check_bounds("Flight", key, "economy_capacity", flight.economy_capacity, 0, 30)
-                check_bounds("Flight", key, "business_capacity", flight.business_capacity, 0, 8)
-                check_bounds("Flight", key, "baggage_capacity", flight.baggage_capacity, 0, 60)
-                check_bounds("Flight", key, "economy_price", flight.economy_price, 50, 900)
-                check_bounds("Flight", key, "business_price", flight.business_price, 150, 3000)
+                check_bounds("Flight", key, "economy_capacity", row_flight.economy_capacity, 0, 30)
+                check_bounds("Flight", key, "business_capacity", row_flight.business_capacity, 0, 8)
+                check_bounds("Flight", key, "baggage_capacity", row_flight.baggage_capacity, 0, 60)
+                check_bounds("Flight", key, "economy_price", row_flight.economy_price, 50, 900)
+                check_bounds("Flight", key, "business_price", row_flight.business_price, 150, 3000)
             elif entity == "Reservation":
-                reservation = self.Reservation.get(key)
-                if reservation is None:
+                row_reservation = self.Reservation.get(key)
+                if row_reservation is None:
                     continue
-                check_bounds("Reservation", key, "passengers", reservation.passengers, 1, 9)
-                check_bounds("Reservation", key, "bags", reservation.bags, 0, 30)
-                check_bounds("Reservation", key, "amount_paid", reservation.amount_paid, 0, None)
+                check_bounds("Reservation", key, "passengers", row_reservation.passengers, 1, 9)
+                check_bounds("Reservation", key, "bags", row_reservation.bags, 0, 30)
+                check_bounds(
+                    "Reservation", key, "amount_paid", row_reservation.amount_paid, 0, None
+                )

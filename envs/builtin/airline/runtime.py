@@ -11,10 +11,88 @@ domain-specific parts are generated next to it.
 from __future__ import annotations
 
 import datetime
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 Item = TypeVar("Item", str, int)
+T = TypeVar("T")
+
+# ------------------------------------------------------------------ limits
+#
+# What an agent sends is untrusted: the episode loop (environment.py) refuses an action
+# beyond these limits with an observation that states the limit, before the action is
+# parsed where the raw text allows it. The same integer limit holds for what a call
+# stores or returns, so every state and observation can be written as JSON.
+
+#: Characters of an action's JSON text, or of its arguments given as JSON text.
+MAX_ACTION_CHARS = 100_000
+#: Nesting of arrays and objects in an action (the action object itself is level 1).
+MAX_DEPTH = 32
+#: Characters of one string in an action: the tool name, a key or a value.
+MAX_STRING_CHARS = 20_000
+#: Characters of a tool name (the longest name a domain may give a tool).
+MAX_NAME_CHARS = 64
+#: Values (objects, arrays, strings, numbers) in one action, counted recursively.
+MAX_VALUES = 10_000
+#: Decimal digits of an integer, in an action, a stored field or a result. Python
+#: itself refuses to print integers above 4,300 digits.
+MAX_INT_DIGITS = 100
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
+class LimitError(ValueError):
+    """A value is beyond one of the limits above; the message states the limit."""
+
+
+def check_data(value: object, what: str = "the action", *, sizes: bool = True) -> None:
+    """``value`` is JSON data within the limits: objects with string keys, arrays,
+    strings, finite numbers, booleans and null, integers of at most MAX_INT_DIGITS digits;
+    with ``sizes`` (for what an agent sends) also nested at most MAX_DEPTH deep, at most
+    MAX_VALUES values and strings of at most MAX_STRING_CHARS. A LimitError (or a
+    TypeError for a value that is not JSON data) otherwise.
+
+    Iterative, so a deeply nested or cyclic value costs at most MAX_VALUES steps and never
+    recursion.
+    """
+    pending: list[tuple[object, int]] = [(value, 1)]
+    seen = 0
+    while pending:
+        item, depth = pending.pop()
+        seen += 1
+        if sizes and seen > MAX_VALUES:
+            raise LimitError(f"{what} holds more than {MAX_VALUES:,} values (the limit)")
+        if isinstance(item, str):
+            if sizes and len(item) > MAX_STRING_CHARS:
+                raise LimitError(
+                    f"{what} holds a string of {len(item):,} characters; the limit is "
+                    f"{MAX_STRING_CHARS:,}"
+                )
+        elif isinstance(item, bool) or item is None:
+            pass
+        elif isinstance(item, int):
+            if not -_INT_BOUND < item < _INT_BOUND:
+                raise LimitError(
+                    f"{what} holds an integer of more than {MAX_INT_DIGITS} digits (the limit)"
+                )
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise LimitError(f"{what} holds {item!r}, which is not a JSON number")
+        elif isinstance(item, Mapping | list | tuple):
+            if sizes and depth > MAX_DEPTH:
+                raise LimitError(
+                    f"{what} nests arrays and objects more than {MAX_DEPTH} levels deep (the limit)"
+                )
+            if isinstance(item, Mapping):
+                for k in item:
+                    if not isinstance(k, str):
+                        raise TypeError(f"{what} has a key that is not a string")
+                    pending.append((k, depth + 1))
+                pending.extend((v, depth + 1) for v in item.values())
+            else:
+                pending.extend((v, depth + 1) for v in item)
+        else:
+            raise TypeError(f"{what} holds a {type(item).__name__}, which is not JSON data")
 
 
 class ToolError(Exception):
@@ -221,12 +299,15 @@ class Journal:
         self.counters = counters
         self.undo: list[Callable[[], None]] = []
         self.touched: set[tuple[str, str]] = set()
+        self.fields: list[tuple[object, str]] = []  # (row, field) changed, for commit()
+        self.created: list[object] = []  # rows created, for commit()
 
     def set(self, entity: str, key: str, row: object, field: str) -> None:
         """Record the current value of ``row.field`` before it is overwritten."""
         old = getattr(row, field)
         self.undo.append(lambda: setattr(row, field, old))
         self.touched.add((entity, key))
+        self.fields.append((row, field))
 
     def append(self, entity: str, key: str, row: object, field: str, value: Item) -> None:
         """Add ``value`` to a list field (a set kept sorted); a member already there is an
@@ -264,6 +345,7 @@ class Journal:
 
         self.undo.append(undo)
         self.touched.add((entity, key))
+        self.created.append(row)
         table[key] = row
         self.counters[entity] = n + 1
         return key
@@ -280,8 +362,26 @@ class Journal:
         self.undo.append(undo)
         del table[key]
 
+    def commit(self, result: T) -> T:
+        """``result``, once it and every field the call changed are within the limits
+        (MAX_INT_DIGITS); otherwise a ToolError, and the caller rolls back. Checked
+        inside the call, so a result that could not be shown is never half-committed."""
+        try:
+            for row, field in self.fields:
+                check_data(getattr(row, field), "the new value", sizes=False)
+            for row in self.created:
+                check_data(dict(vars(row)), "the new row", sizes=False)
+            check_data(result, "the result", sizes=False)
+        except (LimitError, TypeError) as exc:
+            raise ToolError(f"the call was undone: {exc}", kind="invariant") from None
+        return result
+
     def rollback(self) -> None:
-        """Undo every recorded change, newest first."""
+        """Undo every recorded change, newest first.
+
+        Generated tools call it on *any* exception (not only a ToolError), so a call that
+        fails half-way for any reason leaves the state as it was.
+        """
         for undo in reversed(self.undo):
             undo()
         self.undo.clear()

@@ -666,10 +666,13 @@ def book_reservation(
             ),
         )
         db.check_invariants(journal.touched)
-        return r
+        return journal.commit(r)
     except ToolError as exc:
         journal.rollback()
         raise exc.within("book_reservation", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def cancel_reservation(db: Db, user_id: str, reservation_id: str) -> dict[str, Any]:
@@ -777,21 +780,26 @@ def cancel_reservation(db: Db, user_id: str, reservation_id: str) -> dict[str, A
         journal.set("Reservation", reservation_id, reservation, "status")
         reservation.status = "cancelled"
         db.check_invariants(journal.touched)
-        return {
-            'refunded_to_payment_method': db.get_reservation(reservation_id).amount_paid
-            if db.get_reservation(reservation_id).insurance or db.get_flight(
-                db.get_reservation(reservation_id).flight_id
-            ).status == "cancelled" else 0,
-            'travel_credit_added': 0
-            if db.get_reservation(reservation_id).insurance or db.get_flight(
-                db.get_reservation(reservation_id).flight_id
-            ).status == "cancelled" else db.get_reservation(
-                reservation_id
-            ).amount_paid - 100 if db.get_reservation(reservation_id).amount_paid > 100 else 0,
-        }
+        return journal.commit(
+            {
+                'refunded_to_payment_method': db.get_reservation(reservation_id).amount_paid
+                if db.get_reservation(reservation_id).insurance or db.get_flight(
+                    db.get_reservation(reservation_id).flight_id
+                ).status == "cancelled" else 0,
+                'travel_credit_added': 0
+                if db.get_reservation(reservation_id).insurance or db.get_flight(
+                    db.get_reservation(reservation_id).flight_id
+                ).status == "cancelled" else db.get_reservation(
+                    reservation_id
+                ).amount_paid - 100 if db.get_reservation(reservation_id).amount_paid > 100 else 0,
+            }
+        )
     except ToolError as exc:
         journal.rollback()
         raise exc.within("cancel_reservation", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def change_cabin(
@@ -999,10 +1007,13 @@ def change_cabin(
         journal.set("Reservation", reservation_id, reservation, "cabin")
         reservation.cabin = cabin
         db.check_invariants(journal.touched)
-        return db.reservation_record(reservation_id)
+        return journal.commit(db.reservation_record(reservation_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("change_cabin", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def change_flight(db: Db, user_id: str, reservation_id: str, new_flight_id: str) -> dict[str, Any]:
@@ -1317,10 +1328,13 @@ def change_flight(db: Db, user_id: str, reservation_id: str, new_flight_id: str)
         journal.set("Reservation", reservation_id, reservation, "flight_id")
         reservation.flight_id = new_flight_id
         db.check_invariants(journal.touched)
-        return db.reservation_record(reservation_id)
+        return journal.commit(db.reservation_record(reservation_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("change_flight", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def add_passengers(db: Db, user_id: str, reservation_id: str, count: int) -> dict[str, Any]:
@@ -1537,10 +1551,13 @@ def add_passengers(db: Db, user_id: str, reservation_id: str, count: int) -> dic
         journal.set("Reservation", reservation_id, reservation, "passengers")
         reservation.passengers += count
         db.check_invariants(journal.touched)
-        return db.reservation_record(reservation_id)
+        return journal.commit(db.reservation_record(reservation_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("add_passengers", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def update_baggage(db: Db, user_id: str, reservation_id: str, bags: int) -> dict[str, Any]:
@@ -1823,10 +1840,13 @@ def update_baggage(db: Db, user_id: str, reservation_id: str, bags: int) -> dict
         journal.set("Reservation", reservation_id, reservation, "bags")
         reservation.bags = bags
         db.check_invariants(journal.touched)
-        return db.reservation_record(reservation_id)
+        return journal.commit(db.reservation_record(reservation_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("update_baggage", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def remove_insurance(db: Db, user_id: str, reservation_id: str) -> dict[str, Any]:
@@ -1921,10 +1941,13 @@ def remove_insurance(db: Db, user_id: str, reservation_id: str) -> dict[str, Any
         journal.set("Reservation", reservation_id, reservation, "insurance")
         reservation.insurance = False
         db.check_invariants(journal.touched)
-        return db.reservation_record(reservation_id)
+        return journal.commit(db.reservation_record(reservation_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("remove_insurance", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def update_membership(
@@ -1989,10 +2012,13 @@ def update_membership(
         journal.set("User", user_id, user, "membership")
         user.membership = membership
         db.check_invariants(journal.touched)
-        return db.user_record(user_id)
+        return journal.commit(db.user_record(user_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("update_membership", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def issue_travel_certificate(db: Db, user_id: str, amount: int) -> str:
@@ -2069,10 +2095,13 @@ def issue_travel_certificate(db: Db, user_id: str, amount: int) -> str:
             ),
         )
         db.check_invariants(journal.touched)
-        return c
+        return journal.commit(c)
     except ToolError as exc:
         journal.rollback()
         raise exc.within("issue_travel_certificate", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 # Every tool by name, in declaration order, with its parameters in order.

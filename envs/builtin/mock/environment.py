@@ -14,7 +14,12 @@ The interface follows Gymnasium's ``Env`` without depending on it:
 
 Observations are text. A malformed action, an unknown tool or a rejected call is an
 observation starting with ``Error:`` (``info["error"]`` names the kind), never an
-exception, so an agent can read it and try again.
+exception, so an agent can read it and try again. Any action at all is accepted: a value
+that is not a mapping, a name that is not a string, arguments that are not a JSON object
+or that exceed a limit of ``runtime`` (``MAX_ACTION_CHARS``, ``MAX_DEPTH``,
+``MAX_STRING_CHARS``, ``MAX_VALUES``, ``MAX_INT_DIGITS``, ``MAX_NAME_CHARS``) get an error
+observation that states the limit, and leave the state unchanged. Limits on raw text
+(length, nesting) are checked before the text is parsed.
 """
 
 from __future__ import annotations
@@ -23,7 +28,15 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from .runtime import ToolError
+from .runtime import (
+    MAX_ACTION_CHARS,
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    MAX_NAME_CHARS,
+    LimitError,
+    ToolError,
+    check_data,
+)
 
 #: What ``step`` returns: observation, reward, terminated, truncated, info.
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
@@ -126,8 +139,13 @@ class ToolEnvironment(Generic[S]):
         self.truncated = False
         return str(self.task.get("instruction", "")), {"task_id": self.task.get("id"), "step": 0}
 
-    def step(self, action: Mapping[str, Any] | str) -> StepResult:
-        """Apply one action; returns (observation, reward, terminated, truncated, info)."""
+    def step(self, action: object) -> StepResult:
+        """Apply one action; returns (observation, reward, terminated, truncated, info).
+
+        Never raises for a bad action: any action gets an observation (an ``Error:`` one
+        for a malformed action, an action beyond a limit, or a rejected call), and a call
+        that fails leaves the state as it was.
+        """
         if self.db is None:
             raise RuntimeError("call reset() before step()")
         if self.terminated or self.truncated:
@@ -139,29 +157,18 @@ class ToolEnvironment(Generic[S]):
                 {"tool": "", "step": self.steps, "error": "episode_over"},
             )
         self.steps += 1
-        name, arguments, error = self._parse(action)
+        name, arguments, error = parse_action(action)
         info: dict[str, Any] = {"tool": name, "step": self.steps, "error": None}
         if error is not None:
             info["error"], message = error
             observation = f"Error: {message}"
         elif name == self.finish_name:
-            answer = arguments.get("answer", "") if isinstance(arguments, Mapping) else ""
-            self.answer = str(answer)
+            answer = arguments.get("answer", "")
+            self.answer = answer if isinstance(answer, str) else json.dumps(answer)
             self.terminated = True
             observation = "Episode finished."
         else:
-            try:
-                result = self.run_tool(self.db, name, arguments)
-            except ToolError as exc:
-                observation = f"Error: {exc.message}"
-                info["error"] = exc.kind
-                # The developer view (the failed condition, the cells it read) stays out
-                # of the observation: it may show another customer's data.
-                info["detail"] = exc.detail
-            else:
-                observation = (
-                    result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-                )
+            observation = self._call(name, arguments, info)
         if not self.terminated and self.steps >= self.max_steps:
             self.truncated = True
         reward = 0.0
@@ -169,6 +176,31 @@ class ToolEnvironment(Generic[S]):
             info["grade"] = self.grade()
             reward = 1.0 if info["grade"]["success"] else 0.0
         return observation, reward, self.terminated, self.truncated, info
+
+    def _call(self, name: str, arguments: dict[str, Any], info: dict[str, Any]) -> str:
+        """The observation of one tool call; errors are recorded in ``info``."""
+        assert self.db is not None
+        try:
+            result = self.run_tool(self.db, name, arguments)
+            check_data(result, "the result", sizes=False)
+            return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        except ToolError as exc:
+            info["error"] = exc.kind
+            # The developer view (the failed condition, the cells it read) stays out
+            # of the observation: it may show another customer's data.
+            info["detail"] = exc.detail
+            return f"Error: {exc.message}"
+        except LimitError as exc:  # a read tool's result that cannot be shown
+            info["error"] = "limit"
+            return f"Error: {name}: {exc}"
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                raise  # an interrupt or exit is the caller's, not the agent's doing
+            # A fault of the tool itself (the generated tools undo their effects on any
+            # exception, so the state is as it was). The agent sees no internals.
+            info["error"] = "internal"
+            info["detail"] = f"{type(exc).__name__}: {exc}"[:1000]
+            return f"Error: {name}: the call failed and was undone"
 
     def grade(self) -> dict[str, Any]:
         """``{"success": bool, "items": [{"check", "ok", "detail"}, ...]}`` for the episode."""
@@ -184,27 +216,112 @@ class ToolEnvironment(Generic[S]):
     def close(self) -> None:
         """Nothing to release; present for Gymnasium's interface."""
 
-    @staticmethod
-    def _parse(action: object) -> tuple[str, Any, tuple[str, str] | None]:
-        """(tool name, arguments, None) or (name, None, (error kind, message))."""
-        shape = 'an action is {"name": tool, "arguments": {...}}'
-        if isinstance(action, str):
-            try:
-                action = json.loads(action)
-            except json.JSONDecodeError as exc:
-                return (
-                    "",
-                    None,
-                    ("bad_action", f"the action is not valid JSON ({exc.msg}); {shape}"),
-                )
-        call = action.get("function", action) if isinstance(action, Mapping) else None
-        if not isinstance(call, Mapping) or not isinstance(call.get("name", ""), str):
-            return "", None, ("bad_action", shape)
-        name: str = call.get("name", "")
-        arguments: Any = call.get("arguments", {})
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                return name, None, ("bad_json", f"{name}: arguments are not valid JSON ({exc.msg})")
-        return name, arguments, None
+
+# ------------------------------------------------------------------ actions
+
+_SHAPE = 'an action is {"name": tool, "arguments": {...}}'
+
+
+def nesting_depth(text: str, limit: int) -> int:
+    """How deep arrays and objects nest in JSON ``text``, counted without parsing it (in
+    one pass, outside string literals); stops counting once past ``limit``."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _parse_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise LimitError(f"an integer has more than {MAX_INT_DIGITS} digits (the limit)")
+    return int(digits)
+
+
+def _no_constant(name: str) -> object:
+    raise LimitError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str, what: str) -> Any:
+    """``text`` parsed as JSON after its length and nesting were checked against the
+    limits; a LimitError or ValueError (with a message for the agent) otherwise.
+
+    ``what`` names the text in messages ("the action", "pay: arguments").
+    """
+    verb = "are" if what.endswith("arguments") else "is"
+    if len(text) > MAX_ACTION_CHARS:
+        raise LimitError(
+            f"{what} {verb} {len(text):,} characters long; the limit is {MAX_ACTION_CHARS:,}"
+        )
+    if nesting_depth(text, MAX_DEPTH) > MAX_DEPTH:
+        raise LimitError(
+            f"{what} nests arrays and objects more than {MAX_DEPTH} levels deep (the limit)"
+        )
+    try:
+        return json.loads(text, parse_int=_parse_int, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} {verb} not valid JSON ({exc.msg})") from None
+
+
+def parse_action(action: object) -> tuple[str, dict[str, Any], tuple[str, str] | None]:
+    """(tool name, arguments, None), or (name, {}, (error kind, message)) for an action
+    that is malformed (``bad_action``, ``bad_json``, ``bad_args``) or beyond a limit
+    (``limit``). Never raises: whatever ``action`` is, the result is one of the two."""
+    try:
+        return _parse_action(action)
+    except LimitError as exc:
+        return "", {}, ("limit", str(exc))
+    except (ValueError, TypeError) as exc:
+        return "", {}, ("bad_action", f"{exc}; {_SHAPE}")
+    except BaseException as exc:  # a hostile mapping may raise anything
+        if not isinstance(exc, Exception):
+            raise
+        return "", {}, ("bad_action", _SHAPE)
+
+
+def _parse_action(action: object) -> tuple[str, dict[str, Any], tuple[str, str] | None]:
+    if isinstance(action, str | bytes | bytearray):
+        if not isinstance(action, str):
+            action = bytes(action).decode("utf-8")
+        action = parse_json(action, "the action")
+    call = action.get("function", action) if isinstance(action, Mapping) else None
+    if not isinstance(call, Mapping):
+        return "", {}, ("bad_action", _SHAPE)
+    name = call.get("name", "")
+    if not isinstance(name, str):
+        return "", {}, ("bad_action", f"the tool name must be a string; {_SHAPE}")
+    if len(name) > MAX_NAME_CHARS:
+        return "", {}, ("limit", f"a tool name is at most {MAX_NAME_CHARS} characters")
+    arguments = call.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            arguments = parse_json(arguments, f"{name}: arguments") if arguments.strip() else {}
+        except LimitError as exc:
+            return name, {}, ("limit", str(exc))
+        except ValueError as exc:
+            return name, {}, ("bad_json", str(exc))
+    if not isinstance(arguments, Mapping):
+        return name, {}, ("bad_args", f"{name}: arguments must be a JSON object")
+    try:
+        check_data(arguments, f"{name}: the arguments")
+    except LimitError as exc:
+        return name, {}, ("limit", str(exc))
+    except TypeError as exc:
+        return name, {}, ("bad_args", f"{exc}; arguments must be a JSON object")
+    return name, dict(arguments), None

@@ -71,10 +71,10 @@ class Db(BaseModel):
 
     def get_account(self, key: str) -> AccountRow:
         """The Account row with id ``key``; a ToolError if there is none."""
-        account = self.Account.get(key)
-        if account is None:
+        row = self.Account.get(key)
+        if row is None:
             raise ToolError(f"Account {key!r} not found", kind="not_found")
-        return account
+        return row
 
     def account_record(self, key: str) -> dict[str, Any]:
         """Account ``key`` as tools return it: the id as account_id, then the fields."""
@@ -82,10 +82,10 @@ class Db(BaseModel):
 
     def get_payment(self, key: str) -> PaymentRow:
         """The Payment row with id ``key``; a ToolError if there is none."""
-        payment = self.Payment.get(key)
-        if payment is None:
+        row = self.Payment.get(key)
+        if row is None:
             raise ToolError(f"Payment {key!r} not found", kind="not_found")
-        return payment
+        return row
 
     def payment_record(self, key: str) -> dict[str, Any]:
         """Payment ``key`` as tools return it: the id as payment_id, then the fields."""
@@ -99,19 +99,19 @@ class Db(BaseModel):
         """
         for entity, key in sorted(touched):
             if entity == "Account":
-                account = self.Account.get(key)
-                if account is None:
+                row_account = self.Account.get(key)
+                if row_account is None:
                     continue
                 check_unique(
                     "Account",
                     key,
                     "email",
-                    account.email,
+                    row_account.email,
                     ((k, r.email) for k, r in self.Account.items()),
                 )
-                check_bounds("Account", key, "balance", account.balance, 0, 100000)
+                check_bounds("Account", key, "balance", row_account.balance, 0, 100000)
             elif entity == "Payment":
-                payment = self.Payment.get(key)
-                if payment is None:
+                row_payment = self.Payment.get(key)
+                if row_payment is None:
                     continue
-                check_bounds("Payment", key, "amount", payment.amount, 1, 100000)
+                check_bounds("Payment", key, "amount", row_payment.amount, 1, 100000)

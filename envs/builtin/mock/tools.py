@@ -100,10 +100,13 @@ def deposit(db: Db, account_id: str, amount: int) -> str:
         journal.set("Account", account_id, account, "balance")
         account.balance += amount
         db.check_invariants(journal.touched)
-        return "ok"
+        return journal.commit("ok")
     except ToolError as exc:
         journal.rollback()
         raise exc.within("deposit", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def pay(db: Db, account_id: str, amount: int) -> str:
@@ -156,10 +159,13 @@ def pay(db: Db, account_id: str, amount: int) -> str:
             db.Payment, "Payment", "P{:03d}", PaymentRow(account_id=account_id, amount=amount)
         )
         db.check_invariants(journal.touched)
-        return p
+        return journal.commit(p)
     except ToolError as exc:
         journal.rollback()
         raise exc.within("pay", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def lock_account(db: Db, account_id: str) -> str:
@@ -196,10 +202,13 @@ def lock_account(db: Db, account_id: str) -> str:
         journal.set("Account", account_id, account, "status")
         account.status = "locked"
         db.check_invariants(journal.touched)
-        return "ok"
+        return journal.commit("ok")
     except ToolError as exc:
         journal.rollback()
         raise exc.within("lock_account", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 # Every tool by name, in declaration order, with its parameters in order.

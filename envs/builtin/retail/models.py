@@ -148,10 +148,10 @@ class Db(BaseModel):
 
     def get_user(self, key: str) -> UserRow:
         """The User row with id ``key``; a ToolError if there is none."""
-        user = self.User.get(key)
-        if user is None:
+        row = self.User.get(key)
+        if row is None:
             raise ToolError(f"User {key!r} not found", kind="not_found")
-        return user
+        return row
 
     def user_record(self, key: str) -> dict[str, Any]:
         """User ``key`` as tools return it: the id as user_id, then the fields."""
@@ -159,10 +159,10 @@ class Db(BaseModel):
 
     def get_payment_method(self, key: str) -> PaymentMethodRow:
         """The PaymentMethod row with id ``key``; a ToolError if there is none."""
-        payment_method = self.PaymentMethod.get(key)
-        if payment_method is None:
+        row = self.PaymentMethod.get(key)
+        if row is None:
             raise ToolError(f"PaymentMethod {key!r} not found", kind="not_found")
-        return payment_method
+        return row
 
     def payment_method_record(self, key: str) -> dict[str, Any]:
         """PaymentMethod ``key`` as tools return it: the id as payment_method_id, then the fields.
@@ -171,10 +171,10 @@ class Db(BaseModel):
 
     def get_product(self, key: str) -> ProductRow:
         """The Product row with id ``key``; a ToolError if there is none."""
-        product = self.Product.get(key)
-        if product is None:
+        row = self.Product.get(key)
+        if row is None:
             raise ToolError(f"Product {key!r} not found", kind="not_found")
-        return product
+        return row
 
     def product_record(self, key: str) -> dict[str, Any]:
         """Product ``key`` as tools return it: the id as product_id, then the fields."""
@@ -182,10 +182,10 @@ class Db(BaseModel):
 
     def get_item(self, key: str) -> ItemRow:
         """The Item row with id ``key``; a ToolError if there is none."""
-        item = self.Item.get(key)
-        if item is None:
+        row = self.Item.get(key)
+        if row is None:
             raise ToolError(f"Item {key!r} not found", kind="not_found")
-        return item
+        return row
 
     def item_record(self, key: str) -> dict[str, Any]:
         """Item ``key`` as tools return it: the id as item_id, then the fields."""
@@ -193,10 +193,10 @@ class Db(BaseModel):
 
     def get_order(self, key: str) -> OrderRow:
         """The Order row with id ``key``; a ToolError if there is none."""
-        order = self.Order.get(key)
-        if order is None:
+        row = self.Order.get(key)
+        if row is None:
             raise ToolError(f"Order {key!r} not found", kind="not_found")
-        return order
+        return row
 
     def order_record(self, key: str) -> dict[str, Any]:
         """Order ``key`` as tools return it: the id as order_id, then the fields."""
@@ -210,35 +210,39 @@ class Db(BaseModel):
         """
         for entity, key in sorted(touched):
             if entity == "User":
-                user = self.User.get(key)
-                if user is None:
+                row_user = self.User.get(key)
+                if row_user is None:
                     continue
                 check_unique(
-                    "User", key, "email", user.email, ((k, r.email) for k, r in self.User.items())
+                    "User",
+                    key,
+                    "email",
+                    row_user.email,
+                    ((k, r.email) for k, r in self.User.items()),
                 )
             elif entity == "PaymentMethod":
-                payment_method = self.PaymentMethod.get(key)
-                if payment_method is None:
+                row_payment_method = self.PaymentMethod.get(key)
+                if row_payment_method is None:
                     continue
-                check_bounds("PaymentMethod", key, "balance", payment_method.balance, 0, 100000)
+                check_bounds("PaymentMethod", key, "balance", row_payment_method.balance, 0, 100000)
             elif entity == "Product":
-                product = self.Product.get(key)
-                if product is None:
+                row_product = self.Product.get(key)
+                if row_product is None:
                     continue
                 check_unique(
                     "Product",
                     key,
                     "name",
-                    product.name,
+                    row_product.name,
                     ((k, r.name) for k, r in self.Product.items()),
                 )
             elif entity == "Item":
-                item = self.Item.get(key)
-                if item is None:
+                row_item = self.Item.get(key)
+                if row_item is None:
                     continue
-                check_bounds("Item", key, "price", item.price, 1, 2000)
+                check_bounds("Item", key, "price", row_item.price, 1, 2000)
             elif entity == "Order":
-                order = self.Order.get(key)
-                if order is None:
+                row_order = self.Order.get(key)
+                if row_order is None:
                     continue
-                check_bounds("Order", key, "total", order.total, 0, 20000)
+                check_bounds("Order", key, "total", row_order.total, 0, 20000)

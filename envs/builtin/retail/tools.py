@@ -155,10 +155,13 @@ def modify_user_address(db: Db, user_id: str, street: str, city: str, zip: str) 
         journal.set("User", user_id, user, "zip")
         user.zip = zip
         db.check_invariants(journal.touched)
-        return db.user_record(user_id)
+        return journal.commit(db.user_record(user_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("modify_user_address", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def list_payment_methods(db: Db, user_id: str) -> list[str]:
@@ -283,10 +286,13 @@ def add_gift_card(db: Db, user_id: str, funding_method_id: str, amount: int) -> 
             PaymentMethodRow(user_id=user_id, kind="gift_card", balance=amount),
         )
         db.check_invariants(journal.touched)
-        return g
+        return journal.commit(g)
     except ToolError as exc:
         journal.rollback()
         raise exc.within("add_gift_card", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def list_products(db: Db) -> list[dict[str, Any]]:
@@ -661,10 +667,13 @@ def cancel_pending_order(db: Db, user_id: str, order_id: str) -> dict[str, Any]:
             else 0
         )
         db.check_invariants(journal.touched)
-        return db.order_record(order_id)
+        return journal.commit(db.order_record(order_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("cancel_pending_order", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def modify_pending_order_address(
@@ -753,10 +762,13 @@ def modify_pending_order_address(
         journal.set("Order", order_id, order, "zip")
         order.zip = zip
         db.check_invariants(journal.touched)
-        return db.order_record(order_id)
+        return journal.commit(db.order_record(order_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("modify_pending_order_address", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def modify_pending_order_payment(
@@ -882,10 +894,13 @@ def modify_pending_order_payment(
         journal.set("Order", order_id, order, "payment_method_id")
         order.payment_method_id = payment_method_id
         db.check_invariants(journal.touched)
-        return db.order_record(order_id)
+        return journal.commit(db.order_record(order_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("modify_pending_order_payment", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def modify_pending_order_item(
@@ -1048,10 +1063,13 @@ def modify_pending_order_item(
             else 0
         )
         db.check_invariants(journal.touched)
-        return db.order_record(order_id)
+        return journal.commit(db.order_record(order_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("modify_pending_order_item", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def place_order(db: Db, user_id: str, item_id: str, payment_method_id: str, placed_on: str) -> str:
@@ -1157,10 +1175,13 @@ def place_order(db: Db, user_id: str, item_id: str, payment_method_id: str, plac
             else 0
         )
         db.check_invariants(journal.touched)
-        return o
+        return journal.commit(o)
     except ToolError as exc:
         journal.rollback()
         raise exc.within("place_order", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def return_delivered_order(
@@ -1263,10 +1284,13 @@ def return_delivered_order(
             else 0
         )
         db.check_invariants(journal.touched)
-        return db.order_record(order_id)
+        return journal.commit(db.order_record(order_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("return_delivered_order", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 def exchange_delivered_order_item(
@@ -1434,10 +1458,13 @@ def exchange_delivered_order_item(
         journal.set("Order", order_id, order, "status")
         order.status = "exchanged"
         db.check_invariants(journal.touched)
-        return db.order_record(order_id)
+        return journal.commit(db.order_record(order_id))
     except ToolError as exc:
         journal.rollback()
         raise exc.within("exchange_delivered_order_item", unless_prefixed=True) from None
+    except BaseException:
+        journal.rollback()
+        raise
 
 
 # Every tool by name, in declaration order, with its parameters in order.
