@@ -29,7 +29,8 @@ from graphgen.envs.agent import GREEDY_MAX_ORDERS
 from graphgen.envs.play import Outcome, render_grade
 from graphgen.errors import DomainError, GraphgenError
 from graphgen.pipeline import DEFAULTS, Evaluation, Options, Verification
-from graphgen.tasks.taskset import GenResult, TaskSetError, read_taskset
+from graphgen.tasks.taskset import GenResult
+from graphgen.tasks.validate import TaskSetError
 
 app = typer.Typer(
     add_completion=False,
@@ -192,7 +193,7 @@ class _Printer(pl.RunEvents):
             table.add_row(k, str(v))
         out.print(table)
         for tid, why in result.failures[:20]:
-            out.print(f"  {tid}: {escape(why)}")
+            out.print(f"  {escape(tid)}: {escape(why)}")
 
     def compiled(self, files: list[Path], package: Path) -> None:
         out.print(f"wrote {len(files)} files to {package} (import it, then Environment())")
@@ -235,26 +236,27 @@ def _greedy_report(result: Evaluation) -> None:
     for e in failing[:10]:
         bad = next(o for o in e.orders if not o["success"])
         checks = "; ".join(str(i.get("check", "")) for i in bad["failed"][:2])
-        out.print(f"  {e.task_id}: fails with {escape(bad['order'])} ({escape(checks)})")
+        out.print(f"  {escape(e.task_id)}: fails with {escape(bad['order'])} ({escape(checks)})")
 
 
 def _summary(m: dict[str, Any]) -> None:
-    t = Table(title=f"task set: {m['domain']} (seed {m['seed']})")
+    # A manifest read from a file is data, not markup: every text in it is escaped.
+    t = Table(title=escape(f"task set: {m['domain']} (seed {m['seed']})"))
     t.add_column("measure")
     t.add_column("value", justify="right")
-    t.add_row("accepted", str(m["accepted"]))
-    for k, v in m["by_kind"].items():
-        t.add_row(f"kind {k}", str(v))
-    for k, v in m["by_length"].items():
-        t.add_row(f"chain length {k}", str(v))
-    for k, v in m["rejected"].items():
-        t.add_row(f"rejected: {k}", str(v))
+    rows = [("accepted", m["accepted"])]
+    rows += [(f"kind {k}", v) for k, v in m["by_kind"].items()]
+    rows += [(f"chain length {k}", v) for k, v in m["by_length"].items()]
+    rows += [(f"rejected: {k}", v) for k, v in m["rejected"].items()]
     para = m.get("paraphrase")
     if para:
-        t.add_row(f"paraphrased by {para['model']}", str(para["paraphrased"]))
-        t.add_row("paraphrase unchanged", str(para["unchanged"]))
-        for k, v in para["rejected"].items():
-            t.add_row(f"paraphrase rejected: {k}", str(v))
+        rows += [
+            (f"paraphrased by {para['model']}", para["paraphrased"]),
+            ("paraphrase unchanged", para["unchanged"]),
+        ]
+        rows += [(f"paraphrase rejected: {k}", v) for k, v in para["rejected"].items()]
+    for name, value in rows:
+        t.add_row(escape(name), escape(str(value)))
     out.print(t)
 
 
@@ -388,22 +390,31 @@ def generate(
 def show(
     file: Annotated[Path, typer.Argument(help="Task-set JSONL file.")],
     task: Annotated[str | None, typer.Option("--task", "-t", help="Show one task by id.")] = None,
-    limit: Annotated[int, typer.Option(help="Tasks to list without --task.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, help="Tasks to list without --task.")] = 20,
+    domain: Annotated[
+        str | None, typer.Option(help="Domain file to check the tasks against, if not built in.")
+    ] = None,
 ) -> None:
-    """Pretty-print a task set's manifest and tasks, or one task in full."""
-    try:
-        manifest, tasks = read_taskset(file)
-    except (OSError, TaskSetError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
+    """Pretty-print a task set's manifest and tasks, or one task in full.
+
+    Every task is checked against its domain first; bad lines are listed on stderr, the
+    good tasks are shown, and the exit code is 1 if there was any bad line.
+    """
+    with _errors_exit():
+        got, _ = pl.read_tasks(file, domain, need_domain=False)
+    manifest, tasks = got.manifest, got.tasks
+    for bad in got.problems:
+        err.print(f"[red]error:[/red] {escape(str(bad))}", highlight=False)
     if task is None:
         _summary(manifest.model_dump())
         t = Table(title=f"first {min(limit, len(tasks))} of {len(tasks)} tasks")
         for col in ("id", "kind", "calls", "instruction"):
             t.add_column(col)
         for tk in tasks[:limit]:
-            t.add_row(tk.id, tk.kind, str(tk.difficulty), escape(tk.instruction))
+            t.add_row(escape(tk.id), tk.kind, str(tk.difficulty), escape(tk.instruction))
         out.print(t)
+        if got.problems:
+            raise typer.Exit(1)
         return
     found = [tk for tk in tasks if tk.id == task]
     if not found:
@@ -441,7 +452,9 @@ def show(
         )
     # Task text is data, not markup: unescaped, "[x.user_id == ...]" would vanish.
     body = f"[bold]{escape(tk.instruction)}[/bold]\n" + escape("\n".join(lines))
-    out.print(Panel(body, title=tk.id), highlight=False)
+    out.print(Panel(body, title=escape(tk.id)), highlight=False)
+    if got.problems:
+        raise typer.Exit(1)
 
 
 @app.command("verify")

@@ -68,10 +68,11 @@ from graphgen.graph import build_graph
 from graphgen.llm import API_KEY_ENV, api_key
 from graphgen.load import load_domain
 from graphgen.tasks.expand import GenOptions
-from graphgen.tasks.model import Task
+from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.paraphrase import Paraphraser
-from graphgen.tasks.taskset import GenResult, read_taskset, write_taskset
+from graphgen.tasks.taskset import GenResult, scan_taskset_file, write_taskset
 from graphgen.tasks.taskset import generate as generate_tasks
+from graphgen.tasks.validate import TaskFile, TaskSetError
 from graphgen.verify.certify import proof_check, recheck
 from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS
 from graphgen.verify.satcheck import unsatisfiable_writes
@@ -98,6 +99,7 @@ __all__ = [
     "play_answer",
     "play_call",
     "play_start",
+    "read_tasks",
     "run",
     "verify_tasks",
 ]
@@ -317,6 +319,41 @@ def generate(
     return res
 
 
+def read_tasks(
+    tasks_file: str | Path, domain: DomainRef | None = None, *, need_domain: bool = True
+) -> tuple[TaskFile, Domain | None]:
+    """Read a task-set file and check every task against its domain
+    (:mod:`graphgen.tasks.validate`): the good tasks, one located problem per bad line,
+    and the domain used.
+
+    ``domain`` defaults to the built-in named in the manifest; a set of another domain
+    needs it (:class:`UnknownDomainError`), unless ``need_domain`` is false: then such a
+    set is checked for its shape only and the domain returned is None. An unreadable file
+    or a bad manifest raises :class:`~graphgen.tasks.validate.TaskSetError`.
+    """
+    used: list[Domain] = []
+
+    def domain_of(manifest: Manifest) -> Domain | None:
+        if domain is None and not need_domain and manifest.domain not in builtin_names():
+            return None
+        used.append(load_domain_ref(domain if domain is not None else manifest.domain))
+        return used[0]
+
+    got = scan_taskset_file(tasks_file, domain_of)
+    return got, (used[0] if used else None)
+
+
+def _read_all(
+    tasks_file: str | Path, domain: DomainRef | None
+) -> tuple[Manifest, list[Task], Domain]:
+    """Every task of a file, checked against its domain; any bad line is an error."""
+    got, d = read_tasks(tasks_file, domain)
+    if got.problems:
+        raise TaskSetError(got.problems)
+    assert d is not None  # need_domain
+    return got.manifest, got.tasks, d
+
+
 @dataclass(frozen=True)
 class Verification:
     """What :func:`verify_tasks` found: a count per outcome, and each failure."""
@@ -356,10 +393,17 @@ def verify_tasks(
     >>> verify_tasks(path, options=Options(jobs=1)).ok
     True
     """
-    manifest, tasks = read_taskset(tasks_file)
-    d = load_domain_ref(domain if domain is not None else manifest.domain)
+    got, d = read_tasks(tasks_file, domain)
+    assert d is not None  # need_domain
+    manifest, tasks = got.manifest, got.tasks
     outcomes: dict[str, int] = {}
     failures: list[tuple[str, str]] = []
+    for bad in got.problems:  # lines that are not valid tasks of the domain fail first
+        outcomes["invalid_task"] = outcomes.get("invalid_task", 0) + 1
+        where = f"line {bad.line}" + (f", {bad.path}" if bad.path else "")
+        failures.append(
+            (bad.task_id or f"line {bad.line}", f"invalid task ({where}): {bad.message}")
+        )
     ms = options.timeout_ms
     pool = ProcessPoolExecutor(max_workers=options.jobs) if options.jobs > 1 else None
     if pool is not None:
@@ -376,10 +420,20 @@ def verify_tasks(
     finally:
         if pool is not None:
             pool.shutdown()
-    if manifest.accepted != len(tasks):
+    total = len(tasks) + len(got.problems)
+    if manifest.accepted != total:
         outcomes["manifest_count_mismatch"] = 1
-        failures.append(("manifest", f"says {manifest.accepted} tasks, file has {len(tasks)}"))
-    return Verification(len(tasks), outcomes, failures)
+        failures.append(("manifest", f"says {manifest.accepted} tasks, file has {total}"))
+    if manifest.domain_hash != d.content_hash:
+        outcomes["manifest_domain_changed"] = 1
+        failures.append(
+            (
+                "manifest",
+                f"domain_hash {manifest.domain_hash!r} is not the hash of domain {d.name!r} "
+                f"({d.content_hash!r})",
+            )
+        )
+    return Verification(total, outcomes, failures)
 
 
 # ------------------------------------------------------------------ environments
@@ -489,8 +543,7 @@ def evaluate(
     >>> evaluate(path, "oracle").success_rate, evaluate(path, "noop").success_rate
     (1.0, 0.0)
     """
-    manifest, tasks = read_taskset(tasks_file)
-    d = load_domain_ref(domain if domain is not None else manifest.domain)
+    manifest, tasks, d = _read_all(tasks_file, domain)
     notes = []
     if d.content_hash != manifest.domain_hash:
         notes.append(
@@ -529,14 +582,14 @@ PLAY_MAX_STEPS = 100
 
 def _open_play(session: Session) -> Play:
     """Replay ``session`` in the compiled environment of its task set's domain."""
-    _, tasks = read_taskset(session.tasks_file)
+    _, tasks, d = _read_all(session.tasks_file, session.domain)
     found = [t for t in tasks if t.id == session.task_id]
     if not found:
         near = difflib.get_close_matches(session.task_id, [t.id for t in tasks], n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         raise PlayError(f"no task {session.task_id!r} in {session.tasks_file}{hint}")
     task = found[0]
-    env = make_env(session.domain or task.domain, max_steps=PLAY_MAX_STEPS)
+    env = make_env(d, max_steps=PLAY_MAX_STEPS)
     return Play(env, task, session)
 
 
