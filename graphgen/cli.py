@@ -28,7 +28,9 @@ from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs.agent import GREEDY_MAX_ORDERS
 from graphgen.envs.play import Outcome, render_grade
 from graphgen.errors import DomainError, GraphgenError
+from graphgen.limits import MAX_TABLE_SIZE
 from graphgen.pipeline import DEFAULTS, Evaluation, Options, Verification
+from graphgen.tasks.expand import MAX_INTENTS
 from graphgen.tasks.taskset import GenResult
 from graphgen.tasks.validate import TaskSetError
 
@@ -60,7 +62,7 @@ def _main(
 
 
 DomainArg = Annotated[str, typer.Argument(help="A built-in domain name or a domain YAML file.")]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Processes for the proofs.")]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Processes for the proofs.")]
 Paraphrase = Annotated[
     str | None,
     typer.Option(
@@ -76,6 +78,13 @@ ParaphraseCache = Annotated[
     Path | None,
     typer.Option(help="Folder of cached paraphrase replies (a rerun makes no request)."),
 ]
+
+
+def _share(value: float) -> float:
+    """A share from 0 to 1; NaN is no share (typer's own range check lets NaN pass)."""
+    if not 0.0 <= value <= 1.0:
+        raise typer.BadParameter(f"{value} is not a share from 0 to 1")
+    return value
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -329,26 +338,33 @@ def state(
     sizes: dict[str, int] = {}
     for item in size or []:
         ent, _, n = item.partition("=")
-        if ent not in d.entities or not n.isdigit():
-            raise _fail(f"bad --size {item!r}: use Entity=N with one of {', '.join(d.entities)}", 2)
+        if ent not in d.entities or not n.isdigit() or not 1 <= int(n) <= MAX_TABLE_SIZE:
+            raise _fail(
+                f"bad --size {item!r}: use Entity=N with N from 1 to {MAX_TABLE_SIZE} and "
+                f"Entity one of {', '.join(d.entities)}",
+                2,
+            )
         sizes[ent] = int(n)
-    st = generate_state(d, seed, sizes)
+    with _errors_exit():
+        st = generate_state(d, seed, sizes)
     sys.stdout.write(st.to_json() + "\n")
 
 
 @app.command()
 def generate(
     domain: DomainArg,
-    n: Annotated[int, typer.Option("-n", help="How many accepted tasks to produce.")] = 100,
+    n: Annotated[int, typer.Option("-n", min=1, help="How many accepted tasks to produce.")] = 100,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     output: Annotated[Path, typer.Option("-o", "--output", help="Task-set JSONL file.")] = Path(
         "tasks.jsonl"
     ),
     max_intents: Annotated[
-        int, typer.Option(help="Most writes in one action task.")
+        int,
+        typer.Option(min=1, max=MAX_INTENTS, help="Most writes in one action task."),
     ] = DEFAULTS.max_intents,
     walk_ratio: Annotated[
-        float, typer.Option(help="Share of action tasks by forward walk.")
+        float,
+        typer.Option(callback=_share, help="Share of action tasks by forward walk (0 to 1)."),
     ] = DEFAULTS.walk_ratio,
     prove: Annotated[
         bool, typer.Option("--prove/--no-prove", help="Also require the z3 proofs (verify gate).")
@@ -461,8 +477,10 @@ def show(
 def verify_cmd(
     file: Annotated[Path, typer.Argument(help="Task-set JSONL file to re-check.")],
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes.")] = DEFAULTS.jobs,
-    timeout_ms: Annotated[int, typer.Option(help="z3 time limit per query.")] = DEFAULTS.timeout_ms,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Processes.")] = DEFAULTS.jobs,
+    timeout_ms: Annotated[
+        int, typer.Option(min=1, help="z3 time limit per query.")
+    ] = DEFAULTS.timeout_ms,
 ) -> None:
     """Re-check a task set from scratch (dry-run and every z3 proof), trusting nothing
     the file claims to have proven. Exits 1 if any task fails."""
@@ -507,9 +525,11 @@ def eval_cmd(
     api_key_env: Annotated[
         str, typer.Option(help="Environment variable with the API key.")
     ] = pl.API_KEY_ENV,
-    max_steps: Annotated[int, typer.Option(help="Most model turns per task.")] = DEFAULTS.max_steps,
+    max_steps: Annotated[
+        int, typer.Option(min=1, help="Most model turns per task.")
+    ] = DEFAULTS.max_steps,
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
     trajectories: Annotated[
         Path | None, typer.Option(help="Write trajectories JSONL here.")
     ] = None,
@@ -590,7 +610,7 @@ def _print_outcome(res: Outcome) -> None:
 @app.command()
 def run(
     domain: DomainArg,
-    n: Annotated[int, typer.Option("-n", help="How many tasks.")] = 50,
+    n: Annotated[int, typer.Option("-n", min=1, help="How many tasks.")] = 50,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     output: Annotated[Path, typer.Option("-o", "--output", help="Output directory.")] = Path("out"),
     jobs: Jobs = DEFAULTS.jobs,

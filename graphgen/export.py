@@ -213,6 +213,7 @@ def to_png(g: nx.MultiDiGraph, path: str | Path) -> Path:
             va="center",
             fontsize=8,
             zorder=4,
+            parse_math=False,  # names are text: a '$' in an enum name is not TeX
             bbox={"boxstyle": box, "fc": fill, "ec": "#555555", "lw": 0.6},
         )
     # One draw sizes the label boxes, so the arrows below (drawn under the labels) can

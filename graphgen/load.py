@@ -31,6 +31,14 @@ from graphgen.domain import (
     canonical_json,
 )
 from graphgen.errors import DomainError, ExprError, Located
+from graphgen.limits import (
+    MAX_EXPR_COST,
+    MAX_NAME_CHARS,
+    domain_costs,
+    text_problems,
+    yaml_alias_problem,
+    yaml_shape_problem,
+)
 from graphgen.parse import Elaborator, is_iso_date, prim_of
 from graphgen.spec import DomainSpec, FieldSpec, ParamSpec
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT, Ty, is_scalar
@@ -39,10 +47,30 @@ TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]$")
 
 
+def _is_name(name: str) -> bool:
+    """A field or parameter name: an identifier, not a keyword, no leading ``_``,
+    at most :data:`~graphgen.limits.MAX_NAME_CHARS` characters."""
+    return (
+        name.isidentifier()
+        and not keyword.iskeyword(name)
+        and not name.startswith("_")
+        and len(name) <= MAX_NAME_CHARS
+    )
+
+
 def _lines(text: str) -> dict[tuple[str, str], int]:
     """Line numbers of ``entities.X`` and ``tools.Y`` keys, and duplicate-key checks."""
     out: dict[tuple[str, str], int] = {}
+    # The composer recurses and aliases share nodes: bound the nesting before composing
+    # and the expanded size before walking, or a small file takes minutes (or the stack).
+    shape = yaml_shape_problem(text)
+    if shape is not None:
+        raise DomainError([shape])
     root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if root is not None:
+        aliases = yaml_alias_problem(root)
+        if aliases is not None:
+            raise DomainError([aliases])
     dups: list[Located] = []
 
     def visit(node: yaml.Node, path: tuple[str, ...]) -> None:
@@ -101,6 +129,8 @@ def loads_domain(text: str, source: str = "<domain>") -> Domain:
         for pr in err.problems:
             pr.file = source
         raise
+    except ValueError as exc:  # the constructor's int(): a decimal past 4300 digits
+        raise DomainError([Located(f"bad YAML value: {exc}", file=source)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -109,6 +139,11 @@ def loads_domain(text: str, source: str = "<domain>") -> Domain:
         ) from None
     if not isinstance(raw, dict):
         raise DomainError([Located("a domain file is a YAML mapping", file=source)])
+    texts = text_problems(raw)
+    if texts:
+        for pr in texts:
+            pr.file = source
+        raise DomainError(texts)
     try:
         spec = DomainSpec.model_validate(raw)
     except ValidationError as exc:
@@ -211,8 +246,10 @@ class _Compiler:
                 )
             for fname, fs in es.fields.items():
                 w = self.where("entity", name, f"fields.{fname}")
-                if fname.startswith("_") or not fname.isidentifier() or keyword.iskeyword(fname):
+                if not _is_name(fname):
                     self.err(f"field name {fname!r} is not allowed", w)
+                if fs.vocab is not None and len(fs.vocab) > MAX_NAME_CHARS:
+                    self.err(f"vocab hint longer than {MAX_NAME_CHARS} characters", w)
                 ty, _ = self.resolve(fs, name, fname, w)
                 if ty is None:
                     continue
@@ -319,7 +356,7 @@ class _Compiler:
         params: dict[str, ParamDef] = {}
         for pname, ps in ts.params.items():
             w = self.where("tool", name, f"params.{pname}")
-            if not pname.isidentifier() or keyword.iskeyword(pname) or pname.startswith("_"):
+            if not _is_name(pname):
                 self.err(f"parameter name {pname!r} is not allowed", w)
                 ok = False
                 continue
@@ -327,6 +364,9 @@ class _Compiler:
                 self.err(f"parameter {pname!r} shadows the entity of that name", w)
                 ok = False
                 continue
+            if ps.vocab is not None and len(ps.vocab) > MAX_NAME_CHARS:
+                self.err(f"vocab hint longer than {MAX_NAME_CHARS} characters", w)
+                ok = False
             ty, src = self.resolve(ps, name, pname, w)
             if ty is None:
                 ok = False
@@ -346,6 +386,9 @@ class _Compiler:
 
         checks: list[ir.Check] = []
         for i, c in enumerate(ts.requires):
+            for msg in message_problems(c.message, params):
+                self.err(msg, self.where("tool", name, f"requires[{i}].message"), c.message)
+                ok = False
             try:
                 checks.append(ir.Check(el.condition(c.check, scope), c.check, c.message))
             except ExprError as exc:
@@ -399,6 +442,8 @@ class _Compiler:
 
     def run(self) -> Domain:
         for ename, vals in self.spec.enums.items():
+            if not TOOL_NAME.match(ename) or keyword.iskeyword(ename):
+                self.err("enum names are identifiers", f"enum {ename!r}")
             if not vals or len(set(vals)) != len(vals):
                 self.err("a shared enum needs distinct values", f"enum {ename!r}")
             self.enums[ename] = EnumT(ename, tuple(vals))
@@ -425,7 +470,7 @@ class _Compiler:
             t["intents"] = [x["text"] if x["when"] is None else x for x in t["intents"]]
         if not dumped["phrases"]:
             dumped.pop("phrases")
-        return Domain(
+        domain = Domain(
             self.spec.name,
             self.spec.description,
             self.spec.policy,
@@ -436,6 +481,18 @@ class _Compiler:
             canonical_json(dumped),
             phrases,
         )
+        for where, src, cost in domain_costs(domain):
+            if cost > MAX_EXPR_COST:
+                self.err(
+                    f"too costly: about {cost} evaluation steps at the declared table sizes "
+                    f"(the limit is {MAX_EXPR_COST}); nested comprehensions multiply their "
+                    "tables' rows",
+                    where,
+                    src,
+                )
+        if self.problems:
+            raise DomainError(self.problems)
+        return domain
 
     def phrases(self, ents: dict[str, EntityDef], tools: dict[str, ToolDef]) -> dict[str, Phrase]:
         """The ``phrases:`` table, each key checked against the schema."""
@@ -499,6 +556,28 @@ def template_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
             out.append(f"{{{f}:...}} of a bool needs two phrases 'yes|no'")
         elif sp and p.ty not in (BOOL, INT):
             out.append(f"{{{f}:{sp}}}: inflection is for int and bool parameters")
+    return out
+
+
+def message_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
+    """What is wrong with a precondition's message template.
+
+    A message is shown to the agent with ``{p}`` filled by parameter ``p``; nothing
+    else is allowed between braces (no index, attribute, conversion or format spec, which
+    ``str.format`` would act on). A literal brace is written twice: ``{{`` and ``}}``.
+    """
+    try:
+        fields = [(f, cv, sp) for _, f, sp, cv in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:
+        return [f"bad message template: {exc} (write a literal brace as {{{{ or }}}})"]
+    out = []
+    for f, conv, spec in fields:
+        if f not in params:
+            out.append(
+                f"placeholder {{{f}}} is not a parameter (write a literal brace as {{{{ or }}}})"
+            )
+        elif conv or spec:
+            out.append(f"placeholder {{{f}...}} takes no conversion or format spec")
     return out
 
 
