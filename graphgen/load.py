@@ -34,6 +34,7 @@ from graphgen.errors import DomainError, ExprError, Located
 from graphgen.limits import (
     MAX_EXPR_COST,
     MAX_NAME_CHARS,
+    SAFE_LOADER,
     domain_costs,
     text_problems,
     yaml_alias_problem,
@@ -66,7 +67,7 @@ def _lines(text: str) -> dict[tuple[str, str], int]:
     shape = yaml_shape_problem(text)
     if shape is not None:
         raise DomainError([shape])
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    root = yaml.compose(text, Loader=SAFE_LOADER)
     if root is not None:
         aliases = yaml_alias_problem(root)
         if aliases is not None:
@@ -124,7 +125,7 @@ def loads_domain(text: str, source: str = "<domain>") -> Domain:
     """Load a domain from YAML text; ``source`` names it in error messages."""
     try:
         lines = _lines(text)
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=SAFE_LOADER)
     except DomainError as err:
         for pr in err.problems:
             pr.file = source

@@ -37,7 +37,7 @@ from graphgen.domain import Domain, domain_enums
 from graphgen.errors import GraphgenError
 from graphgen.interp import argument_problem, check_value
 from graphgen.knowledge import parse_sort
-from graphgen.state import State
+from graphgen.state import State, StateModel
 from graphgen.stategen import check_state
 from graphgen.tasks.model import Call, Manifest, Task
 from graphgen.types import PRIMS
@@ -213,11 +213,8 @@ def kind_problem(task: Task) -> None:
 def state_problem(task: Task, domain: Domain) -> State:
     """The initial state has exactly the domain's tables, counters and fields, each
     value of its field's type, every reference to an existing row."""
-    try:
-        st = State.from_dict(task.initial_state)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise _Bad(_path(["initial_state", *first["loc"]]), first["msg"].lower()) from None
+    _validated(StateModel, task.initial_state, "initial_state")  # strictly: "7" is no counter
+    st = State.from_dict(task.initial_state)
     if set(st.counters) != set(domain.entities):
         raise _Bad(
             "initial_state.counters",
