@@ -44,8 +44,9 @@ from graphgen.parse import Elaborator, is_iso_date, prim_of
 from graphgen.spec import DomainSpec, FieldSpec, ParamSpec
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT, Ty, is_scalar
 
-TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]$")
+# \Z, not $: "$" also matches before a final newline, and "deposit\n" is no name.
+TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+_LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]\Z")
 
 
 def _is_name(name: str) -> bool:

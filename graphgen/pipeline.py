@@ -400,10 +400,9 @@ def verify_tasks(
     failures: list[tuple[str, str]] = []
     for bad in got.problems:  # lines that are not valid tasks of the domain fail first
         outcomes["invalid_task"] = outcomes.get("invalid_task", 0) + 1
-        where = f"line {bad.line}" + (f", {bad.path}" if bad.path else "")
-        failures.append(
-            (bad.task_id or f"line {bad.line}", f"invalid task ({where}): {bad.message}")
-        )
+        parts = ([f"line {bad.line}"] if bad.task_id else []) + ([bad.path] if bad.path else [])
+        where = f" ({', '.join(parts)})" if parts else ""
+        failures.append((bad.task_id or f"line {bad.line}", f"invalid task{where}: {bad.message}"))
     ms = options.timeout_ms
     pool = ProcessPoolExecutor(max_workers=options.jobs) if options.jobs > 1 else None
     if pool is not None:

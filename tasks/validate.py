@@ -61,9 +61,9 @@ class TaskProblem:
     message: str
 
     def __str__(self) -> str:
-        who = f"task {self.task_id!r}" if self.task_id else "line"
+        who = f"task {self.task_id!r}: " if self.task_id else ""
         where = f"{self.path}: " if self.path else ""
-        return f"{self.file}:{self.line}: {who}: {where}{self.message}"
+        return f"{self.file}:{self.line}: {who}{where}{self.message}"
 
 
 class TaskSetError(GraphgenError, ValueError):

@@ -108,6 +108,8 @@ DOMAINS: dict[str, tuple[str, str]] = {
         "characters; the limit is",
         _mock("      owner: {type: str", "      " + "o" * 200 + ": {type: str"),
     ),
+    # found by the fuzzer: "$" of a name pattern matched before a final newline
+    "tool-name-newline": ("tool names must match", _mock("  deposit:\n", '  "deposit\\n":\n')),
     # finding 9: markup in shared enum names breaking the PNG export
     "enum-name-markup": (
         "enum names are identifiers",
