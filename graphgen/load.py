@@ -561,12 +561,20 @@ def template_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
     return out
 
 
+# A standard format spec with a width and precision of at most three digits: a wider
+# one would let a message allocate gigabytes, a nested field read another value.
+_SPEC = re.compile(r"[<>=^]?[+\- ]?#?0?\d{0,3}[,_]?(\.\d{1,3})?[a-zA-Z%]?\Z")
+_CONVERT = {"r": repr, "s": str, "a": ascii}
+
+
 def message_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
     """What is wrong with a precondition's message template.
 
-    A message is shown to the agent with ``{p}`` filled by parameter ``p``; nothing
-    else is allowed between braces (no index, attribute, conversion or format spec, which
-    ``str.format`` would act on). A literal brace is written twice: ``{{`` and ``}}``.
+    A message is shown to the agent with ``{p}`` filled by parameter ``p``, optionally
+    converted (``!r``, ``!s``, ``!a``) and formatted by a short standard spec that suits
+    the parameter's type (``{amount:>6}``). Nothing else is allowed between braces (no
+    index or attribute access, no nested field): ``str.format`` would act on it when
+    the agent first fails the check. A literal brace is written twice: ``{{``, ``}}``.
     """
     try:
         fields = [(f, cv, sp) for _, f, sp, cv in string.Formatter().parse(text) if f is not None]
@@ -574,12 +582,25 @@ def message_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
         return [f"bad message template: {exc} (write a literal brace as {{{{ or }}}})"]
     out = []
     for f, conv, spec in fields:
-        if f not in params:
+        p = params.get(f)
+        if p is None:
             out.append(
                 f"placeholder {{{f}}} is not a parameter (write a literal brace as {{{{ or }}}})"
             )
-        elif conv or spec:
-            out.append(f"placeholder {{{f}...}} takes no conversion or format spec")
+            continue
+        convert = _CONVERT.get(conv) if conv else None
+        if conv and convert is None:
+            out.append(f"placeholder {{{f}!{conv}}}: the conversions are !r, !s and !a")
+            continue
+        if not spec:
+            continue
+        sample: object = 0 if p.ty == INT else True if p.ty == BOOL else "x"
+        try:
+            if not _SPEC.match(spec):
+                raise ValueError("not a short standard format spec")
+            format(convert(sample) if convert else sample, spec)
+        except ValueError as exc:
+            out.append(f"placeholder {{{f}:{spec}}}: bad format spec for {p.ty.show()}: {exc}")
     return out
 
 

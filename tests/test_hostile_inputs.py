@@ -203,3 +203,29 @@ def test_check_warns_about_costly_expressions() -> None:
     )
     got = pl.check(loads_domain(slow, "slow.yaml"))
     assert [x.split(":")[0] for x in got.costly_expressions] == ["tool 'lock_account', requires[0]"]
+
+
+@pytest.mark.parametrize(
+    ("message", "words"),
+    [
+        ("{amount:>6} is too much", None),
+        ("{account_id!r} is locked", None),
+        ("{account_id:d} is locked", "bad format spec"),
+        ("{amount:{account_id}}", "bad format spec"),
+        ("{amount:>999999999}", "bad format spec"),
+        ("{account_id!x} is locked", "the conversions are"),
+        ("{amount[0]} is locked", "is not a parameter"),
+        ("{0} is locked", "is not a parameter"),
+        ("unclosed {amount", "bad message template"),
+    ],
+)
+def test_message_templates_are_checked(message: str, words: str | None) -> None:
+    text = MOCK.replace('message: "insufficient funds"', f"message: '{message}'", 1)
+    if words is None:
+        assert loads_domain(text).tools["pay"].requires[1].message == message
+        return
+    with pytest.raises(
+        DomainError, match=r"tool 'pay' \(line \d+\), requires\[1\]\.message"
+    ) as info:
+        loads_domain(text)
+    assert words in str(info.value)

@@ -59,7 +59,7 @@ DOMAINS: dict[str, tuple[str, str]] = {
         _mock(LOCKED, 'message: "{account_id.__class__} is locked"'),
     ),
     "message-format-spec": (
-        "takes no conversion or format spec",
+        "bad format spec",
         _mock(LOCKED, 'message: "{account_id:>999999999} is locked"'),
     ),
     # finding 7: alias expansion in the line tracker
