@@ -12,6 +12,7 @@ import re
 import string
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -564,7 +565,7 @@ def template_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
 # A standard format spec with a width and precision of at most three digits: a wider
 # one would let a message allocate gigabytes, a nested field read another value.
 _SPEC = re.compile(r"[<>=^]?[+\- ]?#?0?\d{0,3}[,_]?(\.\d{1,3})?[a-zA-Z%]?\Z")
-_CONVERT = {"r": repr, "s": str, "a": ascii}
+_CONVERT: dict[str, Callable[[object], str]] = {"r": repr, "s": str, "a": ascii}
 
 
 def message_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
