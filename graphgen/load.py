@@ -10,9 +10,9 @@ from __future__ import annotations
 import keyword
 import re
 import string
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import yaml
