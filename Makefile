@@ -37,3 +37,4 @@ regen:
 		rm -rf envs/builtin/$$name && $(PY) -m graphgen compile $$name -o envs/builtin/$$name || exit 1; \
 	done
 	$(PY) tests/data/make_broken_tasks.py
+	$(PY) tests/data/hostile/make_hostile.py

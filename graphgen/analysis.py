@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from graphgen.domain import Domain
 from graphgen.graph import build_graph
+from graphgen.limits import WARN_EXPR_COST, domain_costs
 
 SatChecker = Callable[[Domain], Iterable[str]]
 
@@ -196,6 +197,10 @@ class Report(BaseModel):
     silent_writes: list[str] = Field(
         default_factory=list, description="write tools that return a bare 'ok'"
     )
+    costly_expressions: list[str] = Field(
+        default_factory=list,
+        description="expressions estimated above WARN_EXPR_COST evaluation steps",
+    )
     cycles: list[list[str]] = Field(description="SCCs of the tool graph (data + enables)")
     enable_cycles: list[list[str]] = Field(description="SCCs over enables edges alone")
 
@@ -215,9 +220,21 @@ class Report(BaseModel):
             "unwritten fields": self.unwritten_fields,
             "checks without a message": self.unexplained_checks,
             "writes that return only 'ok'": self.silent_writes,
+            f"costly expressions (> {WARN_EXPR_COST} steps)": self.costly_expressions,
             "tool cycles (data + enables)": ["{" + ", ".join(c) + "}" for c in self.cycles],
             "enables cycles": ["{" + ", ".join(c) + "}" for c in self.enable_cycles],
         }
+
+
+def costly_expressions(domain: Domain) -> list[str]:
+    """Expressions whose estimated cost (:func:`~graphgen.limits.domain_costs`) is above
+    :data:`~graphgen.limits.WARN_EXPR_COST`: tool calls or state generation will be slow.
+    Above :data:`~graphgen.limits.MAX_EXPR_COST` the domain does not load at all."""
+    return [
+        f"{where}: about {cost} steps"
+        for where, _, cost in domain_costs(domain)
+        if cost > WARN_EXPR_COST
+    ]
 
 
 def report(
@@ -256,6 +273,7 @@ def report(
         unwritten_fields=unwritten_fields(domain, g),
         unexplained_checks=unexplained_checks(domain),
         silent_writes=silent_writes(domain),
+        costly_expressions=costly_expressions(domain),
         cycles=strongly_connected(g),
         enable_cycles=strongly_connected(g, ("enables",)),
     )

@@ -33,9 +33,12 @@ from graphgen.envs.play import Outcome, render_grade
 from graphgen.envs.trials import request_stop_on_signals
 from graphgen.errors import DomainError, GraphgenError
 from graphgen.files import OutputError
+from graphgen.limits import MAX_TABLE_SIZE
 from graphgen.pipeline import DEFAULTS, EVAL_DEFAULTS, Evaluation, Options, Verification
 from graphgen.processes import Interrupted
-from graphgen.tasks.taskset import GenResult, TaskSetError, read_taskset
+from graphgen.tasks.expand import MAX_INTENTS
+from graphgen.tasks.taskset import GenResult
+from graphgen.tasks.validate import TaskSetError
 
 app = typer.Typer(
     add_completion=False,
@@ -65,7 +68,7 @@ def _main(
 
 
 DomainArg = Annotated[str, typer.Argument(help="A built-in domain name or a domain YAML file.")]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Processes for the proofs.")]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Processes for the proofs.")]
 Paraphrase = Annotated[
     str | None,
     typer.Option(
@@ -81,6 +84,13 @@ ParaphraseCache = Annotated[
     Path | None,
     typer.Option(help="Folder of cached paraphrase replies (a rerun makes no request)."),
 ]
+
+
+def _share(value: float) -> float:
+    """A share from 0 to 1; NaN is no share (typer's own range check lets NaN pass)."""
+    if not 0.0 <= value <= 1.0:
+        raise typer.BadParameter(f"{value} is not a share from 0 to 1")
+    return value
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -218,7 +228,7 @@ class _Printer(pl.RunEvents):
             table.add_row(k, str(v))
         out.print(table)
         for tid, why in result.failures[:20]:
-            out.print(f"  {tid}: {escape(why)}")
+            out.print(f"  {escape(tid)}: {escape(why)}")
 
     def compiled(self, files: list[Path], package: Path) -> None:
         out.print(f"wrote {len(files)} files to {package} (import it, then Environment())")
@@ -282,26 +292,27 @@ def _greedy_report(result: Evaluation) -> None:
     for e in failing[:10]:
         bad = next(o for o in e.orders if not o["success"])
         checks = "; ".join(str(i.get("check", "")) for i in bad["failed"][:2])
-        out.print(f"  {e.task_id}: fails with {escape(bad['order'])} ({escape(checks)})")
+        out.print(f"  {escape(e.task_id)}: fails with {escape(bad['order'])} ({escape(checks)})")
 
 
 def _summary(m: dict[str, Any]) -> None:
-    t = Table(title=f"task set: {m['domain']} (seed {m['seed']})")
+    # A manifest read from a file is data, not markup: every text in it is escaped.
+    t = Table(title=escape(f"task set: {m['domain']} (seed {m['seed']})"))
     t.add_column("measure")
     t.add_column("value", justify="right")
-    t.add_row("accepted", str(m["accepted"]))
-    for k, v in m["by_kind"].items():
-        t.add_row(f"kind {k}", str(v))
-    for k, v in m["by_length"].items():
-        t.add_row(f"chain length {k}", str(v))
-    for k, v in m["rejected"].items():
-        t.add_row(f"rejected: {k}", str(v))
+    rows = [("accepted", m["accepted"])]
+    rows += [(f"kind {k}", v) for k, v in m["by_kind"].items()]
+    rows += [(f"chain length {k}", v) for k, v in m["by_length"].items()]
+    rows += [(f"rejected: {k}", v) for k, v in m["rejected"].items()]
     para = m.get("paraphrase")
     if para:
-        t.add_row(f"paraphrased by {para['model']}", str(para["paraphrased"]))
-        t.add_row("paraphrase unchanged", str(para["unchanged"]))
-        for k, v in para["rejected"].items():
-            t.add_row(f"paraphrase rejected: {k}", str(v))
+        rows += [
+            (f"paraphrased by {para['model']}", para["paraphrased"]),
+            ("paraphrase unchanged", para["unchanged"]),
+        ]
+        rows += [(f"paraphrase rejected: {k}", v) for k, v in para["rejected"].items()]
+    for name, value in rows:
+        t.add_row(escape(name), escape(str(value)))
     out.print(t)
 
 
@@ -387,10 +398,15 @@ def state(
     sizes: dict[str, int] = {}
     for item in size or []:
         ent, _, n = item.partition("=")
-        if ent not in d.entities or not n.isdigit():
-            raise _fail(f"bad --size {item!r}: use Entity=N with one of {', '.join(d.entities)}", 2)
+        if ent not in d.entities or not n.isdigit() or not 1 <= int(n) <= MAX_TABLE_SIZE:
+            raise _fail(
+                f"bad --size {item!r}: use Entity=N with N from 1 to {MAX_TABLE_SIZE} and "
+                f"Entity one of {', '.join(d.entities)}",
+                2,
+            )
         sizes[ent] = int(n)
-    st = generate_state(d, seed, sizes)
+    with _errors_exit():
+        st = generate_state(d, seed, sizes)
     sys.stdout.write(st.to_json() + "\n")
 
 
@@ -403,10 +419,12 @@ def generate(
         "tasks.jsonl"
     ),
     max_intents: Annotated[
-        int, typer.Option(help="Most writes in one action task.")
+        int,
+        typer.Option(min=1, max=MAX_INTENTS, help="Most writes in one action task."),
     ] = DEFAULTS.max_intents,
     walk_ratio: Annotated[
-        float, typer.Option(help="Share of action tasks by forward walk.")
+        float,
+        typer.Option(callback=_share, help="Share of action tasks by forward walk (0 to 1)."),
     ] = DEFAULTS.walk_ratio,
     prove: Annotated[
         bool, typer.Option("--prove/--no-prove", help="Also require the z3 proofs (verify gate).")
@@ -455,22 +473,31 @@ def generate(
 def show(
     file: Annotated[Path, typer.Argument(help="Task-set JSONL file.")],
     task: Annotated[str | None, typer.Option("--task", "-t", help="Show one task by id.")] = None,
-    limit: Annotated[int, typer.Option(help="Tasks to list without --task.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, help="Tasks to list without --task.")] = 20,
+    domain: Annotated[
+        str | None, typer.Option(help="Domain file to check the tasks against, if not built in.")
+    ] = None,
 ) -> None:
-    """Pretty-print a task set's manifest and tasks, or one task in full."""
-    try:
-        manifest, tasks = read_taskset(file)
-    except (OSError, TaskSetError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
+    """Pretty-print a task set's manifest and tasks, or one task in full.
+
+    Every task is checked against its domain first; bad lines are listed on stderr, the
+    good tasks are shown, and the exit code is 1 if there was any bad line.
+    """
+    with _errors_exit():
+        got, _ = pl.read_tasks(file, domain, need_domain=False)
+    manifest, tasks = got.manifest, got.tasks
+    for bad in got.problems:
+        err.print(f"[red]error:[/red] {escape(str(bad))}", highlight=False)
     if task is None:
         _summary(manifest.model_dump())
         t = Table(title=f"first {min(limit, len(tasks))} of {len(tasks)} tasks")
         for col in ("id", "kind", "calls", "instruction"):
             t.add_column(col)
         for tk in tasks[:limit]:
-            t.add_row(tk.id, tk.kind, str(tk.difficulty), escape(tk.instruction))
+            t.add_row(escape(tk.id), tk.kind, str(tk.difficulty), escape(tk.instruction))
         out.print(t)
+        if got.problems:
+            raise typer.Exit(1)
         return
     found = [tk for tk in tasks if tk.id == task]
     if not found:
@@ -508,15 +535,19 @@ def show(
         )
     # Task text is data, not markup: unescaped, "[x.user_id == ...]" would vanish.
     body = f"[bold]{escape(tk.instruction)}[/bold]\n" + escape("\n".join(lines))
-    out.print(Panel(body, title=tk.id), highlight=False)
+    out.print(Panel(body, title=escape(tk.id)), highlight=False)
+    if got.problems:
+        raise typer.Exit(1)
 
 
 @app.command("verify")
 def verify_cmd(
     file: Annotated[Path, typer.Argument(help="Task-set JSONL file to re-check.")],
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes.")] = DEFAULTS.jobs,
-    timeout_ms: Annotated[int, typer.Option(help="z3 time limit per query.")] = DEFAULTS.timeout_ms,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Processes.")] = DEFAULTS.jobs,
+    timeout_ms: Annotated[
+        int, typer.Option(min=1, help="z3 time limit per query.")
+    ] = DEFAULTS.timeout_ms,
     output: Annotated[
         Path | None,
         typer.Option("-o", "--output", help="Write a report (JSONL: summary, one line per task)."),
@@ -656,7 +687,7 @@ def eval_cmd(
         int, typer.Option(min=1, help="Most model turns per task.")
     ] = DEFAULTS.max_steps,
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
-    limit: Annotated[int | None, typer.Option(min=0, help="Only the first N tasks.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
     trajectories: Annotated[
         Path | None,
         typer.Option(
@@ -907,7 +938,7 @@ def _print_outcome(res: Outcome) -> None:
 @app.command()
 def run(
     domain: DomainArg,
-    n: Annotated[int, typer.Option("-n", help="How many tasks.")] = 50,
+    n: Annotated[int, typer.Option("-n", min=1, help="How many tasks.")] = 50,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     output: Annotated[Path, typer.Option("-o", "--output", help="Output directory.")] = Path("out"),
     jobs: Jobs = DEFAULTS.jobs,

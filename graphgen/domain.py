@@ -180,15 +180,24 @@ def canonical_json(obj: object) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def domain_enum_members(domain: Domain) -> list[str]:
-    """Every enum member the domain declares (fields, parameters, named enums), once each."""
+def domain_enums(domain: Domain) -> dict[str, EnumT]:
+    """Every enum type the domain declares (named enums, enum fields and parameters), by
+    the name its ``enum:`` knowledge sort carries."""
     types: list[Ty] = list(domain.enums.values())
     for ent in domain.entities.values():
         types += [f.ty for f in ent.fields.values()]
     for tool in domain.tools.values():
         types += [p.ty for p in tool.params.values()]
-    members: list[str] = []
+    out: dict[str, EnumT] = {}
     for t in types:
         if isinstance(t, EnumT):
-            members += [v for v in t.values if v not in members]
+            out.setdefault(t.name, t)
+    return out
+
+
+def domain_enum_members(domain: Domain) -> list[str]:
+    """Every enum member the domain declares (fields, parameters, named enums), once each."""
+    members: list[str] = []
+    for t in domain_enums(domain).values():
+        members += [v for v in t.values if v not in members]
     return members

@@ -343,6 +343,7 @@ def draw(g: nx.MultiDiGraph, path: str | Path, fmt: str = "png") -> Path:
             va="center",
             fontsize=8,
             zorder=4,
+            parse_math=False,  # names are text: a '$' in an enum name is not TeX
             bbox={"boxstyle": box, "fc": fill, "ec": "#555555", "lw": 0.6},
         )
     # One draw sizes the label boxes, so the arrows below (drawn under the labels) can

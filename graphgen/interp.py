@@ -179,55 +179,43 @@ def check_value(ty: Ty, value: Any) -> str | None:
     return f"a {ty.show()}"
 
 
-def check_args(tool: ToolDef, args: Mapping[str, Any], st: State) -> dict[str, Any]:
-    """Validate call arguments; return them as a plain dict or raise ToolError."""
+def argument_problem(
+    tool: ToolDef, args: Mapping[str, Any], st: State | None = None
+) -> tuple[str, str] | None:
+    """What is wrong with call arguments (the ``ToolError`` kind and the message), in
+    the order a call checks them: shape, names, then per parameter its type, bounds and
+    (given a state ``st``) that the row it names exists."""
     if not isinstance(args, Mapping):
-        raise ToolError(
-            f"{tool.name}: arguments must be a JSON object", tool=tool.name, kind="bad_args"
-        )
+        return "bad_args", f"{tool.name}: arguments must be a JSON object"
     unknown = sorted(set(args) - set(tool.params))
     if unknown:
-        raise ToolError(
+        return "bad_args", (
             f"{tool.name}: unknown argument(s) {', '.join(unknown)}; expected "
-            f"{', '.join(tool.params) or 'none'}",
-            tool=tool.name,
-            kind="bad_args",
+            f"{', '.join(tool.params) or 'none'}"
         )
     missing = [p for p in tool.params if p not in args]
     if missing:
-        raise ToolError(
-            f"{tool.name}: missing argument(s) {', '.join(missing)}",
-            tool=tool.name,
-            kind="bad_args",
-        )
-    out: dict[str, Any] = {}
+        return "bad_args", f"{tool.name}: missing argument(s) {', '.join(missing)}"
     for name, p in tool.params.items():
         v = args[name]
         why = check_value(p.ty, v)
         if why:
-            raise ToolError(
-                f"{tool.name}: argument {name} must be {why}, got {v!r}",
-                tool=tool.name,
-                kind="bad_args",
-            )
+            return "bad_args", f"{tool.name}: argument {name} must be {why}, got {v!r}"
         if p.min is not None and v < p.min:
-            raise ToolError(
-                f"{tool.name}: argument {name} must be at least {p.min}, got {v}",
-                tool=tool.name,
-                kind="bad_args",
-            )
+            return "bad_args", f"{tool.name}: argument {name} must be at least {p.min}, got {v}"
         if p.max is not None and v > p.max:
-            raise ToolError(
-                f"{tool.name}: argument {name} must be at most {p.max}, got {v}",
-                tool=tool.name,
-                kind="bad_args",
-            )
-        if isinstance(p.ty, RefT) and v not in st.tables[p.ty.entity]:
-            raise ToolError(
-                f"{tool.name}: {p.ty.entity} {v!r} not found", tool=tool.name, kind="not_found"
-            )
-        out[name] = v
-    return out
+            return "bad_args", f"{tool.name}: argument {name} must be at most {p.max}, got {v}"
+        if st is not None and isinstance(p.ty, RefT) and v not in st.tables[p.ty.entity]:
+            return "not_found", f"{tool.name}: {p.ty.entity} {v!r} not found"
+    return None
+
+
+def check_args(tool: ToolDef, args: Mapping[str, Any], st: State) -> dict[str, Any]:
+    """Validate call arguments; return them as a plain dict or raise ToolError."""
+    bad = argument_problem(tool, args, st)
+    if bad is not None:
+        raise ToolError(bad[1], tool=tool.name, kind=bad[0])
+    return {name: args[name] for name in tool.params}
 
 
 def _explain(check: ir.Check, st: State, env: Env) -> str:

@@ -11,6 +11,7 @@ import keyword
 import re
 import string
 import unicodedata
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,12 +33,33 @@ from graphgen.domain import (
     canonical_json,
 )
 from graphgen.errors import DomainError, ExprError, Located
+from graphgen.limits import (
+    MAX_EXPR_COST,
+    MAX_NAME_CHARS,
+    SAFE_LOADER,
+    domain_costs,
+    text_problems,
+    yaml_alias_problem,
+    yaml_shape_problem,
+)
 from graphgen.parse import Elaborator, is_iso_date, prim_of
 from graphgen.spec import DomainSpec, FieldSpec, ParamSpec
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT, Ty, is_scalar
 
-TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]$")
+# \Z, not $: "$" also matches before a final newline, and "deposit\n" is no name.
+TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+_LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]\Z")
+
+
+def _is_name(name: str) -> bool:
+    """A field or parameter name: an identifier, not a keyword, no leading ``_``,
+    at most :data:`~graphgen.limits.MAX_NAME_CHARS` characters."""
+    return (
+        name.isidentifier()
+        and not keyword.iskeyword(name)
+        and not name.startswith("_")
+        and len(name) <= MAX_NAME_CHARS
+    )
 
 
 def name_problem(name: str) -> str | None:
@@ -65,33 +87,19 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def text_problems(data: object, path: str = "") -> list[tuple[str, str]]:
-    """(where, what) for every string in ``data`` (the domain as plain data) holding a NUL
-    byte or a lone surrogate: neither can be written into a Python source file, a JSON
-    task file or a terminal reliably, so a domain may not carry them."""
-    out: list[tuple[str, str]] = []
-    pending: list[tuple[object, str]] = [(data, path)]
-    while pending:
-        item, where = pending.pop()
-        if isinstance(item, dict):
-            for k, v in item.items():
-                at = f"{where}.{k}" if where else str(k)
-                pending.append((k, f"{at} (the key)"))
-                pending.append((v, at))
-        elif isinstance(item, list | tuple):
-            pending.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
-        elif isinstance(item, str):
-            if "\0" in item:
-                out.append((where, "holds a NUL byte (\\0)"))
-            elif any("\ud800" <= ch <= "\udfff" for ch in item):
-                out.append((where, "holds a lone surrogate (an invalid \\uD800-\\uDFFF escape)"))
-    return sorted(out)
-
-
 def _lines(text: str) -> dict[tuple[str, str], int]:
     """Line numbers of ``entities.X`` and ``tools.Y`` keys, and duplicate-key checks."""
     out: dict[tuple[str, str], int] = {}
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    # The composer recurses and aliases share nodes: bound the nesting before composing
+    # and the expanded size before walking, or a small file takes minutes (or the stack).
+    shape = yaml_shape_problem(text)
+    if shape is not None:
+        raise DomainError([shape])
+    root = yaml.compose(text, Loader=SAFE_LOADER)
+    if root is not None:
+        aliases = yaml_alias_problem(root)
+        if aliases is not None:
+            raise DomainError([aliases])
     dups: list[Located] = []
 
     def visit(node: yaml.Node, path: tuple[str, ...]) -> None:
@@ -145,11 +153,13 @@ def loads_domain(text: str, source: str = "<domain>") -> Domain:
     """Load a domain from YAML text; ``source`` names it in error messages."""
     try:
         lines = _lines(text)
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=SAFE_LOADER)
     except DomainError as err:
         for pr in err.problems:
             pr.file = source
         raise
+    except ValueError as exc:  # the constructor's int(): a decimal past 4300 digits
+        raise DomainError([Located(f"bad YAML value: {exc}", file=source)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -158,6 +168,11 @@ def loads_domain(text: str, source: str = "<domain>") -> Domain:
         ) from None
     if not isinstance(raw, dict):
         raise DomainError([Located("a domain file is a YAML mapping", file=source)])
+    texts = text_problems(raw)
+    if texts:
+        for pr in texts:
+            pr.file = source
+        raise DomainError(texts)
     try:
         spec = DomainSpec.model_validate(raw)
     except ValidationError as exc:
@@ -264,10 +279,12 @@ class _Compiler:
                 )
             for fname, fs in es.fields.items():
                 w = self.where("entity", name, f"fields.{fname}")
-                if fname.startswith("_") or not fname.isidentifier() or keyword.iskeyword(fname):
+                if not _is_name(fname):
                     self.err(f"field name {fname!r} is not allowed", w)
                 elif problem := name_problem(fname):
                     self.err(problem, w)
+                if fs.vocab is not None and len(fs.vocab) > MAX_NAME_CHARS:
+                    self.err(f"vocab hint longer than {MAX_NAME_CHARS} characters", w)
                 ty, _ = self.resolve(fs, name, fname, w)
                 if ty is None:
                     continue
@@ -377,7 +394,7 @@ class _Compiler:
         params: dict[str, ParamDef] = {}
         for pname, ps in ts.params.items():
             w = self.where("tool", name, f"params.{pname}")
-            if not pname.isidentifier() or keyword.iskeyword(pname) or pname.startswith("_"):
+            if not _is_name(pname):
                 self.err(f"parameter name {pname!r} is not allowed", w)
                 ok = False
                 continue
@@ -389,6 +406,9 @@ class _Compiler:
                 self.err(f"parameter {pname!r} shadows the entity of that name", w)
                 ok = False
                 continue
+            if ps.vocab is not None and len(ps.vocab) > MAX_NAME_CHARS:
+                self.err(f"vocab hint longer than {MAX_NAME_CHARS} characters", w)
+                ok = False
             ty, src = self.resolve(ps, name, pname, w)
             if ty is None:
                 ok = False
@@ -408,6 +428,9 @@ class _Compiler:
 
         checks: list[ir.Check] = []
         for i, c in enumerate(ts.requires):
+            for msg in message_problems(c.message, params):
+                self.err(msg, self.where("tool", name, f"requires[{i}].message"), c.message)
+                ok = False
             try:
                 checks.append(ir.Check(el.condition(c.check, scope), c.check, c.message))
             except ExprError as exc:
@@ -461,11 +484,9 @@ class _Compiler:
 
     def run(self) -> Domain:
         dumped = self.spec.model_dump(mode="json")
-        for where, what in text_problems(dumped):
-            self.err(f"the text {what}; remove it", where)
-        if self.problems:  # the checks below would trip over the same characters
-            raise DomainError(self.problems)
         for ename, vals in self.spec.enums.items():
+            if not TOOL_NAME.match(ename) or keyword.iskeyword(ename):
+                self.err("enum names are identifiers", f"enum {ename!r}")
             if not vals or len(set(vals)) != len(vals):
                 self.err("a shared enum needs distinct values", f"enum {ename!r}")
             self.enums[ename] = EnumT(ename, tuple(vals))
@@ -491,7 +512,7 @@ class _Compiler:
             t["intents"] = [x["text"] if x["when"] is None else x for x in t["intents"]]
         if not dumped["phrases"]:
             dumped.pop("phrases")
-        return Domain(
+        domain = Domain(
             self.spec.name,
             self.spec.description,
             self.spec.policy,
@@ -502,6 +523,18 @@ class _Compiler:
             canonical_json(dumped),
             phrases,
         )
+        for where, src, cost in domain_costs(domain):
+            if cost > MAX_EXPR_COST:
+                self.err(
+                    f"too costly: about {cost} evaluation steps at the declared table sizes "
+                    f"(the limit is {MAX_EXPR_COST}); nested comprehensions multiply their "
+                    "tables' rows",
+                    where,
+                    src,
+                )
+        if self.problems:
+            raise DomainError(self.problems)
+        return domain
 
     def phrases(self, ents: dict[str, EntityDef], tools: dict[str, ToolDef]) -> dict[str, Phrase]:
         """The ``phrases:`` table, each key checked against the schema."""
@@ -565,6 +598,49 @@ def template_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
             out.append(f"{{{f}:...}} of a bool needs two phrases 'yes|no'")
         elif sp and p.ty not in (BOOL, INT):
             out.append(f"{{{f}:{sp}}}: inflection is for int and bool parameters")
+    return out
+
+
+# A standard format spec with a width and precision of at most three digits: a wider
+# one would let a message allocate gigabytes, a nested field read another value.
+_SPEC = re.compile(r"[<>=^]?[+\- ]?#?0?\d{0,3}[,_]?(\.\d{1,3})?[a-zA-Z%]?\Z")
+_CONVERT: dict[str, Callable[[object], str]] = {"r": repr, "s": str, "a": ascii}
+
+
+def message_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
+    """What is wrong with a precondition's message template.
+
+    A message is shown to the agent with ``{p}`` filled by parameter ``p``, optionally
+    converted (``!r``, ``!s``, ``!a``) and formatted by a short standard spec that suits
+    the parameter's type (``{amount:>6}``). Nothing else is allowed between braces (no
+    index or attribute access, no nested field): ``str.format`` would act on it when
+    the agent first fails the check. A literal brace is written twice: ``{{``, ``}}``.
+    """
+    try:
+        fields = [(f, cv, sp) for _, f, sp, cv in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:
+        return [f"bad message template: {exc} (write a literal brace as {{{{ or }}}})"]
+    out = []
+    for f, conv, spec in fields:
+        p = params.get(f)
+        if p is None:
+            out.append(
+                f"placeholder {{{f}}} is not a parameter (write a literal brace as {{{{ or }}}})"
+            )
+            continue
+        convert = _CONVERT.get(conv) if conv else None
+        if conv and convert is None:
+            out.append(f"placeholder {{{f}!{conv}}}: the conversions are !r, !s and !a")
+            continue
+        if not spec:
+            continue
+        sample: object = 0 if p.ty == INT else True if p.ty == BOOL else "x"
+        try:
+            if not _SPEC.match(spec):
+                raise ValueError("not a short standard format spec")
+            format(convert(sample) if convert else sample, spec)
+        except ValueError as exc:
+            out.append(f"placeholder {{{f}:{spec}}}: bad format spec for {p.ty.show()}: {exc}")
     return out
 
 

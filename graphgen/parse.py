@@ -25,6 +25,7 @@ from typing import NoReturn, assert_never
 from graphgen import ir
 from graphgen.domain import EntityDef
 from graphgen.errors import ExprError
+from graphgen.limits import MAX_INT_DIGITS
 from graphgen.types import (
     BOOL,
     DATE,
@@ -144,6 +145,10 @@ class Elaborator:
                 if isinstance(v, bool):
                     return ir.Lit(v, BOOL)
                 if isinstance(v, int):
+                    if abs(v) >= 10**MAX_INT_DIGITS:
+                        raise ExprError(
+                            f"integer literal with more than {MAX_INT_DIGITS} digits", _column(n)
+                        )
                     return ir.Lit(v, INT)
                 if isinstance(v, str):
                     return ir.Lit(v, STR)

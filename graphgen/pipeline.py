@@ -103,10 +103,16 @@ from graphgen.processes import Interrupted, stop_on_signals, worker_pool
 from graphgen.tasks.coverage import CoverageReport
 from graphgen.tasks.coverage import coverage as task_coverage
 from graphgen.tasks.expand import GenOptions
-from graphgen.tasks.model import Task
+from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.paraphrase import Paraphraser
-from graphgen.tasks.taskset import GenResult, read_taskset, taskset_text
+from graphgen.tasks.taskset import (
+    GenResult,
+    read_taskset,
+    scan_taskset_file,
+    taskset_text,
+)
 from graphgen.tasks.taskset import generate as generate_tasks
+from graphgen.tasks.validate import TaskFile, TaskProblem, TaskSetError
 from graphgen.verify.certify import proof_check, recheck
 from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS
 from graphgen.verify.satcheck import unsatisfiable_writes
@@ -142,6 +148,7 @@ __all__ = [
     "play_answer",
     "play_call",
     "play_start",
+    "read_tasks",
     "read_trajectories",
     "run",
     "verify_tasks",
@@ -479,6 +486,41 @@ def generate(
     return res
 
 
+def read_tasks(
+    tasks_file: str | Path, domain: DomainRef | None = None, *, need_domain: bool = True
+) -> tuple[TaskFile, Domain | None]:
+    """Read a task-set file and check every task against its domain
+    (:mod:`graphgen.tasks.validate`): the good tasks, one located problem per bad line,
+    and the domain used.
+
+    ``domain`` defaults to the built-in named in the manifest; a set of another domain
+    needs it (:class:`UnknownDomainError`), unless ``need_domain`` is false: then such a
+    set is checked for its shape only and the domain returned is None. An unreadable file
+    or a bad manifest raises :class:`~graphgen.tasks.validate.TaskSetError`.
+    """
+    used: list[Domain] = []
+
+    def domain_of(manifest: Manifest) -> Domain | None:
+        if domain is None and not need_domain and manifest.domain not in builtin_names():
+            return None
+        used.append(load_domain_ref(domain if domain is not None else manifest.domain))
+        return used[0]
+
+    got = scan_taskset_file(tasks_file, domain_of)
+    return got, (used[0] if used else None)
+
+
+def _read_all(
+    tasks_file: str | Path, domain: DomainRef | None
+) -> tuple[Manifest, list[Task], Domain]:
+    """Every task of a file, checked against its domain; any bad line is an error."""
+    got, d = read_tasks(tasks_file, domain)
+    if got.problems:
+        raise TaskSetError(got.problems)
+    assert d is not None  # need_domain
+    return got.manifest, got.tasks, d
+
+
 @dataclass(frozen=True)
 class Verification:
     """What :func:`verify_tasks` found: a count per outcome, and each failure."""
@@ -564,11 +606,12 @@ def verify_tasks(
         if out.resolve() == source.resolve():
             raise OutputError(f"the report {out} would replace the task set it checks")
         _check_output(out, resume, force)
-    manifest, tasks = read_taskset(source)
-    d = load_domain_ref(domain if domain is not None else manifest.domain)
+    got, found = read_tasks(source, domain)
+    assert found is not None  # need_domain
+    d, manifest, tasks, bad = found, got.manifest, got.tasks, got.problems
     ms = options.timeout_ms
     if out is None:
-        return _verify(tasks, manifest.accepted, d, options, None, [], progress)
+        return _verify(tasks, bad, manifest, d, options, None, [], progress)
     sha = hashlib.sha256(source.read_bytes()).hexdigest()
     header = {
         "command": "verify",
@@ -587,7 +630,7 @@ def verify_tasks(
                 progress(i, total)
 
         try:
-            res = _verify(tasks, manifest.accepted, d, options, journal, done, tick)
+            res = _verify(tasks, bad, manifest, d, options, journal, done, tick)
             journal.finish(out, verification_text(res, source, sha, d, ms))
         except Interrupted as exc:
             _interrupted(exc, journal, f"the results of {checked[0]} task(s)")
@@ -599,7 +642,8 @@ def verify_tasks(
 
 def _verify(
     tasks: list[Task],
-    claimed: int,
+    bad: Sequence[TaskProblem],
+    manifest: Manifest,
     d: Domain,
     options: Options,
     journal: Journal | None,
@@ -607,7 +651,8 @@ def _verify(
     progress: Tick | None,
 ) -> Verification:
     """Re-check ``tasks`` after the ``done`` ones (results of a journal), recording each
-    new result in ``journal``."""
+    new result in ``journal``; the ``bad`` lines of the file (not valid tasks of the
+    domain) and a manifest that does not match count as failures first."""
     if len(done) > len(tasks):
         raise JournalMismatch(f"the journal holds {len(done)} results for {len(tasks)} tasks")
     results: list[tuple[str, str]] = []
@@ -635,14 +680,32 @@ def _verify(
                 progress(len(results), len(tasks))
     outcomes: dict[str, int] = {}
     failures: list[tuple[str, str]] = []
+    for problem in bad:  # lines that are not valid tasks of the domain fail first
+        outcomes["invalid_task"] = outcomes.get("invalid_task", 0) + 1
+        parts = [f"line {problem.line}"] if problem.task_id else []
+        parts += [problem.path] if problem.path else []
+        where = f" ({', '.join(parts)})" if parts else ""
+        failures.append(
+            (problem.task_id or f"line {problem.line}", f"invalid task{where}: {problem.message}")
+        )
     for tid, why in results:
         outcomes[why] = outcomes.get(why, 0) + 1
         if why != "ok":
             failures.append((tid, why))
-    if claimed != len(tasks):
+    total = len(tasks) + len(bad)
+    if manifest.accepted != total:
         outcomes["manifest_count_mismatch"] = 1
-        failures.append(("manifest", f"says {claimed} tasks, file has {len(tasks)}"))
-    return Verification(len(tasks), outcomes, failures, results)
+        failures.append(("manifest", f"says {manifest.accepted} tasks, file has {total}"))
+    if manifest.domain_hash != d.content_hash:
+        outcomes["manifest_domain_changed"] = 1
+        failures.append(
+            (
+                "manifest",
+                f"domain_hash {manifest.domain_hash!r} is not the hash of domain {d.name!r} "
+                f"({d.content_hash!r})",
+            )
+        )
+    return Verification(total, outcomes, failures, results)
 
 
 # ------------------------------------------------------------------ exports and coverage
@@ -1006,8 +1069,7 @@ def evaluate(
     >>> evaluate(path, "oracle", run=EvalOptions(trials=2)).pass_hat_k()
     {1: 1.0, 2: 1.0}
     """
-    manifest, tasks = read_taskset(tasks_file)
-    d = load_domain_ref(domain if domain is not None else manifest.domain)
+    manifest, tasks, d = _read_all(tasks_file, domain)
     notes = []
     if d.content_hash != manifest.domain_hash:
         notes.append(
@@ -1157,14 +1219,14 @@ PLAY_MAX_STEPS = 100
 
 def _open_play(session: Session) -> Play:
     """Replay ``session`` in the compiled environment of its task set's domain."""
-    _, tasks = read_taskset(session.tasks_file)
+    _, tasks, d = _read_all(session.tasks_file, session.domain)
     found = [t for t in tasks if t.id == session.task_id]
     if not found:
         near = difflib.get_close_matches(session.task_id, [t.id for t in tasks], n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         raise PlayError(f"no task {session.task_id!r} in {session.tasks_file}{hint}")
     task = found[0]
-    env = make_env(session.domain or task.domain, max_steps=PLAY_MAX_STEPS)
+    env = make_env(d, max_steps=PLAY_MAX_STEPS)
     return Play(env, task, session)
 
 

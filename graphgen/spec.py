@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from graphgen.limits import MAX_TABLE_SIZE
+
 
 def _type_shorthand(v: Any) -> Any:
     """``int`` → ``{type: int}``; ``{enum: [a, b]}`` → ``{type: enum, values: [a, b]}``."""
@@ -152,7 +154,9 @@ class EntitySpec(_Strict):
     key: KeySpec
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
     description: str = ""
-    size: int = Field(default=8, ge=0, description="default row count in generated states")
+    size: int = Field(
+        default=8, ge=0, le=MAX_TABLE_SIZE, description="default row count in generated states"
+    )
     display: str | None = Field(
         default=None, description="field used to name a row in instructions"
     )

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from graphgen.domain import Domain, EntityDef, FieldDef
 from graphgen.errors import StateGenError
+from graphgen.limits import MAX_TABLE_SIZE
 from graphgen.state import State
 from graphgen.staterules import REQUIRE_TRIES, RuleEngine
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
@@ -120,9 +121,10 @@ class StateGenerator:
             )
         for name, edef in domain.entities.items():
             n = (sizes or {}).get(name, edef.size)
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_TABLE_SIZE:
                 raise StateGenError(
-                    f"{domain.source}: size of {name} must be an int >= 0, not {n!r}"
+                    f"{domain.source}: size of {name} must be an int from 0 to "
+                    f"{MAX_TABLE_SIZE}, not {n!r}"
                 )
             self.sizes[name] = n
         self.keys: dict[str, list[str]] = {}

@@ -49,7 +49,8 @@ BIRTH_WINDOW = (_dt.date(1950, 1, 1), _dt.date(2005, 12, 31))
 
 # ------------------------------------------------------------------ vocabularies
 
-_VOCAB_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# Bounded: the name becomes a file name (an overlong one is an OS error, not a miss).
+_VOCAB_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 
 
 @cache

@@ -67,13 +67,15 @@ from graphgen.tasks.values import free_value
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
 
 WRITE_TRIES = 60
+#: The most writes one action task may chain (``GenOptions.max_intents``).
+MAX_INTENTS = 6
 
 
 class GenOptions(BaseModel):
     """Knobs of the generator; recorded in the task-set manifest."""
 
     model_config = ConfigDict(extra="forbid")
-    max_intents: int = Field(default=3, ge=1, le=6, description="writes per action task")
+    max_intents: int = Field(default=3, ge=1, le=MAX_INTENTS, description="writes per action task")
     kinds: dict[str, float] = Field(
         default_factory=lambda: {"action": 0.6, "information": 0.25, "refusal": 0.15}
     )

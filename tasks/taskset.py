@@ -30,6 +30,8 @@ from graphgen.tasks.expand import Candidate, Expander, GenOptions, NoCandidate
 from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.paraphrase import Paraphraser, counts_for
 from graphgen.tasks.plan import Executor
+from graphgen.tasks.validate import DomainOf, TaskFile, scan_taskset, task_fingerprint
+from graphgen.tasks.validate import TaskSetError as TaskSetError
 
 Progress = Callable[[int, int], None]  # (accepted, attempts)
 # An acceptance check run after the dry-run gate (the z3 proofs plug in here): it returns
@@ -141,6 +143,7 @@ def generate(
     kinds: Counter[str] = Counter()
     planned: Counter[str] = Counter()  # kinds of candidates that passed the dry-run
     rewrites: Counter[str] = Counter()  # paraphrase outcomes of the accepted tasks
+    bodies: set[str] = set()  # fingerprints of the tasks accepted or being proven
     attempts = 0
     # Outcomes already recorded for the batch that was in flight when a run stopped.
     replay: list[dict[str, Any]] = []
@@ -199,6 +202,14 @@ def generate(
                     rejected[res.reason] += 1
                     continue
                 task = candidate_to_task(domain, cand, "pending", seed)
+                # Two draws can plan the very same task (small tables leave few choices);
+                # a set holds each once. Checked before the proofs, which would only
+                # repeat themselves: the same task gets the same verdict.
+                body = task_fingerprint(task)
+                if body in bodies:
+                    rejected["duplicate"] += 1
+                    continue
+                bodies.add(body)
                 original: Task | None = None
                 outcome = ""
                 if paraphraser is not None:
@@ -351,27 +362,30 @@ def write_taskset(path: str | Path, manifest: Manifest, tasks: Sequence[Task]) -
     write_atomic(path, taskset_text(manifest, tasks))
 
 
-class TaskSetError(ValueError):
-    """A task-set file is malformed; the message names the file and line."""
+def read_taskset(
+    path: str | Path, domain_of: DomainOf | None = None
+) -> tuple[Manifest, list[Task]]:
+    """Read a task-set file written by :func:`write_taskset`; every line must be good.
+
+    ``domain_of(manifest)`` is the domain the tasks are checked against
+    (:mod:`graphgen.tasks.validate`; without it only their shape is checked). Any bad
+    line raises :class:`TaskSetError` listing every bad line (file, line, task id,
+    field); :func:`scan_taskset_file` keeps the good tasks of such a file instead.
+    """
+    got = scan_taskset_file(path, domain_of)
+    if got.problems:
+        raise TaskSetError(got.problems)
+    return got.manifest, got.tasks
 
 
-def read_taskset(path: str | Path) -> tuple[Manifest, list[Task]]:
-    """Read a task-set file written by :func:`write_taskset`."""
+def scan_taskset_file(path: str | Path, domain_of: DomainOf | None = None) -> TaskFile:
+    """Read a task-set file, keeping its good tasks and one problem per bad line.
+
+    A file that cannot be read or whose manifest is bad raises :class:`TaskSetError`.
+    """
     p = Path(path)
-    manifest: Manifest | None = None
-    tasks: list[Task] = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                if lineno == 1:
-                    manifest = Manifest.model_validate(obj["manifest"])
-                else:
-                    tasks.append(Task.model_validate(obj))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise TaskSetError(f"{p}:{lineno}: {exc}") from None
-    if manifest is None:
-        raise TaskSetError(f"{p}: empty file (no manifest line)")
-    return manifest, tasks
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise TaskSetError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    return scan_taskset(data, str(p), domain_of)

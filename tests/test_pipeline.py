@@ -115,8 +115,11 @@ def test_bad_options_are_refused_with_the_reason() -> None:
         Options(jobs=0)
     with pytest.raises(pl.PipelineError, match="max_intents"):
         Options(max_intents=0)
+    with pytest.raises(pl.PipelineError, match="walk_ratio"):
+        Options(walk_ratio=float("nan"))
+    # The command line checks the option itself, before any work: a usage error.
     res = runner.invoke(cli.app, ["generate", "mock", "--walk-ratio", "2", "--no-prove"])
-    assert res.exit_code == 1 and "walk_ratio" in res.output
+    assert res.exit_code == 2 and "--walk-ratio" in res.output
 
 
 def test_cli_and_library_write_the_same_bytes(tmp_path: Path) -> None:
