@@ -38,6 +38,9 @@ class PlayError(GraphgenError):
     """A play command that cannot go on: bad call text, unknown task or tool, episode over."""
 
 
+_JSON_WORDS: dict[str, Any] = {"true": True, "false": False, "null": None}
+
+
 def parse_call(text: str) -> tuple[str, dict[str, Any]]:
     """``(tool, arguments)`` of a call written as JSON or as ``tool(arg=value, ...)``.
 
@@ -45,6 +48,8 @@ def parse_call(text: str) -> tuple[str, dict[str, Any]]:
     ('find_account', {'email': 'a@b.c'})
     >>> parse_call('{"name": "get_account", "arguments": {"account_id": "A001"}}')
     ('get_account', {'account_id': 'A001'})
+    >>> parse_call('book(insurance=true, note=null)')  # JSON's words are welcome too
+    ('book', {'insurance': True, 'note': None})
     """
     text = text.strip()
     if not text:
@@ -63,8 +68,13 @@ def parse_call(text: str) -> tuple[str, dict[str, Any]]:
     for kw in node.keywords:
         if kw.arg is None:
             raise PlayError(f"malformed call {text!r}: **arguments are not allowed")
+        value = kw.value
+        if isinstance(value, ast.Name) and value.id in _JSON_WORDS:
+            # a player used to JSON writes true/false/null (a blind player lost a call)
+            args[kw.arg] = _JSON_WORDS[value.id]
+            continue
         try:
-            args[kw.arg] = ast.literal_eval(kw.value)
+            args[kw.arg] = ast.literal_eval(value)
         except (ValueError, TypeError, SyntaxError, RecursionError):
             raise PlayError(
                 f"malformed call {text!r}: the value of {kw.arg!r} is not a literal "
