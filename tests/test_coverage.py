@@ -85,6 +85,7 @@ TASKS = [
             ("deposit", {"account_id": "A001", "amount": 10}),
             ("pay", {"account_id": "A001", "amount": 20}),
         ],
+        changes=[Change(entity="Account", key="A001", field="balance", before=100, after=90)],
     ),
     # a status change active -> locked: both members of Account.status
     _task(
@@ -129,6 +130,10 @@ TASKS = [
             ("deposit", {"account_id": "A001", "amount": 1}),
             ("pay", {"account_id": "A001", "amount": 1}),
             ("pay", {"account_id": "A001", "amount": 1}),
+        ],
+        changes=[
+            Change(entity="Payment", key=k, field="*", after={"account_id": "A001", "amount": 1})
+            for k in ("P001", "P002")
         ],
         min_calls=3,
     ),
