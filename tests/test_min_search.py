@@ -43,3 +43,27 @@ def test_upward_minimum_matches_the_full_unrolling(name: str, n: int) -> None:
         wrong = Prover(domain, task.model_copy(update={"min_calls": m + 1}))
         if m + 1 <= wrong.k:
             assert wrong.min_calls().status.value == "refuted", task.id
+
+
+def test_restrict_keeps_exactly_the_tracked_rows_in_key_order() -> None:
+    """``Bmc.restrict`` walks the tracked keys; the same rows in the same order as
+    filtering the whole sorted table, on a state ten times the default size."""
+    domain = load_builtin("retail")
+    sizes = {e: ed.size * 10 for e, ed in domain.entities.items()}
+    task = next(
+        t for t in generate(domain, 3, 4, GenOptions(sizes=sizes)).tasks if t.kind == "action"
+    )
+    p = Prover(domain, task)
+    bmc = p.build()
+    assert bmc is not None
+    final = p.run.final
+    got = bmc.restrict(final)
+    for e in domain.entities:
+        want = [
+            (k, r)
+            for k, r in sorted(final.tables.get(e, {}).items())
+            if k in bmc.state.tables.get(e, {}) or k in bmc._created[e]
+        ]
+        assert list(got.tables[e].items()) == want
+    # the slice is a strict part of the big state: rows were left out
+    assert sum(map(len, got.tables.values())) < sum(map(len, final.tables.values()))
