@@ -7,7 +7,9 @@ the script prints
 
 * throughput: tasks fully verified per second, wall clock, with ``--jobs`` worker
   processes (the pool is started and warmed up before the clock starts);
-* latency: p50/p95 ms per task of ``certify`` (timed inside the workers);
+* latency: p50/p95/max ms per task of ``certify`` (timed inside the workers), wall
+  clock and CPU time, and the CPU-equivalent rate: tasks per (CPU seconds / 2), what
+  two idle cores would give (compare this one on a shared machine);
 * scaling: p50 ms per task when every table of the state is 10x and 100x its default
   size (states regenerated through ``GenOptions(sizes=...)``, fewer tasks). The proofs
   only look at the rows a chain can reach, so this should stay nearly flat.
@@ -46,15 +48,18 @@ def _warm(_: int) -> int:
     return 0
 
 
-def _certify(task: Task) -> tuple[float, str]:
-    """(ms, "" if accepted else the rejection reason) for one task, in a worker."""
+def _certify(task: Task) -> tuple[float, float, str]:
+    """(wall ms, CPU ms, "" if accepted else the rejection reason) for one task, in a
+    worker. CPU time is what to compare on a shared machine: others' load inflates wall."""
     from graphgen.verify.certify import certify
 
     assert _DOMAIN is not None
     t0 = time.perf_counter()
+    c0 = time.process_time()
     got = certify(_DOMAIN, task)
+    cpu = (time.process_time() - c0) * 1000
     ms = (time.perf_counter() - t0) * 1000
-    return ms, got if isinstance(got, str) else ""
+    return ms, cpu, got if isinstance(got, str) else ""
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -71,15 +76,18 @@ def candidates(domain: Domain, n: int, seed: int, scale: int = 1) -> list[Task]:
     return generate(domain, n, seed, GenOptions(sizes=sizes)).tasks
 
 
-def verify_all(name: str, tasks: list[Task], jobs: int) -> tuple[float, list[float], Counter[str]]:
-    """Certify ``tasks`` in ``jobs`` processes: (wall seconds, ms per task, outcomes)."""
+def verify_all(
+    name: str, tasks: list[Task], jobs: int
+) -> tuple[float, list[float], list[float], Counter[str]]:
+    """Certify ``tasks`` in ``jobs`` processes: (wall seconds, wall ms per task, CPU ms
+    per task, outcomes)."""
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(name,)) as pool:
         list(pool.map(_warm, range(jobs * 2)))  # start and import in every worker
         t0 = time.perf_counter()
         results = list(pool.map(_certify, tasks, chunksize=1))
         wall = time.perf_counter() - t0
-    outcomes: Counter[str] = Counter(why or "accepted" for _, why in results)
-    return wall, [ms for ms, _ in results], outcomes
+    outcomes: Counter[str] = Counter(why or "accepted" for _, _, why in results)
+    return wall, [ms for ms, _, _ in results], [cpu for _, cpu, _ in results], outcomes
 
 
 def bench(
@@ -88,7 +96,8 @@ def bench(
     """All the measures for built-in domain ``name``."""
     domain = load_builtin(name)
     tasks = candidates(domain, n, seed)
-    wall, ms, outcomes = verify_all(name, tasks, jobs)
+    wall, ms, cpu, outcomes = verify_all(name, tasks, jobs)
+    cpu_s = sum(cpu) / 1000
     out: dict[str, Any] = {
         "domain": name,
         "n": len(tasks),
@@ -100,12 +109,18 @@ def bench(
         "p50_ms": round(_pct(ms, 0.5), 1),
         "p95_ms": round(_pct(ms, 0.95), 1),
         "mean_ms": round(statistics.mean(ms), 1) if ms else 0.0,
+        "max_ms": round(max(ms), 1) if ms else 0.0,
+        # what two idle cores would give: tasks per (CPU seconds / 2)
+        "cpu_equiv_per_s": round(len(tasks) / (cpu_s / 2), 1) if cpu_s else None,
+        "cpu_p50_ms": round(_pct(cpu, 0.5), 1),
+        "cpu_p95_ms": round(_pct(cpu, 0.95), 1),
+        "cpu_max_ms": round(max(cpu), 1) if cpu else 0.0,
         "outcomes": dict(sorted(outcomes.items())),
         "scaling": {"1": round(_pct(ms, 0.5), 1)},
     }
     for f in scales:
         big = candidates(domain, scale_n, seed, f)
-        _, ms_f, _ = verify_all(name, big, jobs)
+        _, ms_f, _, _ = verify_all(name, big, jobs)
         out["scaling"][str(f)] = round(_pct(ms_f, 0.5), 1)
     return out
 
@@ -117,7 +132,12 @@ def _print(r: dict[str, Any]) -> None:
         f" ({r['accepted_per_s']} accepted/s)"
     )
     print(
-        f"  certify per task     p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, mean {r['mean_ms']} ms"
+        f"  certify per task     p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, "
+        f"max {r['max_ms']} ms, mean {r['mean_ms']} ms (wall)"
+    )
+    print(
+        f"  CPU per task         p50 {r['cpu_p50_ms']} ms, p95 {r['cpu_p95_ms']} ms, "
+        f"max {r['cpu_max_ms']} ms = {r['cpu_equiv_per_s']} tasks/s CPU-equivalent on 2 cores"
     )
     print("  outcomes             " + ", ".join(f"{k} {v}" for k, v in r["outcomes"].items()))
     print("  p50 as tables grow   " + ", ".join(f"x{k}: {v} ms" for k, v in r["scaling"].items()))

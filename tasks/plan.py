@@ -18,6 +18,7 @@ from typing import Any
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
+from graphgen.footprint import FieldRef, cells_read, cells_written
 from graphgen.interp import call_tool
 from graphgen.knowledge import (
     Cell,
@@ -39,7 +40,18 @@ MAX_DEPTH = 4  # nested lookups allowed to reveal one value
 # How a tool call is executed: the interpreter by default, a compiled environment when
 # checking one (the generator, the dry-run and the planner all take the same callable).
 Executor = Callable[[Domain, State, str, dict[str, Any]], Any]
-ReadCache = dict[tuple[str, tuple[Any, ...]], Any]
+ReadCache = dict[tuple[str, tuple[Any, ...]], "Read"]
+
+
+@dataclass
+class Read:
+    """A memoised read: its result (or the error it raised) and, once asked for, the
+    facts the result reveals (:func:`graphgen.knowledge.facts_of_result`, values made
+    hashable). The search for a lookup asks the same reads for facts again and again."""
+
+    ok: bool
+    value: Any
+    facts: frozenset[tuple[Sort, Any]] | None = None
 
 
 def sort_distances(domain: Domain) -> dict[Sort, int]:
@@ -161,6 +173,8 @@ class Planner:
         # Reads on the untouched initial state may be shared by all planners on it (the
         # expander passes one cache per state); the first write switches to a private one.
         self._cache: ReadCache = shared_reads if shared_reads is not None else {}
+        self._sorts: dict[str, dict[str, Sort]] = {}
+        self._read_sets: dict[str, set[FieldRef]] = {}
 
     # ------------------------------------------------------------- bookkeeping
 
@@ -192,25 +206,48 @@ class Planner:
             self.know.add(s, v, idx)
         self.usage[tool] = self.usage.get(tool, 0) + 1
         if self.domain.tools[tool].is_write:
-            self._cache = {}  # a fresh dict: the shared one still describes the initial state
+            # A fresh dict (the shared one still describes the initial state) keeping the
+            # reads this write cannot change: nothing a read's result depends on is among
+            # the write's cells (whole-call footprints, which miss nothing either side).
+            written = cells_written(self.domain, self.domain.tools[tool])
+            self._cache = {
+                k: r for k, r in self._cache.items() if not (self._reads_of(k[0]) & written)
+            }
         return idx
 
     def forget_reads(self) -> None:
         """Drop memoised read results (the state was replaced)."""
         self._cache = {}
 
+    def _read(self, tool: ToolDef, args: dict[str, Any]) -> Read:
+        key = (tool.name, tuple(sorted((k, _hashable(v)) for k, v in args.items())))
+        got = self._cache.get(key)
+        if got is None:
+            try:
+                got = Read(True, self.execute(self.domain, self.state, tool.name, args))
+            except ToolError as exc:
+                got = Read(False, exc)
+            self._cache[key] = got
+        return got
+
     def read(self, tool: ToolDef, args: dict[str, Any]) -> Any:
         """Result of a read call on the current state (memoised), or raise ToolError."""
-        key = (tool.name, tuple(sorted((k, _hashable(v)) for k, v in args.items())))
-        if key not in self._cache:
-            try:
-                self._cache[key] = ("ok", self.execute(self.domain, self.state, tool.name, args))
-            except ToolError as exc:
-                self._cache[key] = ("err", exc)
-        status, val = self._cache[key]
-        if status == "err":
-            raise val.with_traceback(None)  # re-raised often: don't grow its traceback
-        return val
+        got = self._read(tool, args)
+        if not got.ok:
+            raise got.value.with_traceback(None)  # re-raised often: don't grow its traceback
+        return got.value
+
+    def revealed(self, tool: ToolDef, args: dict[str, Any]) -> frozenset[tuple[Sort, Any]] | None:
+        """The (sort, hashable value) facts a read call's result reveals on the current
+        state (memoised with the result), or None when the call fails."""
+        got = self._read(tool, args)
+        if not got.ok:
+            return None
+        if got.facts is None:
+            got.facts = frozenset(
+                (fs, _hashable(fv)) for fs, fv in facts_of_result(self.domain, tool, got.value)
+            )
+        return got.facts
 
     # ------------------------------------------------------------- acquisition
 
@@ -293,20 +330,29 @@ class Planner:
         pending: frozenset[tuple[Sort, Any]],
     ) -> Iterable[tuple[ToolDef, dict[str, Any], Any]]:
         """The (tool, args, result) reads on this state whose output reveals ``v`` at ``s``."""
+        want = (s, _hashable(v))
         for tool in producers:
+            sorts = self._param_sorts(tool)
             for args in self._bindings(tool):
-                if any(
-                    (param_sort(tool.params[p]), _hashable(a)) in pending for p, a in args.items()
-                ):
+                if any((sorts[p], _hashable(a)) in pending for p, a in args.items()):
                     continue
-                try:
-                    result = self.read(tool, args)
-                except ToolError:
-                    continue
-                if (s, _hashable(v)) in {
-                    (fs, _hashable(fv)) for fs, fv in facts_of_result(self.domain, tool, result)
-                }:
-                    yield tool, args, result
+                facts = self.revealed(tool, args)
+                if facts is not None and want in facts:
+                    yield tool, args, self.read(tool, args)
+
+    def _reads_of(self, tool: str) -> set[FieldRef]:
+        """Every location a call of ``tool`` depends on (:func:`cells_read`), once per tool."""
+        got = self._read_sets.get(tool)
+        if got is None:
+            got = self._read_sets[tool] = cells_read(self.domain, self.domain.tools[tool])
+        return got
+
+    def _param_sorts(self, tool: ToolDef) -> dict[str, Sort]:
+        """Each parameter's sort (:func:`param_sort`), computed once per tool."""
+        got = self._sorts.get(tool.name)
+        if got is None:
+            got = self._sorts[tool.name] = {p: param_sort(q) for p, q in tool.params.items()}
+        return got
 
     def state_args(self, tool: ToolDef, args: dict[str, Any]) -> None:
         """The user asks for this call in words: the intent sentence states every
@@ -341,7 +387,8 @@ class Planner:
             if s.kind == "free":
                 return  # a producer needing an invented value cannot reveal a given one
             known = self.know.values(s)
-            pool = known + [c for c in self.candidates(s) if c not in known]
+            seen = set(known)
+            pool = known + [c for c in self.candidates(s) if c not in seen]
             pools.append(pool)
         for i, combo in enumerate(itertools.product(*pools)):
             if i >= MAX_BINDINGS:

@@ -1225,14 +1225,12 @@ class Bmc:
         ids creates can make (to compare with decoded states). Other universe keys are
         ids that rows of the slice refer to; their rows never change, so the encoding
         holds them as absent constants and does not decode them."""
-        tables = {
-            e: {
-                k: dict(r)
-                for k, r in sorted(st.tables.get(e, {}).items())
-                if k in self.state.tables.get(e, {}) or k in self._created[e]
-            }
-            for e in self.domain.entities
-        }
+        tables: dict[str, dict[str, dict[str, Any]]] = {}
+        for e in self.domain.entities:
+            rows = st.tables.get(e, {})
+            # walk the tracked keys, not the whole table: the slice is small
+            tracked = set(self.state.tables.get(e, {})) | self._created[e]
+            tables[e] = {k: dict(rows[k]) for k in sorted(tracked) if k in rows}
         return State(tables, dict(st.counters))
 
 

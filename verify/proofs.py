@@ -516,12 +516,19 @@ class Prover:
         cause, detail = self.last_unknown
         return ProofResult.inconclusive(name, cause, detail)
 
-    def _witness(self, model: Any, goal: ChangesGoal | None = None, bmc: Bmc | None = None) -> str:
-        """The model's chain as text, replayed by the interpreter: a disagreement (the
-        chain fails, or misses ``goal``) is reported, since it means an encoding bug."""
+    def _witness(
+        self,
+        model: Any,
+        goal: ChangesGoal | None = None,
+        bmc: Bmc | None = None,
+        upto: int | None = None,
+    ) -> str:
+        """The model's chain (its first ``upto`` calls, when the query was about the
+        state after ``upto`` steps) as text, replayed by the interpreter: a disagreement
+        (the chain fails, or misses ``goal``) is reported, since it means an encoding bug."""
         bmc = bmc or self.bmc
         assert bmc is not None
-        chain = bmc.extract(model)
+        chain = bmc.extract(model)[:upto]
         text = (
             " → ".join(
                 f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})" for c in chain
@@ -645,13 +652,19 @@ class Prover:
         if bmc is None:
             return _res("min_calls", False, self.build_error)
         m = self.task.min_calls
+        # Both queries unroll only m steps (the goal after m steps ranges over every chain
+        # of at most m calls); the reference's length is unrolled later, by proofs 5 and 1.
         if m > 0:
-            status, model = self._check([self._goal_lit(), *bmc.length_below(m)])
+            status, model = self._check(self._reaches(m - 1))
             if status == "unknown":
                 return self._undecided("min_calls")
             if status == "sat":
-                return _res("min_calls", False, f"shortcut below {m} calls: {self._witness(model)}")
-        status, model = self._check([self._goal_lit(), *bmc.length_is(m)])
+                return _res(
+                    "min_calls",
+                    False,
+                    f"shortcut below {m} calls: {self._witness(model, upto=m - 1)}",
+                )
+        status, model = self._check([self._goal_lit(m), *bmc.length_is(m)])
         if status == "unknown":
             return self._undecided("min_calls")
         if status == "unsat":
@@ -680,7 +693,8 @@ class Prover:
         found: list[Call] = []
         while True:
             lit = bmc.lit(f"new_write@{m}:{len(found)}", bmc.new_write(m, found))
-            status, model = self._check([self._goal_lit(), lit, *bmc.length_is(m)])
+            # exactly m calls: the goal after m steps is the goal after any later one
+            status, model = self._check([self._goal_lit(m), lit, *bmc.length_is(m)])
             if status == "unknown":
                 return self._undecided("unique_final_state")
             if status == "unsat":
@@ -868,46 +882,35 @@ class Prover:
         witness of that length, and "" — or (None, None, why). Reuses this unrolling, so
         the proofs that follow cost no second encoding.
 
-        A first witness is the reference chain with every call the interpreter finds
-        unnecessary dropped (:meth:`_shrunk`), pinned in the unrolling: z3 checks it (if
-        it does not qualify, z3 searches for any chain within the bound). Then z3 is
-        asked for a chain shorter than the witness; when there is one, the remaining
-        range is halved until z3 proves that nothing is shorter than the witness. The
-        interpreter only proposes: every answer is z3's."""
+        The search goes upward one length at a time and unrolls only as deep as each
+        query needs: is the goal reached after ``j`` steps, for ``j = 0, 1, …``? The
+        state after ``j`` steps is the final state of every chain of at most ``j`` calls
+        (a prefix of a valid chain is valid), so the first ``j`` z3 answers sat is the
+        minimum and every smaller one is proven unsat. Queries on a short unrolling are
+        much cheaper than the same question asked on the full one, and the typical
+        minimum is close to the reference length, so this beats bisecting from above."""
         hi = self.k if upto is None else min(upto, self.k)
+        # the universe (rows creates can make) is the one for the longest chain asked
+        # about, whatever depth the queries below unroll
         bmc = self.build(max(hi, self.horizon))
         if bmc is None:
             return None, None, self.build_error
-        goal = self._goal_lit(hi)
-        best: list[Call] | None = None
-        short = self._shrunk()
-        n = len(short)
-        if 0 < n <= hi:
-            pin = bmc.pinned(short)
-            if pin is not None:
-                status, model = self._check([pin, goal, *bmc.length_is(n)])
-                if status == "sat":
-                    best = bmc.extract(model)
-        if best is None:
-            status, model = self._check([goal, *bmc.length_below(hi + 1)])
+        for j in range(hi + 1):
+            status, model = self._check(self._reaches(j))
             if status == "unknown":
                 return None, None, self._unknown_detail()
-            if status == "unsat":
-                return None, None, f"no chain of <= {hi} calls reaches the goal"
-            best = bmc.extract(model)
-        lo = 0  # every chain shorter than lo is proven to miss the goal
-        first = True
-        while lo < len(best):
-            mid = len(best) - 1 if first else (lo + len(best) - 1) // 2
-            first = False
-            status, model = self._check([goal, *bmc.length_below(mid + 1)])
-            if status == "unknown":
-                return None, None, self._unknown_detail()
-            if status == "unsat":
-                lo = mid + 1
-            else:
-                best = bmc.extract(model)
-        return len(best), best, ""
+            if status == "sat":
+                # the model's chain may go on after step j if more steps are unrolled
+                best = bmc.extract(model)[:j]
+                return len(best), best, ""
+        return None, None, f"no chain of <= {hi} calls reaches the goal"
+
+    def _reaches(self, j: int) -> list[Any]:
+        """Assumptions: some chain of at most ``j`` calls reaches the goal. The goal after
+        ``j`` steps says it alone, whether or not later steps are unrolled (their calls
+        come after); the assumptions are the same list whenever asked, so an answer found
+        once (the minimum search) is reused by proof 3."""
+        return [self._goal_lit(j)]
 
     def find_min_calls(self, upto: int | None = None) -> int | ProofResult:
         """The proven shortest solution length (see :meth:`shortest`), or the failed
@@ -921,33 +924,15 @@ class Prover:
             return self._undecided("min_calls")
         return ProofResult.refuted("min_calls", why)
 
-    def _shrunk(self) -> list[Call]:
-        """The reference chain minus calls it does not need: greedily drop any call
-        after which the interpreter still runs the chain validly (every argument known)
-        to the goal. Empty if the reference chain itself fails."""
-        if self.run_failed:
-            return []
-        # on the slice when there is one: it runs every chain of known arguments as the
-        # full state does, and z3 checks the result anyway
-        start = self.bmc.state if self.bmc is not None else self.initial
-        chain = list(self.task.chain)
-        i = len(chain) - 1
-        while i >= 0:
-            cand = chain[:i] + chain[i + 1 :]
-            run = replay(self.domain, start, self.givens, cand)
-            ok = not run.first_problem() and not knowledge_problem(
-                self.domain, run, self.givens, self.recognize
-            )
-            if ok and goal_holds(
-                self.goal, run.final, shown_values(self.domain, run), self.givens, self.initial
-            ):
-                chain = cand
-            i -= 1
-        return chain
-
     def all(self) -> list[ProofResult]:
-        """Every applicable proof, timed."""
-        steps: list[Callable[[], ProofResult]] = [
+        """Every applicable proof, timed, listed in the certificate's order.
+
+        They run shallowest first: proofs 2 and 3 need at most ``min_calls`` steps and
+        proof 5 asks most of its queries there too, before its last query and proof 1
+        unroll the reference's length. Each proof's answer does not depend on the order
+        (the unrolling only ever grows, and a longer one answers every shorter query the
+        same way); asking the many small queries on the small formula is what is cheaper."""
+        listed: list[Callable[[], ProofResult]] = [
             self.reference_chain,
             self.goal_not_initial,
             self.min_calls,
@@ -956,15 +941,18 @@ class Prover:
             self.write_orders,
         ]
         if self.refusal:
-            steps.append(self.refusal_impossible)
-        out = []
-        for fn in steps:
+            listed.append(self.refusal_impossible)
+        # a refusal's proof 6 asks about chains of every length up to k, one length at a
+        # time: before proof 1, each of its queries sees only the steps it needs
+        order = [1, 2, 3, 4, *range(len(listed) - 1, 4, -1), 0]
+        out: dict[int, ProofResult] = {}
+        for i in order:
             t0 = time.perf_counter()
-            r = fn()
+            r = listed[i]()
             # Times go in ``ms`` only: details are part of the task's bytes and must not vary.
             r.ms = round((time.perf_counter() - t0) * 1000, 3)
-            out.append(r)
-        return out
+            out[i] = r
+        return [out[i] for i in range(len(listed))]
 
 
 def _res(name: str, ok: bool, detail: str) -> ProofResult:
