@@ -143,17 +143,22 @@ def generate(
     kinds: Counter[str] = Counter()
     planned: Counter[str] = Counter()  # kinds of candidates that passed the dry-run
     rewrites: Counter[str] = Counter()  # paraphrase outcomes of the accepted tasks
-    bodies: set[str] = set()  # fingerprints of the tasks accepted or being proven
+    # Fingerprints of the tasks accepted, and of the batch being proven. A candidate the
+    # proofs rejected leaves the set when its batch ends, so the set depends only on the
+    # accepted tasks, which a resumed run reads back from its journal.
+    taken: set[str] = set()
     attempts = 0
     # Outcomes already recorded for the batch that was in flight when a run stopped.
     replay: list[dict[str, Any]] = []
     if done:
         attempts, replay = _restore(done, exp, tasks, rejected, kinds, planned, rewrites)
+        taken = {_candidate_key(t) for t in tasks}
         if progress and tasks:
             progress(len(tasks), attempts)
     limit = max_attempts if max_attempts is not None else max(50, n * 6)
 
     def accept(task: Task, outcome: str) -> None:
+        taken.add(_candidate_key(task))
         tasks.append(task)
         kinds[task.kind] += 1
         if paraphraser is not None:
@@ -168,6 +173,7 @@ def generate(
             if block not in states:
                 states[block] = generate_state(domain, seed * 7919 + block, opts.sizes)
             initial = states[block]
+            bodies = set(taken)
             batch: list[Task] = []
             originals: list[tuple[Task | None, str]] = []  # per batch entry: before paraphrase
             want = min(BATCH, n - len(tasks)) if checks else 1
@@ -205,7 +211,7 @@ def generate(
                 # Two draws can plan the very same task (small tables leave few choices);
                 # a set holds each once. Checked before the proofs, which would only
                 # repeat themselves: the same task gets the same verdict.
-                body = task_fingerprint(task)
+                body = _candidate_key(task)
                 if body in bodies:
                     rejected["duplicate"] += 1
                     continue
@@ -296,6 +302,12 @@ def generate(
         paraphrase=counts_for(paraphraser.model, rewrites) if paraphraser is not None else None,
     )
     return GenResult(tasks, manifest, rejected)
+
+
+def _candidate_key(task: Task) -> str:
+    """The fingerprint of a task as a candidate: without the proven minimum the proofs
+    set (nor the id and certificate), so an accepted task matches the candidate it was."""
+    return task_fingerprint(task.model_copy(update={"min_calls": len(task.chain)}))
 
 
 def _restore(

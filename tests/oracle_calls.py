@@ -34,7 +34,11 @@ def oracle_calls(task: Task) -> list[tuple[str, dict[str, Any]]]:
     agent.start(task)
     calls: list[tuple[str, dict[str, Any]]] = []
     while not calls or calls[-1][0] != "respond":
-        (call,) = agent.act([], []).tool_calls
+        reply = agent.act([], [])
+        if not reply.tool_calls:  # the oracle ends in a plain message: its answer
+            calls.append(("respond", {"answer": reply.text}))
+            break
+        (call,) = reply.tool_calls
         calls.append((call.name, json.loads(call.arguments)))
     return calls
 

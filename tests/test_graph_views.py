@@ -61,7 +61,7 @@ def test_enables_view_of_one_tool_and_a_wrong_tool_name(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     back = nx.node_link_graph(json.loads(out.read_text()), edges="edges")
     assert sorted(back.edges()) == [("tool:deposit", "tool:pay"), ("tool:pay", "tool:deposit")]
-    bad = runner.invoke(app, ["graph", "mock", "--tool", "pya", "-o", str(out)])
+    bad = runner.invoke(app, ["graph", "mock", "--tool", "pya", "-o", str(tmp_path / "x.json")])
     assert bad.exit_code == 1 and "no tool 'pya'" in bad.output and "'pay'" in bad.output
     bad = runner.invoke(app, ["graph", "mock", "--view", "hairball", "-o", str(out)])
     assert bad.exit_code == 2 and "unknown view" in bad.output

@@ -66,7 +66,12 @@ def test_500_tasks_cover_every_reachable_tool(name: str) -> None:
     else:
         assert set(res.manifest.by_kind) == {"action", "information", "refusal"}
     missing = _reachable(domain) - _chain_tools(res.tasks)
-    assert not missing, f"{name}: reachable tools never in a chain: {sorted(missing)}"
+    # Searching airports by city needs a city that no request of the airline domain
+    # states: only an "It's about the airport in Dallas" clause said it, and such
+    # clauses are no longer built (loose_given: they misled a blind player). An intent
+    # that names a city would bring the tool back, and this test would then say so.
+    not_asked = {"airline": {"find_airports_by_city"}}.get(name, set())
+    assert missing == not_asked, f"{name}: reachable tools never in a chain: {sorted(missing)}"
     lengths = {t.difficulty for t in res.tasks}
     if name == "mock":
         # Mock is a test fixture: every task starts with the email lookup, and its longest
