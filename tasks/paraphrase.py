@@ -62,7 +62,7 @@ from graphgen.llm import openai_client
 from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.model import ParaphraseCounts, Task
 from graphgen.tasks.plan import Executor
-from graphgen.tasks.render import ORDER_WORDS, spoken_forms, stated
+from graphgen.tasks.render import spoken_forms, stated, states_order
 from graphgen.types import STR
 from graphgen.vocabulary import airport_city, load_vocab
 
@@ -480,10 +480,6 @@ def rewrite_problem(domain: Domain, task: Task, text: str, lex: Lexicon | None =
         return "new_value"
     if before - after:
         return "value_dropped"
-    if _order_words(task.instruction) and not _order_words(text):
+    if states_order(task.instruction) and not states_order(text):
         return "order_dropped"
     return ""
-
-
-def _order_words(text: str) -> set[str]:
-    return {w.lower() for words in _runs(text) for w in words} & ORDER_WORDS

@@ -336,19 +336,22 @@ def opener(
     return rng.choice(_OPENERS) + text
 
 
-#: Words that state an order between requests ("First, … Then …", "Once that's done").
-ORDER_WORDS = frozenset({"then", "after", "afterwards", "once", "first", "before", "next"})
+# Words that state an order between requests ("First, … Then …", "Once that's done");
+# "first" only as "first," or "first of all", so "my first name" states none.
+_ORDER = re.compile(r"\b(?:then|after|afterwards|once|before|next|first(?=,| of all))\b", re.I)
 
 
 def states_order(text: str) -> bool:
-    """Does ``text`` state an order between requests (one of :data:`ORDER_WORDS`)?
+    """Does ``text`` state an order between requests?
 
     >>> states_order("First, cancel my order. Then refund it.")
     True
     >>> states_order("Cancel my order. Also, update my address.")
     False
+    >>> states_order("My first name is Ann. Also, update my address.")
+    False
     """
-    return any(w.lower() in ORDER_WORDS for w in re.findall(r"[A-Za-z]+", text))
+    return _ORDER.search(text) is not None
 
 
 def join_intents(sentences: list[str], rng: random.Random, depends: Sequence[bool] = ()) -> str:
