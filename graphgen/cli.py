@@ -440,11 +440,19 @@ def generate(
     paraphrase_cache: ParaphraseCache = None,
     force: Force = False,
     resume: Resume = False,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact/--plain",
+            help="Write each distinct initial state once (tasks refer to it by hash).",
+        ),
+    ] = False,
 ) -> None:
     """Generate a task set: expand the graph, gate every candidate, write JSONL.
 
     Finished tasks go to OUTPUT.partial as they come; OUTPUT is written at the end.
-    After a stop (Ctrl-C, SIGTERM, a crash) run the same command with --resume."""
+    After a stop (Ctrl-C, SIGTERM, a crash) run the same command with --resume.
+    An OUTPUT ending in .gz is gzip-compressed; every reader takes either layout."""
     d = _load(domain)
     opts = _options(
         seed=seed,
@@ -462,7 +470,14 @@ def generate(
     with _errors_exit():
         try:
             res = pl.generate(
-                d, n, opts, output=output, progress=p.generating, resume=resume, force=force
+                d,
+                n,
+                opts,
+                output=output,
+                progress=p.generating,
+                resume=resume,
+                force=force,
+                compact=compact,
             )
         finally:
             p.bar.close()  # before any message

@@ -193,7 +193,7 @@ class Journal:
             os.close(self._fd)
             self._fd = None
 
-    def finish(self, output: str | Path, text: str) -> None:
+    def finish(self, output: str | Path, text: str | bytes) -> None:
         """Write the final ``output`` (atomically), then delete the journal."""
         with _signals_held():
             write_atomic(output, text)

@@ -103,6 +103,7 @@ from graphgen.processes import Interrupted, stop_on_signals, worker_pool
 from graphgen.tasks.coverage import CoverageReport
 from graphgen.tasks.coverage import coverage as task_coverage
 from graphgen.tasks.expand import GenOptions
+from graphgen.tasks.fileformat import encode
 from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.paraphrase import Paraphraser
 from graphgen.tasks.taskset import (
@@ -405,6 +406,7 @@ def generate(
     progress: Tick | None = None,
     resume: bool = False,
     force: bool = False,
+    compact: bool = False,
 ) -> GenResult:
     """Generate up to ``n`` tasks, each passing the dry-run gate and (unless
     ``options.prove`` is false) the z3 proofs, which attach a certificate.
@@ -413,7 +415,9 @@ def generate(
 
     Same domain, ``n`` and options give the same tasks, whatever ``options.jobs`` is.
 
-    With ``output`` the task set is written there as canonical JSONL. The path is
+    With ``output`` the task set is written there as canonical JSONL (``compact``: each
+    distinct initial state once; gzip when the name ends in ``.gz``;
+    :mod:`graphgen.tasks.fileformat`). The path is
     checked before any work: an existing file is replaced only with ``force``
     (:class:`~graphgen.files.OutputError` otherwise). While the run goes, every
     finished task is appended to the journal ``output + ".partial"``
@@ -477,7 +481,8 @@ def generate(
         journal, done = _journal_for(out, header, resume)
         try:
             res = run(journal, done)
-            journal.finish(out, taskset_text(res.manifest, res.tasks))
+            text = taskset_text(res.manifest, res.tasks, compact=compact)
+            journal.finish(out, encode(text, out))
         except Interrupted as exc:
             _interrupted(exc, journal, f"{accepted[0]} finished task(s)")
             raise

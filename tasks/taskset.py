@@ -2,14 +2,14 @@
 
 File layout: the first line is the :class:`~graphgen.tasks.model.Manifest`, each further line
 one :class:`~graphgen.tasks.model.Task`, in id order, with canonical JSON (sorted keys), so the
-same domain + seed + options give byte-identical files.
+same domain + seed + options give byte-identical files. The compact layout and gzip
+(:mod:`graphgen.tasks.fileformat`) store the same tasks in fewer bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +27,7 @@ from graphgen.state import State
 from graphgen.stategen import generate_state
 from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.expand import Candidate, Expander, GenOptions, NoCandidate
+from graphgen.tasks.fileformat import dumps, encode, taskset_lines
 from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.paraphrase import Paraphraser, counts_for
 from graphgen.tasks.plan import Executor
@@ -350,28 +351,23 @@ def _restore(
         raise TaskSetError(f"damaged journal record: {exc}") from None
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def task_json(task: Task) -> str:
-    """A task as the canonical JSON text of its line in a task-set file."""
-    return _dumps(task.model_dump(mode="json"))
+    """A task as the canonical JSON text of its line in a plain task-set file."""
+    return dumps(task.model_dump(mode="json"))
 
 
-def taskset_text(manifest: Manifest, tasks: Sequence[Task]) -> str:
-    """Manifest + tasks as canonical JSONL text (what :func:`write_taskset` writes)."""
-    # Sets made without a paraphrase model keep the manifest they always had.
-    skip = {"paraphrase"} if manifest.paraphrase is None else None
-    lines = [_dumps({"manifest": manifest.model_dump(mode="json", exclude=skip)})]
-    lines += [task_json(t) for t in tasks]
-    return "\n".join(lines) + "\n"
+def taskset_text(manifest: Manifest, tasks: Sequence[Task], *, compact: bool = False) -> str:
+    """Manifest + tasks as canonical JSONL text (what :func:`write_taskset` writes);
+    ``compact`` writes each distinct initial state once (:mod:`graphgen.tasks.fileformat`)."""
+    return "\n".join(taskset_lines(manifest, tasks, compact=compact)) + "\n"
 
 
-def write_taskset(path: str | Path, manifest: Manifest, tasks: Sequence[Task]) -> None:
+def write_taskset(
+    path: str | Path, manifest: Manifest, tasks: Sequence[Task], *, compact: bool = False
+) -> None:
     """Write manifest + tasks as canonical JSONL (atomically: a failed write leaves the
-    previous file as it was)."""
-    write_atomic(path, taskset_text(manifest, tasks))
+    previous file as it was); gzip-compressed when ``path`` ends in ``.gz``."""
+    write_atomic(path, encode(taskset_text(manifest, tasks, compact=compact), path))
 
 
 def read_taskset(

@@ -39,6 +39,7 @@ from graphgen.interp import argument_problem, check_value
 from graphgen.knowledge import parse_sort
 from graphgen.state import State, StateModel
 from graphgen.stategen import check_state
+from graphgen.tasks.fileformat import FormatError, StateTable, decode, is_state_line
 from graphgen.tasks.model import Call, Manifest, Task
 from graphgen.types import PRIMS
 
@@ -384,10 +385,17 @@ DomainOf = Callable[[Manifest], Domain | None]
 def scan_taskset(data: bytes, source: str, domain_of: DomainOf | None = None) -> TaskFile:
     """Read a task file's bytes: the manifest, then every task line on its own.
 
+    Plain, compact and gzip files are all read (:mod:`graphgen.tasks.fileformat`); the
+    tasks come back with their initial states expanded.
+
     ``domain_of(manifest)`` gives the domain to check the tasks against (None: shape
     only). A bad manifest raises :class:`TaskSetError`; a bad task line becomes a
     :class:`TaskProblem` in the result and the lines after it are still read.
     """
+    try:
+        data = decode(data, source)
+    except FormatError as exc:
+        raise TaskSetError(str(exc)) from None
     lines = _raw_lines(data)
     first = next(lines, None)
     if first is None:
@@ -404,12 +412,21 @@ def scan_taskset(data: bytes, source: str, domain_of: DomainOf | None = None) ->
     out = TaskFile(manifest)
     seen: dict[str, int] = {}
     bodies: dict[str, int] = {}
+    states = StateTable()  # the compact layout's shared states (fileformat.py)
     for lineno, raw in lines:
         tid = ""
         try:
             obj = decode_line(raw)
+            if is_state_line(obj):
+                why = states.define(obj)
+                if why:
+                    raise _Bad("state", why)
+                continue
             if isinstance(obj, dict) and isinstance(obj.get("id"), str):
                 tid = obj["id"]
+            why = states.expand(obj)
+            if why:
+                raise _Bad("initial_state", why)
             task = task_problem(obj, domain)
             duplicate_problem(task, seen, bodies)
         except _Bad as bad:
