@@ -37,6 +37,7 @@ from graphgen.limits import MAX_TABLE_SIZE
 from graphgen.pipeline import DEFAULTS, EVAL_DEFAULTS, Evaluation, Options, Verification
 from graphgen.processes import Interrupted
 from graphgen.tasks.expand import MAX_INTENTS
+from graphgen.tasks.shards import parse_shard, shard_size
 from graphgen.tasks.taskset import GenResult
 from graphgen.tasks.validate import TaskSetError
 
@@ -90,6 +91,16 @@ def _share(value: float) -> float:
     """A share from 0 to 1; NaN is no share (typer's own range check lets NaN pass)."""
     if not 0.0 <= value <= 1.0:
         raise typer.BadParameter(f"{value} is not a share from 0 to 1")
+    return value
+
+
+def _shard(value: str | None) -> str | None:
+    """``PART/PARTS`` checked here, so a bad one is a usage error before any work."""
+    if value is not None:
+        try:
+            parse_shard(value)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
     return value
 
 
@@ -447,6 +458,22 @@ def generate(
             help="Write each distinct initial state once (tasks refer to it by hash).",
         ),
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PART/PARTS",
+            callback=_shard,
+            help="Make only part PART (from 0) of PARTS of the set; join parts with merge.",
+        ),
+    ] = None,
+    backend: Annotated[
+        str,
+        typer.Option(help="Where the proofs run: local processes or ray (a Ray cluster)."),
+    ] = DEFAULTS.backend,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to join with --backend ray (default: start a local one)."),
+    ] = None,
 ) -> None:
     """Generate a task set: expand the graph, gate every candidate, write JSONL.
 
@@ -465,8 +492,11 @@ def generate(
         base_url=base_url,
         api_key_env=api_key_env,
         paraphrase_cache=str(paraphrase_cache) if paraphrase_cache is not None else None,
+        backend=backend,
+        ray_address=ray_address,
     )
-    p = _Printer(d.name, n)
+    part = parse_shard(shard) if shard is not None else None
+    p = _Printer(d.name, shard_size(n, *part) if part is not None else n)
     with _errors_exit():
         try:
             res = pl.generate(
@@ -478,10 +508,30 @@ def generate(
                 resume=resume,
                 force=force,
                 compact=compact,
+                shard=part,
             )
         finally:
             p.bar.close()  # before any message
     p.generated(res, output)
+
+
+@app.command()
+def merge(
+    parts: Annotated[list[Path], typer.Argument(help="The task files of every part.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The joined task set.")] = Path(
+        "tasks.jsonl"
+    ),
+    compact: Annotated[
+        bool,
+        typer.Option("--compact/--plain", help="Write each distinct initial state once."),
+    ] = False,
+    force: Force = False,
+) -> None:
+    """Join the parts of a set made with generate --shard into one task set."""
+    with _errors_exit():
+        manifest, tasks = pl.merge(parts, output, compact=compact, force=force)
+    _summary(manifest.model_dump())
+    out.print(f"wrote {len(tasks)} tasks from {len(parts)} parts to {output}")
 
 
 @app.command()

@@ -100,12 +100,14 @@ from graphgen.journal import Journal, JournalMismatch, journal_path
 from graphgen.llm import API_KEY_ENV, Usage, api_key, openai_client
 from graphgen.load import load_domain
 from graphgen.processes import Interrupted, stop_on_signals, worker_pool
+from graphgen.tasks.backends import BACKENDS, Backend
 from graphgen.tasks.coverage import CoverageReport
 from graphgen.tasks.coverage import coverage as task_coverage
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.fileformat import encode
 from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.paraphrase import Paraphraser
+from graphgen.tasks.shards import merge_files, shard_size
 from graphgen.tasks.taskset import (
     GenResult,
     read_taskset,
@@ -146,6 +148,7 @@ __all__ = [
     "generate",
     "load_domain_ref",
     "make_env",
+    "merge",
     "play_answer",
     "play_call",
     "play_start",
@@ -222,11 +225,18 @@ class Options:
     paraphrase_cache: str | None = None
     """Folder of cached paraphrase replies (default: ``graphgen-paraphrase`` in the
     temporary directory); a rerun with the cache makes no request."""
+    backend: Backend = "local"
+    """Where the proofs of :func:`generate` run: ``local`` worker processes or ``ray``
+    (actors on a Ray cluster); the tasks are the same bytes either way."""
+    ray_address: str | None = None
+    """The Ray cluster to join (None: a local one started for the run)."""
 
     def __post_init__(self) -> None:
         for name in ("jobs", "timeout_ms", "max_steps"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"Options.{name} must be at least 1, not {getattr(self, name)}")
+        if self.backend not in BACKENDS:
+            raise PipelineError(f"Options.backend={self.backend!r}: one of {', '.join(BACKENDS)}")
         if self.paraphrase is not None and not self.base_url:
             raise PipelineError(
                 f"Options.paraphrase={self.paraphrase!r} needs base_url (the model's "
@@ -407,6 +417,7 @@ def generate(
     resume: bool = False,
     force: bool = False,
     compact: bool = False,
+    shard: tuple[int, int] | None = None,
 ) -> GenResult:
     """Generate up to ``n`` tasks, each passing the dry-run gate and (unless
     ``options.prove`` is false) the z3 proofs, which attach a certificate.
@@ -417,7 +428,9 @@ def generate(
 
     With ``output`` the task set is written there as canonical JSONL (``compact``: each
     distinct initial state once; gzip when the name ends in ``.gz``;
-    :mod:`graphgen.tasks.fileformat`). The path is
+    :mod:`graphgen.tasks.fileformat`). ``shard=(i, k)`` makes part ``i`` of ``k`` of a
+    set of ``n`` tasks (:mod:`graphgen.tasks.shards`; :func:`merge` joins the parts).
+    The path is
     checked before any work: an existing file is replaced only with ``force``
     (:class:`~graphgen.files.OutputError` otherwise). While the run goes, every
     finished task is appended to the journal ``output + ".partial"``
@@ -461,8 +474,18 @@ def generate(
             paraphraser=options.paraphraser(),
             journal=journal,
             done=done,
+            backend=options.backend,
+            address=options.ray_address,
+            shard=shard,
         )
 
+    if shard is not None:  # this part's share of the n tasks
+        total, n = n, shard_size(n, *shard)
+        if n < 1:
+            raise PipelineError(
+                f"part {shard[0]} of {shard[1]} of {total} tasks would be empty: "
+                "use fewer parts than tasks"
+            )
     if out is None:
         return run(None, [])
     header = {
@@ -476,7 +499,7 @@ def generate(
         "prove": options.prove,
         "record_times": options.record_times,
         "paraphrase": options.paraphrase,
-    }
+    } | ({} if shard is None else {"shard": list(shard)})
     with stop_on_signals():
         journal, done = _journal_for(out, header, resume)
         try:
@@ -489,6 +512,22 @@ def generate(
         finally:
             journal.close()
     return res
+
+
+def merge(
+    parts: Sequence[str | Path], output: str | Path, *, compact: bool = False, force: bool = False
+) -> tuple[Manifest, list[Task]]:
+    """Join the task files of the parts of a sharded run (``generate(..., shard=(i, k))``)
+    into one set written to ``output`` (:func:`graphgen.tasks.shards.merge`).
+
+    The output is checked before any work (an existing file is replaced only with
+    ``force``) and written atomically.
+    """
+    out = Path(output)
+    check_output_file(out, force=force)
+    manifest, tasks = merge_files(parts)
+    write_atomic(out, encode(taskset_text(manifest, tasks, compact=compact), out))
+    return manifest, tasks
 
 
 def read_tasks(

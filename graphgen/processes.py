@@ -29,8 +29,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 __all__ = ["PARENT_POLL_SECONDS", "Interrupted", "stop_on_signals", "worker_pool"]
 
@@ -88,23 +89,33 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)  # the parent is gone: nobody will read this worker's results
 
 
-def _worker_start(parent: int) -> None:
+def _worker_start(
+    parent: int, setup: Callable[..., None] | None = None, setup_args: tuple[Any, ...] = ()
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A forked worker inherits the parent's handlers; the parent ends it with SIGTERM.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threading.Thread(
         target=_watch_parent, args=(parent,), daemon=True, name="graphgen-parent-watch"
     ).start()
+    if setup is not None:
+        setup(*setup_args)
 
 
 @contextlib.contextmanager
-def worker_pool(jobs: int) -> Iterator[multiprocessing.pool.Pool]:
+def worker_pool(
+    jobs: int, setup: Callable[..., None] | None = None, setup_args: tuple[Any, ...] = ()
+) -> Iterator[multiprocessing.pool.Pool]:
     """A pool of ``jobs`` worker processes that die with this process.
 
-    Leaving the block normally waits for the workers to finish; leaving it with an
-    exception (:class:`Interrupted` included) terminates them at once.
+    ``setup(*setup_args)`` runs once in each worker as it starts (to hand it large
+    read-only data once instead of with every task). Leaving the block normally waits
+    for the workers to finish; leaving it with an exception (:class:`Interrupted`
+    included) terminates them at once.
     """
-    pool = multiprocessing.Pool(jobs, initializer=_worker_start, initargs=(os.getpid(),))
+    pool = multiprocessing.Pool(
+        jobs, initializer=_worker_start, initargs=(os.getpid(), setup, setup_args)
+    )
     try:
         yield pool
     except BaseException:

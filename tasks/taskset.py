@@ -8,11 +8,9 @@ same domain + seed + options give byte-identical files. The compact layout and g
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import random
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +20,10 @@ from graphgen.domain import Domain
 from graphgen.files import write_atomic
 from graphgen.interp import call_tool
 from graphgen.journal import Journal
-from graphgen.processes import worker_pool
 from graphgen.state import State
 from graphgen.stategen import generate_state
+from graphgen.tasks.backends import Backend, Pending, checker, run_checks
+from graphgen.tasks.backends import TaskCheck as TaskCheck
 from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.expand import Candidate, Expander, GenOptions, NoCandidate
 from graphgen.tasks.fileformat import dumps, encode, taskset_lines
@@ -35,10 +34,6 @@ from graphgen.tasks.validate import DomainOf, TaskFile, scan_taskset, task_finge
 from graphgen.tasks.validate import TaskSetError as TaskSetError
 
 Progress = Callable[[int, int], None]  # (accepted, attempts)
-# An acceptance check run after the dry-run gate (the z3 proofs plug in here): it returns
-# the (possibly enriched, e.g. certified) task to accept it, or a rejection reason.
-# Named apart from ``graphgen.ir.Check``, which is a precondition in the IR.
-TaskCheck = Callable[[Domain, Task], Task | str]
 
 
 @dataclass
@@ -77,20 +72,11 @@ def candidate_to_task(domain: Domain, c: Candidate, task_id: str, seed: int) -> 
     )
 
 
-BATCH = 16  # candidates proven together; fixed, so results do not depend on ``jobs``
-
-
-def _run_checks(domain: Domain, task: Task, checks: list[TaskCheck]) -> Task | str:
-    for chk in checks:
-        got = chk(domain, task)
-        if isinstance(got, str):
-            return got
-        task = got
-    return task
-
-
-def _check_one(domain: Domain, checks: list[TaskCheck], task: Task) -> Task | str:
-    return _run_checks(domain, task, checks)
+# Candidates in flight at once. Outcomes are taken in the order the candidates were
+# drawn, and the window is fixed, so what is drawn never depends on ``jobs`` or on when a
+# proof returns; it is deep enough to keep 2-8 workers busy while the oldest candidate is
+# a slow proof (instead of a batch that waits for it).
+WINDOW = 32
 
 
 def generate(
@@ -108,6 +94,9 @@ def generate(
     paraphraser: Paraphraser | None = None,
     journal: Journal | None = None,
     done: Sequence[dict[str, Any]] = (),
+    backend: Backend = "local",
+    address: str | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> GenResult:
     """Generate up to ``n`` accepted tasks; every rejection is counted by reason.
 
@@ -115,9 +104,12 @@ def generate(
     it is given, so without them no proof is run. :func:`graphgen.pipeline.generate` is
     the entry point that proves by default.
 
-    Deterministic in (domain, n, seed, options), whatever ``jobs`` is. Candidates that pass
-    the dry-run gate are collected in batches; ``task_checks`` (the z3 proofs plug in
-    here) run on a batch, in ``jobs`` processes, and accepted tasks are kept in order.
+    Deterministic in (domain, n, seed, options), whatever ``jobs`` is. Candidates are
+    drawn one after another and each that passes the dry-run gate goes to a worker for the
+    ``task_checks`` (the z3 proofs plug in here) as soon as it is drawn; up to
+    :data:`WINDOW` are in flight, so a slow proof holds one worker, not
+    the others. Outcomes are taken in draw order and nothing drawn depends on when a proof
+    returns, so the accepted tasks are the same with 1 or 16 workers.
     Proof times in certificates are wall-clock, so they are zeroed unless
     ``record_times``: by default the same inputs give the same bytes.
 
@@ -128,12 +120,17 @@ def generate(
     reason counts as the paraphrase's). The manifest counts the outcomes over the
     accepted tasks.
 
+    ``backend`` and ``address`` say where the checks run (:mod:`graphgen.tasks.backends`);
+    the tasks are the same bytes with either. ``shard=(i, k)`` makes part ``i`` of a set
+    split in ``k`` (:mod:`graphgen.tasks.shards`): it draws on states of its own and its
+    own random stream, so ``k`` machines can make the parts apart and ``graphgen merge``
+    joins them.
+
     With a ``journal``, the outcome of every checked candidate (the accepted task, or
-    the rejection reason) is appended as it is known, and the generator's state after
-    each batch as a checkpoint. ``done`` holds the records of an interrupted run's
-    journal: the run restarts from its last checkpoint, re-expands the batch that was in
-    flight (cheap and seeded) and takes the outcomes already recorded for it instead of
-    checking those candidates again, so the result is the same as an uninterrupted run's.
+    the rejection reason) is appended as it is taken. ``done`` holds the records of an
+    interrupted run's journal: the run draws its candidates again (cheap and seeded) and
+    takes the recorded outcomes for the first of them instead of checking them again,
+    so the result is the same as an uninterrupted run's.
     """
     opts = options or GenOptions()
     exp = Expander(domain, opts, execute)
@@ -144,156 +141,148 @@ def generate(
     kinds: Counter[str] = Counter()
     planned: Counter[str] = Counter()  # kinds of candidates that passed the dry-run
     rewrites: Counter[str] = Counter()  # paraphrase outcomes of the accepted tasks
-    # Fingerprints of the tasks accepted, and of the batch being proven. A candidate the
-    # proofs rejected leaves the set when its batch ends, so the set depends only on the
-    # accepted tasks, which a resumed run reads back from its journal.
-    taken: set[str] = set()
+    # Fingerprints of every candidate drawn so far: two draws can plan the very same task
+    # (small tables leave few choices), and a set holds each once. A candidate the proofs
+    # refused stays in the set: the same task would get the same verdict.
+    bodies: set[str] = set()
     attempts = 0
-    # Outcomes already recorded for the batch that was in flight when a run stopped.
-    replay: list[dict[str, Any]] = []
-    if done:
-        attempts, replay = _restore(done, exp, tasks, rejected, kinds, planned, rewrites)
-        taken = {_candidate_key(t) for t in tasks}
-        if progress and tasks:
-            progress(len(tasks), attempts)
     limit = max_attempts if max_attempts is not None else max(50, n * 6)
+    # The outcomes an interrupted run recorded, in the order they were taken; the first
+    # len(replay) candidates take them instead of being checked again.
+    replay = _replayed(done)
+    committed = 0  # outcomes taken so far (accepted or rejected)
+    stream = "" if shard is None else f"{shard[0]}/{shard[1]}:"  # a part's own draws
+    prefix = f"{domain.name}-{seed}-" + ("" if shard is None else f"{shard[0]}of{shard[1]}-")
+    inflight: deque[_InFlight] = deque()
 
-    def accept(task: Task, outcome: str) -> None:
-        taken.add(_candidate_key(task))
-        tasks.append(task)
-        kinds[task.kind] += 1
-        if paraphraser is not None:
-            rewrites[outcome] += 1
-        if progress:
-            progress(len(tasks), attempts)
-
-    with contextlib.ExitStack() as stack:
-        pool = stack.enter_context(worker_pool(jobs)) if jobs > 1 and checks else None
-        while len(tasks) < n and attempts < limit:
-            block = len(tasks) // opts.tasks_per_state
+    def draw() -> _InFlight | None:
+        """The next candidate that passes the dry-run gate (None: attempts used up)."""
+        nonlocal attempts
+        while attempts < limit:
+            # The state is the one of the slot this candidate would fill if it and every
+            # candidate before it were accepted: known when it is drawn, so it does not
+            # depend on how fast the proofs of the others come back.
+            block = (len(tasks) + len(inflight)) // opts.tasks_per_state
+            if shard is not None:  # the parts of a sharded set never share a state
+                block = block * shard[1] + shard[0]
             if block not in states:
                 states[block] = generate_state(domain, seed * 7919 + block, opts.sizes)
             initial = states[block]
-            bodies = set(taken)
-            batch: list[Task] = []
-            originals: list[tuple[Task | None, str]] = []  # per batch entry: before paraphrase
-            want = min(BATCH, n - len(tasks)) if checks else 1
-            while len(batch) < want and attempts < limit:
-                rng = random.Random(f"{seed}:{attempts}")
-                attempts += 1
-                kind = _pick_kind(rng, opts.kinds, planned)
-                try:
-                    if kind == "action":
-                        cand = exp.action(initial, rng, walk=rng.random() < opts.walk_ratio)
-                    elif kind == "information":
-                        cand = exp.information(initial, rng)
-                    else:
-                        cand = exp.refusal(initial, rng)
-                except NoCandidate as nc:
-                    rejected[nc.reason] += 1
-                    continue
-                res = check_candidate(
-                    domain,
-                    cand.kind,
-                    cand.initial,
-                    cand.chain,
-                    cand.givens,
-                    cand.targets,
-                    cand.instruction,
-                    cand.goal,
-                    cand.refused_call,
-                    execute,
-                    ordered=cand.ordered,
-                )
-                if not res.ok:
-                    rejected[res.reason] += 1
-                    continue
-                task = candidate_to_task(domain, cand, "pending", seed)
-                # Two draws can plan the very same task (small tables leave few choices);
-                # a set holds each once. Checked before the proofs, which would only
-                # repeat themselves: the same task gets the same verdict.
-                body = _candidate_key(task)
-                if body in bodies:
-                    rejected["duplicate"] += 1
-                    continue
-                bodies.add(body)
-                original: Task | None = None
-                outcome = ""
-                if paraphraser is not None:
-                    new, outcome = paraphraser.apply(domain, task, execute)
-                    if new is not task:
-                        original, task = task, new
-                    outcome = outcome or ("paraphrased" if original else "unchanged")
-                batch.append(task)
-                originals.append((original, outcome))
-                planned[cand.kind] += 1
-            if len(replay) > len(batch):
-                raise TaskSetError(
-                    f"the journal holds {len(replay)} outcomes for a batch of {len(batch)} "
-                    "candidates: it does not come from this generator"
-                )
-            fresh = batch[len(replay) :]
-            checked: Iterator[Task | str]
-            if pool is not None:  # lazily, in order: each outcome is recorded as it comes
-                checked = pool.imap(functools.partial(_check_one, domain, checks), fresh)
-            else:
-                checked = (_run_checks(domain, t, checks) for t in fresh)
-            for j, (original, outcome) in enumerate(originals):
-                if j < len(replay):
-                    rec = replay[j]
-                    if "task" in rec:
-                        accept(Task.model_validate(rec["task"]), str(rec.get("outcome", "")))
-                    else:
-                        rejected[str(rec["reason"])] += 1
-                    continue
-                got = next(checked)
-                if isinstance(got, str) and original is not None:
-                    # The proofs refused the rewritten text: the original may still pass.
-                    again = _run_checks(domain, original, checks)
-                    if not isinstance(again, str):
-                        outcome = got
-                        got = again
-                if isinstance(got, str):
-                    rejected[got] += 1
-                    if journal is not None:
-                        journal.append({"reason": got})
-                    continue
-                if len(tasks) >= n:
-                    break
-                if got.certificate is not None and not record_times:
-                    cert = got.certificate.model_copy(
-                        update={
-                            "proofs": [
-                                p.model_copy(update={"ms": 0.0}) for p in got.certificate.proofs
-                            ]
-                        }
-                    )
-                    got = got.model_copy(update={"certificate": cert})
-                got = got.model_copy(update={"id": f"{domain.name}-{seed}-{len(tasks):05d}"})
-                if journal is not None:
-                    journal.append({"task": got.model_dump(mode="json"), "outcome": outcome})
-                accept(got, outcome)
-            replay = []
-            if journal is not None:
-                journal.append(
-                    {
-                        "checkpoint": {
-                            "accepted": len(tasks),
-                            "attempts": attempts,
-                            "kinds": dict(kinds),
-                            "planned": dict(planned),
-                            "rejected": dict(rejected),
-                            "rewrites": dict(rewrites),
-                            "usage": dict(exp.usage),
-                        }
+            rng = random.Random(f"{seed}:{stream}{attempts}")
+            attempts += 1
+            kind = _pick_kind(rng, opts.kinds, planned)
+            try:
+                if kind == "action":
+                    cand = exp.action(initial, rng, walk=rng.random() < opts.walk_ratio)
+                elif kind == "information":
+                    cand = exp.information(initial, rng)
+                else:
+                    cand = exp.refusal(initial, rng)
+            except NoCandidate as nc:
+                rejected[nc.reason] += 1
+                continue
+            res = check_candidate(
+                domain,
+                cand.kind,
+                cand.initial,
+                cand.chain,
+                cand.givens,
+                cand.targets,
+                cand.instruction,
+                cand.goal,
+                cand.refused_call,
+                execute,
+                ordered=cand.ordered,
+            )
+            if not res.ok:
+                rejected[res.reason] += 1
+                continue
+            task = candidate_to_task(domain, cand, "pending", seed)
+            # Checked before the proofs, which would only repeat themselves.
+            body = _candidate_key(task)
+            if body in bodies:
+                rejected["duplicate"] += 1
+                continue
+            bodies.add(body)
+            original: Task | None = None
+            outcome = ""
+            if paraphraser is not None:
+                new, outcome = paraphraser.apply(domain, task, execute)
+                if new is not task:
+                    original, task = task, new
+                outcome = outcome or ("paraphrased" if original else "unchanged")
+            planned[cand.kind] += 1
+            return _InFlight(task, original, outcome, body)
+        return None
+
+    def take(item: _InFlight, got: Task | str, recorded: bool) -> None:
+        """Take one candidate's outcome, in draw order."""
+        nonlocal committed
+        committed += 1
+        if recorded and not isinstance(got, str) and _candidate_key(got) != item.body:
+            raise TaskSetError(
+                f"the journal's task {committed} is not the candidate this generator draws "
+                "there: the journal does not come from this run"
+            )
+        if isinstance(got, str) and item.original is not None and not recorded:
+            # The proofs refused the rewritten text: the original may still pass.
+            again = run_checks(domain, item.original, checks)
+            if not isinstance(again, str):
+                item.outcome = got
+                got = again
+        if isinstance(got, str):
+            rejected[got] += 1
+            if journal is not None and not recorded:
+                journal.append({"reason": got})
+            return
+        if not recorded:
+            if got.certificate is not None and not record_times:
+                cert = got.certificate.model_copy(
+                    update={
+                        "proofs": [p.model_copy(update={"ms": 0.0}) for p in got.certificate.proofs]
                     }
                 )
+                got = got.model_copy(update={"certificate": cert})
+            got = got.model_copy(update={"id": f"{prefix}{len(tasks):05d}"})
+            if journal is not None:
+                journal.append({"task": got.model_dump(mode="json"), "outcome": item.outcome})
+        tasks.append(got)
+        kinds[got.kind] += 1
+        if paraphraser is not None:
+            rewrites[item.outcome] += 1
+        if progress:
+            progress(len(tasks), attempts)
+
+    with checker(domain, checks, jobs, backend, address) as run:
+        window = WINDOW if checks else 1
+        while True:
+            # Draw while there is room: never more than the tasks still wanted, so no
+            # proof is run for a task the set will not hold.
+            while len(inflight) < window and len(tasks) + len(inflight) < n:
+                item = draw()
+                if item is None:
+                    break
+                index = committed + len(inflight)
+                if index < len(replay):
+                    item.recorded = replay[index]
+                else:
+                    item.handle = run.submit(item.task)
+                inflight.append(item)
+            if not inflight:
+                break
+            item = inflight.popleft()
+            if item.recorded is not None:
+                take(item, _recorded_outcome(item.recorded), recorded=True)
+            else:
+                assert item.handle is not None
+                take(item, item.handle.get(), recorded=False)
     manifest = Manifest(
         generator_version=__version__,
         domain=domain.name,
         domain_hash=domain.content_hash,
         seed=seed,
-        options={"n": n, **opts.model_dump()},
+        options={"n": n, **opts.model_dump()}
+        | ({} if shard is None else {"shard": f"{shard[0]}/{shard[1]}"}),
         accepted=len(tasks),
         by_kind=dict(sorted(kinds.items())),
         by_length=dict(
@@ -311,44 +300,36 @@ def _candidate_key(task: Task) -> str:
     return task_fingerprint(task.model_copy(update={"min_calls": len(task.chain)}))
 
 
-def _restore(
-    records: Sequence[dict[str, Any]],
-    exp: Expander,
-    tasks: list[Task],
-    rejected: Counter[str],
-    kinds: Counter[str],
-    planned: Counter[str],
-    rewrites: Counter[str],
-) -> tuple[int, list[dict[str, Any]]]:
-    """Put the generator back where a journal's last checkpoint left it; the attempt
-    count there and the records after it (the batch that was in flight)."""
-    last = max((i for i, r in enumerate(records) if "checkpoint" in r), default=-1)
-    try:
-        for rec in records[: last + 1]:
-            if "task" in rec:
-                tasks.append(Task.model_validate(rec["task"]))
-        if last < 0:
-            return 0, list(records)
-        cp = records[last]["checkpoint"]
-        if cp["accepted"] != len(tasks):
-            raise TaskSetError(
-                f"journal checkpoint {last + 1} counts {cp['accepted']} tasks, "
-                f"the journal holds {len(tasks)} before it"
-            )
-        for counter, name in (
-            (rejected, "rejected"),
-            (kinds, "kinds"),
-            (planned, "planned"),
-            (rewrites, "rewrites"),
-        ):
-            counter.update({str(k): int(v) for k, v in cp[name].items()})
-        unknown = set(cp["usage"]) - set(exp.usage)
-        if unknown:
-            raise TaskSetError(f"journal names tools the domain lacks: {sorted(unknown)}")
-        exp.usage.update({str(k): int(v) for k, v in cp["usage"].items()})
-        return int(cp["attempts"]), list(records[last + 1 :])
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise TaskSetError(f"damaged journal record: {exc}") from None
+@dataclass
+class _InFlight:
+    """A candidate that passed the dry-run, waiting for its checks' outcome."""
+
+    task: Task
+    original: Task | None  # the text before a paraphrase, to fall back on
+    outcome: str  # the paraphrase outcome
+    body: str  # its candidate fingerprint
+    handle: Pending | None = None  # the checks, running somewhere
+    recorded: dict[str, Any] | None = None  # the outcome an interrupted run recorded
+
+
+def _replayed(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The outcomes a journal recorded, in the order they were taken."""
+    out = [r for r in records if "task" in r or "reason" in r]
+    for i, r in enumerate(out, 1):
+        if "task" in r and not isinstance(r["task"], dict):
+            raise TaskSetError(f"damaged journal record {i}: a task is an object")
+        if "reason" in r and not isinstance(r["reason"], str):
+            raise TaskSetError(f"damaged journal record {i}: a reason is a string")
+    return out
+
+
+def _recorded_outcome(rec: dict[str, Any]) -> Task | str:
+    if "task" in rec:
+        try:
+            return Task.model_validate(rec["task"])
+        except ValueError as exc:
+            raise TaskSetError(f"damaged journal record: {exc}") from None
+    return str(rec["reason"])
 
 
 def task_json(task: Task) -> str:

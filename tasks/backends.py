@@ -1,0 +1,189 @@
+"""Where the acceptance checks of candidate tasks run: here, in local worker processes,
+or on a Ray cluster.
+
+The generator (:func:`graphgen.tasks.taskset.generate`) draws candidates one after
+another and hands each to a :class:`Checker` as soon as it passes the dry-run; it takes
+the outcomes back in the order it handed them out. Every checker gives the same
+outcome for the same task (the checks are pure functions of the domain and the task),
+so the task set is the same bytes whichever one runs them; they differ only in where
+the CPU time is spent.
+
+Workers receive the domain and the checks once, when they start, not with every task:
+unpickling a domain costs tens of milliseconds, as much as a typical proof.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal, Protocol
+
+from graphgen.domain import Domain
+from graphgen.extras import require
+from graphgen.processes import worker_pool
+from graphgen.tasks.model import Task
+
+# An acceptance check run after the dry-run gate (the z3 proofs plug in here): it returns
+# the (possibly enriched, e.g. certified) task to accept it, or a rejection reason.
+# Named apart from ``graphgen.ir.Check``, which is a precondition in the IR.
+TaskCheck = Callable[[Domain, Task], Task | str]
+
+Backend = Literal["local", "ray"]
+BACKENDS: tuple[Backend, ...] = ("local", "ray")
+
+
+def run_checks(domain: Domain, task: Task, checks: Sequence[TaskCheck]) -> Task | str:
+    """The task as the checks leave it, or the reason of the first that rejects it."""
+    for chk in checks:
+        got = chk(domain, task)
+        if isinstance(got, str):
+            return got
+        task = got
+    return task
+
+
+class Pending(Protocol):
+    """The outcome of one task's checks, when it is ready."""
+
+    def get(self) -> Task | str: ...
+
+
+class Checker(Protocol):
+    """Runs the checks of one generation run on tasks handed to it."""
+
+    def submit(self, task: Task) -> Pending: ...
+
+
+class _Done:
+    def __init__(self, value: Task | str) -> None:
+        self.value = value
+
+    def get(self) -> Task | str:
+        return self.value
+
+
+class _Inline:
+    """Checks in this process, when their outcome is asked for (in hand-out order)."""
+
+    def __init__(self, domain: Domain, checks: Sequence[TaskCheck]) -> None:
+        self.domain, self.checks = domain, list(checks)
+
+    def submit(self, task: Task) -> Pending:
+        domain, checks = self.domain, self.checks
+
+        class _Lazy:
+            def get(self) -> Task | str:
+                return run_checks(domain, task, checks)
+
+        return _Lazy()
+
+
+# --------------------------------------------------------------------- local processes
+
+_WORKER: tuple[Domain, list[TaskCheck]] | None = None  # set once in each worker process
+
+
+def _setup_worker(domain: Domain, checks: list[TaskCheck]) -> None:
+    global _WORKER
+    _WORKER = (domain, checks)
+
+
+def _check_in_worker(task: Task) -> Task | str:
+    assert _WORKER is not None, "a check worker runs only after its setup"
+    return run_checks(_WORKER[0], task, _WORKER[1])
+
+
+class _Pool:
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    def submit(self, task: Task) -> Pending:
+        handle: Pending = self.pool.apply_async(_check_in_worker, (task,))
+        return handle
+
+
+# --------------------------------------------------------------------- Ray
+
+
+class _RayPool:
+    """A pool of Ray actors, each holding the domain and checks; a task goes to the next
+    idle actor, and outcomes are read back in hand-out order."""
+
+    def __init__(self, ray: Any, domain: Domain, checks: list[TaskCheck], jobs: int) -> None:
+        from ray.util import ActorPool
+
+        class _Worker:
+            def __init__(self, payload: tuple[Domain, list[TaskCheck]]) -> None:
+                # Ray hands an actor its argument already fetched from the object store.
+                self.domain, self.checks = payload
+
+            def check(self, task: Task) -> Task | str:
+                return run_checks(self.domain, task, self.checks)
+
+        actor: Any = ray.remote(num_cpus=1)(_Worker)
+        shared = ray.put((domain, checks))
+        self.actors = [actor.remote(shared) for _ in range(jobs)]
+        self.pool = ActorPool(self.actors)
+        self.handed = 0  # tasks handed out
+        self.taken = 0  # outcomes read back
+        self.ready: dict[int, Task | str] = {}
+
+    def submit(self, task: Task) -> Pending:
+        self.pool.submit(lambda a, t: a.check.remote(t), task)
+        index = self.handed
+        self.handed += 1
+        owner = self
+
+        class _Ticket:
+            def get(self) -> Task | str:
+                while index not in owner.ready:
+                    owner.ready[owner.taken] = owner.pool.get_next()
+                    owner.taken += 1
+                return owner.ready.pop(index)
+
+        return _Ticket()
+
+
+@contextlib.contextmanager
+def checker(
+    domain: Domain,
+    checks: Sequence[TaskCheck],
+    jobs: int,
+    backend: Backend = "local",
+    address: str | None = None,
+) -> Iterator[Checker]:
+    """A :class:`Checker` for one run: inline when there is one job (or no check), else
+    ``jobs`` local worker processes, or ``jobs`` actors on a Ray cluster (``address``:
+    the cluster to join; None starts a local one for the run).
+
+    >>> from graphgen.domains import load_builtin
+    >>> with checker(load_builtin("mock"), [], jobs=4) as c:
+    ...     type(c).__name__
+    '_Inline'
+    """
+    checks = list(checks)
+    if backend == "ray":
+        require("ray", "ray", "--backend ray")
+        import ray
+
+        started = not ray.is_initialized()
+        if started:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        try:
+            yield _RayPool(ray, domain, checks, max(1, jobs))
+        finally:
+            if started:
+                ray.shutdown()
+        return
+    if backend != "local":
+        raise ValueError(f"unknown backend {backend!r}: one of {', '.join(BACKENDS)}")
+    if jobs <= 1 or not checks:
+        yield _Inline(domain, checks)
+        return
+    with worker_pool(jobs, _setup_worker, (domain, checks)) as pool:
+        yield _Pool(pool)
+
+
+def done(value: Task | str) -> Pending:
+    """An outcome known already (read back from a journal)."""
+    return _Done(value)

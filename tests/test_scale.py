@@ -1,0 +1,153 @@
+"""Scheduling, shards and backends of the generator: the same tasks however the work is
+spread (graphgen/tasks/backends.py, graphgen/tasks/shards.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from graphgen import pipeline as pl
+from graphgen.cli import app
+from graphgen.domains import load_builtin
+from graphgen.tasks.shards import merge, parse_shard, shard_size
+from graphgen.tasks.taskset import TaskSetError, generate, read_taskset, write_taskset
+from graphgen.tasks.validate import task_fingerprint
+
+OPTS = pl.Options(jobs=1, seed=9)
+
+
+def _parts(tmp_path: Path, n: int, k: int) -> list[Path]:
+    files = []
+    for i in range(k):
+        f = tmp_path / f"part{i}.jsonl"
+        pl.generate("mock", n, OPTS, output=f, shard=(i, k))
+        files.append(f)
+    return files
+
+
+def test_parts_merge_into_one_valid_set(tmp_path: Path) -> None:
+    files = _parts(tmp_path, 20, 3)
+    sizes = [len(read_taskset(f)[1]) for f in files]
+    assert sizes == [shard_size(20, i, 3) for i in range(3)] == [7, 7, 6]
+    # the parts draw on states of their own: no state is shared between two parts
+    states = [
+        {json.dumps(t.initial_state, sort_keys=True) for t in read_taskset(f)[1]} for f in files
+    ]
+    assert not (states[0] & states[1]) and not (states[1] & states[2])
+    out = tmp_path / "all.jsonl"
+    manifest, tasks = pl.merge(files, out)
+    assert [t.id for t in tasks] == [f"mock-9-{i:05d}" for i in range(20)]
+    assert manifest.accepted == 20 and sum(manifest.by_kind.values()) == 20
+    assert manifest.options["n"] == 20 and manifest.options["shards"] == 3
+    assert "shard" not in manifest.options
+    assert len({task_fingerprint(t) for t in tasks}) == 20
+    # every task passes the checks against its domain once merged
+    got = pl.read_tasks(out)[0]
+    assert not got.problems and len(got.tasks) == 20
+    again = tmp_path / "again.jsonl"
+    pl.merge(list(reversed(files)), again)  # the order of the files does not matter
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_merge_refuses_what_is_not_the_parts_of_one_run(tmp_path: Path) -> None:
+    files = _parts(tmp_path, 6, 2)
+    parts = [(str(f), *read_taskset(f)) for f in files]
+    with pytest.raises(TaskSetError, match=r"part\(s\) \[1\] of 2 are missing"):
+        merge(parts[:1])
+    with pytest.raises(TaskSetError, match="part 0 is given twice"):
+        merge([parts[0], parts[0], parts[1]])
+    other = tmp_path / "other.jsonl"
+    pl.generate("mock", 3, pl.Options(jobs=1, seed=10), output=other, shard=(1, 2))
+    with pytest.raises(TaskSetError, match="seed 10 differs"):
+        merge([parts[0], (str(other), *read_taskset(other))])
+    whole = tmp_path / "whole.jsonl"
+    pl.generate("mock", 3, OPTS, output=whole)
+    with pytest.raises(TaskSetError, match="not a part of a sharded run"):
+        merge([(str(whole), *read_taskset(whole))])
+    three = tmp_path / "three.jsonl"
+    pl.generate("mock", 3, OPTS, output=three, shard=(2, 3))
+    with pytest.raises(TaskSetError, match="part of a run in 3 parts"):
+        merge([parts[0], (str(three), *read_taskset(three))])
+
+
+def test_shard_text_is_checked() -> None:
+    assert parse_shard(" 1 / 4 ") == (1, 4)
+    for bad, why in (("4/4", "0 to 3"), ("1", "PART/PARTS"), ("0/0", "1 to 10000")):
+        with pytest.raises(ValueError, match=why):
+            parse_shard(bad)
+    r = CliRunner().invoke(app, ["generate", "mock", "-n", "3", "--shard", "3/3"])
+    assert r.exit_code == 2 and "0 to 2" in r.output
+
+
+def test_cli_generate_parts_and_merge(tmp_path: Path) -> None:
+    run = CliRunner()
+    for i in range(2):
+        r = run.invoke(
+            app,
+            [
+                "generate",
+                "mock",
+                "-n",
+                "5",
+                "-s",
+                "4",
+                "--shard",
+                f"{i}/2",
+                "-j",
+                "1",
+                "-o",
+                str(tmp_path / f"p{i}.jsonl"),
+            ],
+        )
+        assert r.exit_code == 0, r.output
+    r = run.invoke(
+        app,
+        [
+            "merge",
+            str(tmp_path / "p0.jsonl"),
+            str(tmp_path / "p1.jsonl"),
+            "--compact",
+            "-o",
+            str(tmp_path / "m.jsonl.gz"),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "wrote 5 tasks from 2 parts" in r.output
+    assert len(read_taskset(tmp_path / "m.jsonl.gz")[1]) == 5
+
+
+def test_unknown_backend_is_refused() -> None:
+    with pytest.raises(pl.PipelineError, match="one of local, ray"):
+        pl.Options(backend="spark")  # type: ignore[arg-type]
+
+
+def _slow_check(domain, task):  # type: ignore[no-untyped-def]
+    """A check whose time varies a lot by task: outcomes must still come in draw order."""
+    import time
+
+    time.sleep(0.2 if len(task.instruction) % 3 == 0 else 0.0)
+    return task if len(task.instruction) % 4 else "odd_length"
+
+
+def test_a_slow_check_does_not_change_the_set(tmp_path: Path) -> None:
+    mock = load_builtin("mock")
+    one = generate(mock, 12, 2, task_checks=[_slow_check], jobs=1)
+    two = generate(mock, 12, 2, task_checks=[_slow_check], jobs=3)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_taskset(a, one.manifest, one.tasks)
+    write_taskset(b, two.manifest, two.tasks)
+    assert a.read_bytes() == b.read_bytes()
+    assert one.rejected["odd_length"] >= 1  # the check did reject some
+
+
+@pytest.mark.slow
+def test_ray_backend_gives_the_local_bytes(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    local, ray = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    pl.generate("mock", 200, pl.Options(jobs=2, seed=5), output=local)
+    pl.generate("mock", 200, pl.Options(jobs=2, seed=5, backend="ray"), output=ray)
+    assert len(read_taskset(local)[1]) == 200
+    assert ray.read_bytes() == local.read_bytes()
