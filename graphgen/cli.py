@@ -1062,5 +1062,35 @@ def propose(
         raise typer.Exit(1)
 
 
+@app.command()
+def compose(
+    file: Annotated[Path, typer.Argument(help="Composition file (parts, link fields and tools).")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Where to write the merged domain YAML.")
+    ],
+    force: Force = False,
+) -> None:
+    """Combine the domains a composition file names into one domain file, checked as
+    graphgen check does; every other command then takes that file."""
+    from graphgen import compose as cp
+    from graphgen.files import check_output_file, write_atomic
+
+    try:
+        check_output_file(output, force=force)
+        text = cp.compose_text(file)
+        d = cp.load_composite(file)
+        report = pl.check(d)
+    except DomainError as exc:
+        for p in exc.problems:
+            err.print(f"[red]error:[/red] {escape(str(p))}", highlight=False)
+        err.print(f"{len(exc.problems)} error(s) in {file}")
+        raise typer.Exit(1) from None
+    except OutputError as exc:
+        raise _fail(str(exc), 2) from None
+    write_atomic(output, text)
+    _Printer().checked(d, report)
+    out.print(f"wrote {escape(str(output))}", highlight=False)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()

@@ -48,6 +48,11 @@ SENTINEL = "PWNED_BY_PROPOSAL"
 runner = CliRunner()
 
 
+def _flat(text: str) -> str:
+    """Command output without the line breaks rich puts in long messages."""
+    return " ".join(text.split())
+
+
 def _reply(name: str) -> str:
     return (DATA / name).read_text(encoding="utf-8")
 
@@ -353,12 +358,12 @@ def test_cli_accepts_and_writes(serve: Any, tmp_path: Path) -> None:
     args = ["propose", DESCRIPTION, "--model", "m", "--base-url", server.base_url]
     res = runner.invoke(app, [*args, "-o", str(out), "--rounds", "1", "--seed", "5"])
     assert res.exit_code == 0, res.output
-    assert "round 1: 2 problem(s)" in res.output and "round 2: accepted" in res.output
+    assert "round 1: 2 problem(s)" in _flat(res.output) and "round 2: accepted" in _flat(res.output)
     assert out.read_text(encoding="utf-8") == extract_yaml(_reply(GOOD))
     assert server.requests[0]["seed"] == 5
     # an existing output is refused before any request
     again = runner.invoke(app, [*args, "-o", str(out)])
-    assert again.exit_code == 2 and "already exists" in again.output
+    assert again.exit_code == 2 and "already exists" in _flat(again.output)
     assert len(server.requests) == 2
 
 
@@ -368,7 +373,7 @@ def test_cli_rejects_and_writes_nothing(serve: Any, tmp_path: Path) -> None:
     args = ["propose", DESCRIPTION, "--model", "m", "--base-url", server.base_url, "-o", str(out)]
     res = runner.invoke(app, [*args, "--rounds", "1"])
     assert res.exit_code == 1
-    assert "rejected after 2 round(s)" in res.output and "holds no YAML" in res.output
+    assert "rejected after 2 round(s)" in _flat(res.output) and "holds no YAML" in _flat(res.output)
     assert not list(tmp_path.iterdir())
     kept = runner.invoke(app, [*args, "--rounds", "0", "--keep-rejected"])
     assert kept.exit_code == 1
@@ -386,7 +391,7 @@ def test_cli_from_tools(serve: Any, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert json.loads(output_paths(out)[1].read_text())["tools_file"] == "dental_tools.openai.json"
     bad = runner.invoke(app, [*base, "--from-tools", str(DATA / "bad_tools.mcp.json"), "--force"])
-    assert bad.exit_code == 1 and "listed twice" in bad.output
+    assert bad.exit_code == 1 and "listed twice" in _flat(bad.output)
     assert len(server.requests) == 1
     missing = runner.invoke(app, ["propose", DESCRIPTION, "-o", str(out)])
-    assert missing.exit_code == 2 and "--model" in missing.output
+    assert missing.exit_code == 2 and "--model" in _flat(missing.output)
