@@ -32,6 +32,7 @@ writes), and :func:`crosses` whether a task's calls span every part.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,6 @@ from graphgen.errors import DomainError, Located
 from graphgen.footprint import cells_read, cells_written
 from graphgen.limits import MAX_DOMAIN_BYTES, SAFE_LOADER, yaml_shape_problem
 from graphgen.load import loads_domain
-from graphgen.tasks.model import Task
 
 COMPOSE_KEYS = (
     "name",
@@ -268,11 +268,15 @@ def tool_parts(domain: Domain, entity_part: dict[str, str]) -> dict[str, frozens
     return out
 
 
-def crosses(task: Task, parts: dict[str, frozenset[str]], every: set[str]) -> bool:
-    """Whether the task's calls (its chain, and the refused call of a refusal) touch
-    the tables of every part."""
-    calls = [*task.chain, *([task.refused_call] if task.refused_call is not None else [])]
+def crosses(tools: Iterable[str], parts: dict[str, frozenset[str]], every: set[str]) -> bool:
+    """Whether calls of ``tools`` (a task's chain, and the refused call of a refusal)
+    touch the tables of every part.
+
+    >>> parts = {"pay_fee": frozenset({"dental", "bank"}), "find": frozenset({"dental"})}
+    >>> crosses(["find", "pay_fee"], parts, {"dental", "bank"}), crosses(["find"], parts, {"bank"})
+    (True, False)
+    """
     touched: set[str] = set()
-    for call in calls:
-        touched |= parts.get(call.tool, frozenset())
+    for tool in tools:
+        touched |= parts.get(tool, frozenset())
     return touched >= every
