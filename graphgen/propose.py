@@ -375,6 +375,11 @@ def judge(
         res = pl.generate(domain, tasks, pl.Options(seed=seed, jobs=1))
     except GraphgenError as exc:
         return Verdict(domain, [f"{source}: generating tasks failed: {exc}"])
+    except Exception as exc:  # an untrusted proposal is rejected, never a crash
+        return Verdict(
+            domain,
+            [f"{source}: graphgen could not generate tasks from it ({type(exc).__name__}: {exc})"],
+        )
     by_kind = {k: res.manifest.by_kind.get(k, 0) for k in KINDS}
     rejected = ", ".join(f"{k} {v}" for k, v in sorted(res.manifest.rejected.items()))
     for kind in KINDS:

@@ -39,7 +39,7 @@ from graphgen.toolschema import (
     parse_tools,
     seed_problems,
 )
-from tests.openai_stub import StubServer, dead_base_url
+from tests.openai_stub import Scripted, StubServer, dead_base_url
 
 DATA = Path(__file__).parent / "data" / "propose"
 GOOD = "good_dental.reply.md"
@@ -216,6 +216,22 @@ def test_the_transcript_is_the_same_for_the_same_replies(serve: Any, tmp_path: P
         texts.append((out.read_bytes(), output_paths(out)[1].read_bytes()))
     assert texts[0] == texts[1]
     assert b"127.0.0.1" not in texts[0][1]  # the endpoint's address is not recorded
+
+
+def test_a_reply_without_text_is_no_yaml() -> None:
+    """A reply with no content (tool calls, null) counts as a reply without YAML."""
+    replies = [
+        Scripted(message={"role": "assistant", "content": None}),
+        Scripted([("write_domain", "{}")]),
+        _reply(GOOD),
+    ]
+
+    def script(body: dict[str, Any]) -> Scripted | str:
+        return replies[sum(1 for m in body["messages"] if m["role"] == "assistant")]
+
+    with StubServer(script) as server:
+        res = propose(DESCRIPTION, _options(server, rounds=2), source="dental.yaml")
+    assert res.accepted and [r.problems for r in res.rounds[:2]] == [[NO_YAML], [NO_YAML]]
 
 
 def test_reply_extraction() -> None:
