@@ -37,6 +37,7 @@ from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
 MAX_SEED_TOOLS = 200
 """Most tools one file may list (a domain of more is no starting point)."""
 
+_SCALARS = frozenset({"str", "int", "bool", "date"})
 _ENUM_MEMBER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 
 
@@ -142,7 +143,9 @@ def _param(where: str, name: str, schema: Any, required: bool, errs: list[str]) 
         return SeedParam(name, "boolean", "bool", required, desc)
     if kind == "array":
         items = schema.get("items")
-        item = _param(where, name, items, required, []) if isinstance(items, dict) else None
+        # the items of ``item_ids`` are ``item_id``s: references to Item
+        one = name[:-1] if name.endswith("_ids") else name
+        item = _param(where, one, items, required, []) if isinstance(items, dict) else None
         if item is None or item.kind in ("array", "enum"):
             errs.append(
                 f"{w}: an array's 'items' must be a string, integer, number or boolean schema"
@@ -290,9 +293,10 @@ def seed_spec(tools: list[SeedTool]) -> dict[str, Any]:
             if p.description:
                 spec["description"] = p.description
             params[p.name] = spec
-            if p.kind == "string" and p.ty not in ("str", "date") and p.ty not in entities:
-                prefix = p.ty[:2].upper()
-                entities[p.ty] = {"key": {"name": p.name, "prefix": prefix, "width": 3}}
+            target = p.ty.removeprefix("list[").removesuffix("]")
+            if p.kind in ("string", "array") and target not in _SCALARS | set(entities):
+                key = p.name[:-1] if p.name.endswith("_ids") else p.name
+                entities[target] = {"key": {"name": key, "prefix": target[:2].upper(), "width": 3}}
         out_tools[t.name] = {"description": t.description, "params": params}
     return {"entities": entities, "tools": out_tools}
 

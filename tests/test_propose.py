@@ -38,6 +38,7 @@ from graphgen.toolschema import (
     load_tools,
     parse_tools,
     seed_problems,
+    seed_spec,
 )
 from tests.openai_stub import Scripted, StubServer, dead_base_url
 
@@ -287,8 +288,9 @@ def test_tool_file_types_and_requirements() -> None:
                         "price": {"type": "number"},
                         "wheelchair": {"type": "boolean"},
                         "note": {"type": ["string", "null"]},
-                        "guest_ids": {"type": "array", "items": {"type": "integer"}},
+                        "counts": {"type": "array", "items": {"type": "integer"}},
                         "room_id": {"type": "string"},
+                        "guest_ids": {"type": "array", "items": {"type": "string"}},
                     },
                     "required": ["day", "seats"],
                 },
@@ -302,8 +304,14 @@ def test_tool_file_types_and_requirements() -> None:
         "price": ("number", "int", False),
         "wheelchair": ("boolean", "bool", False),
         "note": ("string", "str", False),
-        "guest_ids": ("array", "list[int]", False),
+        "counts": ("array", "list[int]", False),
         "room_id": ("string", "Room", False),
+        "guest_ids": ("array", "list[Guest]", False),
+    }
+    entities = seed_spec(tools)["entities"]
+    assert entities == {
+        "Room": {"key": {"name": "room_id", "prefix": "RO", "width": 3}},
+        "Guest": {"key": {"name": "guest_id", "prefix": "GU", "width": 3}},
     }
     assert tools[0].params[1].minimum == 1 and tools[0].params[1].maximum == 9
 
