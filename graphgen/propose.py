@@ -318,7 +318,10 @@ class Verdict:
 
 
 _KIND_HINTS = {
-    "action": "no write a user could ask for passed the gate and the proofs",
+    "action": (
+        "add write tools a user would ask for, each with `intents` in the user's voice "
+        "that can be true in generated states"
+    ),
     "information": (
         "add read tools that return whole rows or fields a user would ask about "
         '(returns: "Entity[id]"), reachable from what the user knows'
