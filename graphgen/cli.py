@@ -1033,5 +1033,129 @@ def run(
     out.print(f"[green]done[/green]: everything is in {output}/")
 
 
+@app.command()
+def propose(
+    description: Annotated[
+        str, typer.Argument(help="The service to model, in words (may be empty with --from-tools).")
+    ] = "",
+    model: Annotated[str, typer.Option(help="Model name at --base-url.")] = "",
+    base_url: Annotated[str, typer.Option(help="OpenAI-compatible endpoint URL.")] = "",
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Where to write the accepted domain.")
+    ] = Path("domain.yaml"),
+    rounds: Annotated[int, typer.Option(min=0, help="Repair rounds after the first answer.")] = 3,
+    from_tools: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-tools",
+            help="OpenAI tool schemas or an MCP tools/list result (JSON) to start from.",
+        ),
+    ] = None,
+    api_key_env: ApiKeyEnv = pl.API_KEY_ENV,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 0.0,
+    seed: Annotated[
+        int, typer.Option("--seed", "-s", help="Request seed, and seed of the trial run.")
+    ] = DEFAULTS.seed,
+    tasks: Annotated[
+        int, typer.Option(min=3, help="Tasks the trial generation run asks for.")
+    ] = 15,
+    keep_rejected: Annotated[
+        bool,
+        typer.Option(
+            "--keep-rejected",
+            help="Write a rejected proposal and its transcript as NAME.rejected.yaml and "
+            "NAME.rejected.transcript.json.",
+        ),
+    ] = False,
+    force: Force = False,
+) -> None:
+    """Ask a model for a domain spec (YAML, never code), check it as graphgen check does,
+    send the located problems back for repair, and accept it only when it checks clean
+    and a trial run yields action, information and refusal tasks."""
+    from graphgen import propose as pp
+    from graphgen.toolschema import ToolFileError, load_tools
+
+    if not model or not base_url:
+        raise _fail("give the model with --model and its endpoint with --base-url", 2)
+    seeds = None
+    if from_tools is not None:
+        try:
+            seeds = load_tools(from_tools)
+        except ToolFileError as exc:
+            for problem in exc.problems:
+                err.print(f"[red]error:[/red] {escape(problem)}", highlight=False)
+            raise typer.Exit(1) from None
+    options = pp.ProposeOptions(
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        rounds=rounds,
+        temperature=temperature,
+        seed=seed,
+        tasks=tasks,
+    )
+
+    def tick(i: int, r: pp.Round) -> None:
+        if not r.problems:
+            kinds = ", ".join(f"{v} {k}" for k, v in r.by_kind.items())
+            out.print(f"round {i + 1}: [green]accepted[/green] (trial tasks: {kinds})")
+        else:
+            out.print(f"round {i + 1}: {len(r.problems)} problem(s)", highlight=False)
+
+    with _errors_exit():
+        pp.check_outputs(output, keep_rejected=keep_rejected, force=force)
+        res = pp.propose(
+            description,
+            options,
+            source=output.name,
+            tools=seeds,
+            tools_file=from_tools.name if from_tools is not None else None,
+            progress=tick,
+        )
+        written = pp.write_proposal(res, output, keep_rejected=keep_rejected)
+    for path in written:
+        out.print(f"wrote {escape(str(path))}", highlight=False)
+    if not res.accepted:
+        err.print(
+            f"[red]rejected[/red] after {len(res.rounds)} round(s); the last one found:",
+            highlight=False,
+        )
+        for reason in res.reasons:
+            err.print(f"  - {escape(reason)}", highlight=False)
+        if not written:
+            err.print("nothing written (--keep-rejected keeps the proposal for a look)")
+        raise typer.Exit(1)
+
+
+@app.command()
+def compose(
+    file: Annotated[Path, typer.Argument(help="Composition file (parts, link fields and tools).")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Where to write the merged domain YAML.")
+    ],
+    force: Force = False,
+) -> None:
+    """Combine the domains a composition file names into one domain file, checked as
+    graphgen check does; every other command then takes that file."""
+    from graphgen import compose as cp
+    from graphgen.files import check_output_file, write_atomic
+
+    try:
+        check_output_file(output, force=force)
+        text = cp.compose_text(file)
+        d = cp.load_composite(file)
+        report = pl.check(d)
+    except DomainError as exc:
+        for p in exc.problems:
+            err.print(f"[red]error:[/red] {escape(str(p))}", highlight=False)
+        err.print(f"{len(exc.problems)} error(s) in {file}")
+        raise typer.Exit(1) from None
+    except OutputError as exc:
+        raise _fail(str(exc), 2) from None
+    write_atomic(output, text)
+    _Printer().checked(d, report)
+    out.print(f"wrote {escape(str(output))}", highlight=False)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()

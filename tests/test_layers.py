@@ -2,7 +2,8 @@
 
 A module may import its own layer and the ones below, never one above, and that holds
 for imports inside functions too (a lazy import is still a dependency). Only
-``graphgen/pipeline.py``, ``graphgen/cli.py`` and ``graphgen/__main__.py`` sit on top;
+``graphgen/pipeline.py``, ``graphgen/cli.py``, ``graphgen/__main__.py`` and
+``graphgen/propose.py`` (which checks a proposal with the whole pipeline) sit on top;
 ``graphgen/__init__.py`` may name ``graphgen.pipeline`` only in its lazy ``__getattr__``
 (and under ``if TYPE_CHECKING``). The stage folders are reached only as
 ``graphgen.tasks`` etc.: a bare ``import tasks`` would load a second copy of the module.
@@ -16,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = {"core": 0, "tasks": 1, "verify": 2, "envs": 3, "top": 4}
-TOP = {"graphgen.pipeline", "graphgen.cli", "graphgen.__main__"}
+TOP = {"graphgen.pipeline", "graphgen.cli", "graphgen.__main__", "graphgen.propose"}
 STAGES = ("tasks", "verify", "envs")
 
 

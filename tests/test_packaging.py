@@ -82,6 +82,11 @@ def test_wheel_holds_only_graphgen(wheel: Path) -> None:
     for pkg in ("graphgen", *(f"graphgen/{name}" for name in LINKED)):
         assert f"{pkg}/__init__.py" in names and f"{pkg}/py.typed" in names, pkg
     assert "graphgen/domains/retail.yaml" in names
+    # the language reference graphgen propose sends to the model, a file, not a link
+    assert "graphgen/reference/domain-language.md" in names
+    with zipfile.ZipFile(wheel) as zf:
+        reference = zf.read("graphgen/reference/domain-language.md").decode()
+    assert reference == (ROOT / "docs" / "domain-language.md").read_text(encoding="utf-8")
     assert any(n.startswith("graphgen/vocab/") for n in names)
     assert f"{dist_info}/licenses/LICENSE" in names
     assert "Name: graphgen-envs" in metadata
