@@ -340,10 +340,22 @@ def domains() -> None:
 
 
 @app.command()
-def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check.")]) -> None:
+def check(
+    file: Annotated[Path, typer.Argument(help="Domain YAML file to check.")],
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Also report what will hurt task quality (tools no task can reach, unused "
+            "fields, writes that can never be refused, unreachable enum members, entities "
+            "without a search tool), each with a fix; exit 1 if there is any.",
+        ),
+    ] = False,
+) -> None:
     """Load and type-check a domain file, run the graph analyses, print a report.
 
-    Exits 1 with every located error when the file is bad.
+    Exits 1 with every located error when the file is bad (and, with --strict, when
+    there is any finding).
     """
     try:
         d = pl.load_domain_ref(file)
@@ -354,6 +366,35 @@ def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check."
         err.print(f"{len(exc.problems)} error(s) in {file}")
         raise typer.Exit(1) from None
     _Printer().checked(d, report)
+    if strict:
+        with _errors_exit():
+            findings = pl.strict_check(d)
+        for f in findings:
+            out.print(f"[yellow]finding:[/yellow] {escape(str(f))}", highlight=False)
+        if findings:
+            err.print(f"{len(findings)} finding(s) in {file} (--strict)")
+            raise typer.Exit(1)
+        out.print("[green]strict: no findings[/green]")
+
+
+@app.command()
+def new(
+    name: Annotated[str, typer.Argument(help="Domain name: lowercase letters, digits and _.")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Folder to write NAME.yaml and test_NAME.py in.")
+    ] = Path("."),
+    force: Force = False,
+) -> None:
+    """Write a commented starter domain NAME.yaml and test_NAME.py, a test that runs
+    check, generate, verify, compile and the oracle on it (run it with pytest)."""
+    with _errors_exit():
+        paths = pl.new_domain(name, output, force=force)
+    for p in paths:
+        out.print(f"wrote {escape(str(p))}", highlight=False)
+    out.print(
+        escape(f"next: graphgen check --strict {paths[0]}; python -m pytest {paths[1]}"),
+        highlight=False,
+    )
 
 
 @app.command()

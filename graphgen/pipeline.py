@@ -99,7 +99,9 @@ from graphgen.graph import build_graph
 from graphgen.journal import Journal, JournalMismatch, journal_path
 from graphgen.llm import API_KEY_ENV, Usage, api_key, openai_client
 from graphgen.load import load_domain
+from graphgen.newdomain import write_starter
 from graphgen.processes import Interrupted, stop_on_signals, worker_pool
+from graphgen.quality import Finding, strict_findings
 from graphgen.tasks.coverage import CoverageReport
 from graphgen.tasks.coverage import coverage as task_coverage
 from graphgen.tasks.expand import GenOptions
@@ -311,6 +313,22 @@ def check(domain: DomainRef) -> Report:
         message = str(exc).removeprefix(f"{dom.source}: ")
         raise DomainError([Located(message, file=dom.source)]) from None
     return report(dom, sat_checker=unsatisfiable_writes)
+
+
+def strict_check(domain: DomainRef) -> list[Finding]:
+    """What will hurt task quality (``graphgen check --strict``): the findings of
+    :func:`graphgen.quality.strict_findings`, each located with a fix.
+
+    >>> strict_check("mock")
+    []
+    """
+    return strict_findings(load_domain_ref(domain))
+
+
+def new_domain(name: str, folder: str | Path = ".", *, force: bool = False) -> list[Path]:
+    """Write the starter domain ``NAME.yaml`` and its end-to-end test ``test_NAME.py``
+    into ``folder`` (``graphgen new``, :mod:`graphgen.newdomain`); the paths written."""
+    return write_starter(name, folder, force=force)
 
 
 def export_graph(
