@@ -66,7 +66,7 @@ def write_starter(name: str, folder: str | Path = ".", *, force: bool = False) -
 
     >>> import tempfile
     >>> [p.name for p in write_starter("demo", tempfile.mkdtemp())]
-    ['demo.yaml', 'test_demo.py']."""
+    ['demo.yaml', 'test_demo.py']"""
     files = starter_files(name)
     out = check_output_dir(folder)
     paths = [check_output_file(out / fname, force=force) for fname in files]
