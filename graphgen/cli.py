@@ -36,6 +36,7 @@ from graphgen.files import OutputError
 from graphgen.limits import MAX_TABLE_SIZE
 from graphgen.pipeline import DEFAULTS, EVAL_DEFAULTS, Evaluation, Options, Verification
 from graphgen.processes import Interrupted
+from graphgen.synth import SynthOptions
 from graphgen.tasks.expand import MAX_INTENTS
 from graphgen.tasks.taskset import GenResult
 from graphgen.tasks.validate import TaskSetError
@@ -395,6 +396,36 @@ def new(
         escape(f"next: graphgen check --strict {paths[0]}; python -m pytest {paths[1]}"),
         highlight=False,
     )
+
+
+@app.command("synth")
+def synth_cmd(
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Seed of the (first) domain.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write into.")],
+    entities: Annotated[
+        int, typer.Option(min=2, max=12, help="Entities: one owner and N-1 resources.")
+    ] = 3,
+    tools: Annotated[
+        int | None,
+        typer.Option(min=1, help="At most this many tools (writes are dropped to fit)."),
+    ] = None,
+    rows: Annotated[
+        int, typer.Option(min=4, max=40, help="Rows per resource table in generated states.")
+    ] = 8,
+    count: Annotated[
+        int, typer.Option(min=1, max=10_000, help="Write seeds SEED..SEED+COUNT-1.")
+    ] = 1,
+    force: Force = False,
+) -> None:
+    """Write random but plausible, valid domains (synth_SEED.yaml): an owner and its
+    resources with references, status enums driving life cycles, bounded amounts,
+    search, read and write tools with matching preconditions, intents and a policy.
+    Same seed and options, same bytes."""
+    with _errors_exit():
+        opts = SynthOptions(entities=entities, tools=tools, rows=rows)
+        paths = pl.synth(seed, output, opts, count=count, force=force)
+    for p in paths:
+        out.print(f"wrote {escape(str(p))}", highlight=False)
 
 
 @app.command()
