@@ -99,7 +99,7 @@ def test_pipeline_on_a_few_seeds(seed: int, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(min_value=3, max_value=10**6),
     entities=st.integers(min_value=2, max_value=4),
