@@ -247,7 +247,7 @@ def synth_spec(seed: int, options: SynthOptions | None = None) -> dict[str, Any]
         f"You help the {owners} of a service. Follow these rules.",
         f"- Identify the {_words(o)} by the email address they give before looking at or "
         f"changing anything, and act only on their own records.",
-        f"- {_words(currency).capitalize()} never goes below 0 nor above {cap}.",
+        f"- A {_words(o)} holds from 0 to {cap} {unit}s.",
     ]
 
     tools[f"find_{o}_by_email"] = {
@@ -477,6 +477,15 @@ class _Dumper(yaml.SafeDumper):
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+def _text(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    """A text of several lines (the policy) as a literal block, as a person writes it."""
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _text)
 
 
 def synth_yaml(seed: int, options: SynthOptions | None = None) -> str:
