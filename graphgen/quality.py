@@ -89,15 +89,15 @@ class _Where:
         except (OSError, UnicodeDecodeError, DomainError):
             pass  # a location is a help, not a requirement
 
-    def _at(self, section: str, name: str) -> str:
+    def _at(self, section: str, name: str, what: str = "line") -> str:
         line = self.lines.get((section, name))
-        return f" (line {line})" if line else ""
+        return f" ({what} {line})" if line else ""
 
     def tool(self, name: str) -> str:
         return f"tool {name!r}{self._at('tools', name)}"
 
     def field(self, entity: str, name: str) -> str:
-        return f"field '{entity}.{name}'{self._at('entities', entity)}"
+        return f"field '{entity}.{name}'{self._at('entities', entity, 'its entity at line')}"
 
     def entity(self, entity: str) -> str:
         return f"entity {entity!r}{self._at('entities', entity)}"

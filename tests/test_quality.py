@@ -118,7 +118,7 @@ def _domain(tmp_path: Path, spec: dict) -> Domain:  # type: ignore[type-arg]
 
 
 def _where(findings: list[Finding]) -> list[str]:
-    return [f.where.split(" (line")[0] for f in findings]
+    return [f.where.split(" (")[0] for f in findings]
 
 
 def test_the_base_domain_is_clean(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_the_base_domain_is_clean(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", builtin_names())
 def test_builtins_run_clean_or_with_located_findings(name: str) -> None:
     for f in strict_findings(load_builtin(name)):
-        assert f.file.endswith(f"{name}.yaml") and f.fix and "(line " in f.where
+        assert f.file.endswith(f"{name}.yaml") and f.fix and "line " in f.where
 
 
 def test_write_without_intents_is_unreachable(tmp_path: Path) -> None:
