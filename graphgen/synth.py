@@ -280,7 +280,9 @@ def synth_spec(seed: int, options: SynthOptions | None = None) -> dict[str, Any]
         "intents": [f"Please add {{amount}} {{amount:{unit}}} to my balance."],
     }
 
-    categories = rng.sample(_CATEGORIES, len(resources))
+    # Distinct category kinds while they last (more resources than kinds reuse some).
+    categories = rng.sample(_CATEGORIES, min(len(resources), len(_CATEGORIES)))
+    categories += [rng.choice(_CATEGORIES) for _ in resources[len(categories) :]]
     for res, (cat_suffix, cat_members) in zip(resources, categories, strict=True):
         r = _snake(res)
         rkey = f"{r}_id"

@@ -31,8 +31,8 @@ def test_same_seed_same_bytes_other_seed_other_domain() -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(min_value=0, max_value=10**9),
-    entities=st.integers(min_value=2, max_value=6),
-    tools=st.one_of(st.none(), st.integers(min_value=1, max_value=60)),
+    entities=st.integers(min_value=2, max_value=12),
+    tools=st.one_of(st.none(), st.integers(min_value=1, max_value=120)),
 )
 def test_every_synthesized_domain_loads_with_its_shape(
     seed: int, entities: int, tools: int | None
