@@ -36,6 +36,7 @@ from graphgen.files import OutputError
 from graphgen.limits import MAX_TABLE_SIZE
 from graphgen.pipeline import DEFAULTS, EVAL_DEFAULTS, Evaluation, Options, Verification
 from graphgen.processes import Interrupted
+from graphgen.synth import SynthOptions
 from graphgen.tasks.expand import MAX_INTENTS
 from graphgen.tasks.shards import parse_shard, shard_size
 from graphgen.tasks.taskset import GenResult
@@ -351,10 +352,22 @@ def domains() -> None:
 
 
 @app.command()
-def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check.")]) -> None:
+def check(
+    file: Annotated[Path, typer.Argument(help="Domain YAML file to check.")],
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Also report what will hurt task quality (tools no task can reach, unused "
+            "fields, writes that can never be refused, unreachable enum members, entities "
+            "without a search tool), each with a fix; exit 1 if there is any.",
+        ),
+    ] = False,
+) -> None:
     """Load and type-check a domain file, run the graph analyses, print a report.
 
-    Exits 1 with every located error when the file is bad.
+    Exits 1 with every located error when the file is bad (and, with --strict, when
+    there is any finding).
     """
     try:
         d = pl.load_domain_ref(file)
@@ -365,6 +378,65 @@ def check(file: Annotated[Path, typer.Argument(help="Domain YAML file to check."
         err.print(f"{len(exc.problems)} error(s) in {file}")
         raise typer.Exit(1) from None
     _Printer().checked(d, report)
+    if strict:
+        with _errors_exit():
+            findings = pl.strict_check(d)
+        for f in findings:
+            out.print(f"[yellow]finding:[/yellow] {escape(str(f))}", highlight=False)
+        if findings:
+            err.print(f"{len(findings)} finding(s) in {file} (--strict)")
+            raise typer.Exit(1)
+        out.print("[green]strict: no findings[/green]")
+
+
+@app.command()
+def new(
+    name: Annotated[str, typer.Argument(help="Domain name: lowercase letters, digits and _.")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Folder to write NAME.yaml and test_NAME.py in.")
+    ] = Path("."),
+    force: Force = False,
+) -> None:
+    """Write a commented starter domain NAME.yaml and test_NAME.py, a test that runs
+    check, generate, verify, compile and the oracle on it (run it with pytest)."""
+    with _errors_exit():
+        paths = pl.new_domain(name, output, force=force)
+    for p in paths:
+        out.print(f"wrote {escape(str(p))}", highlight=False)
+    out.print(
+        escape(f"next: graphgen check --strict {paths[0]}; python -m pytest {paths[1]}"),
+        highlight=False,
+    )
+
+
+@app.command("synth")
+def synth_cmd(
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Seed of the (first) domain.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write into.")],
+    entities: Annotated[
+        int, typer.Option(min=2, max=12, help="Entities: one owner and N-1 resources.")
+    ] = 3,
+    tools: Annotated[
+        int | None,
+        typer.Option(min=1, help="At most this many tools (writes are dropped to fit)."),
+    ] = None,
+    rows: Annotated[
+        int, typer.Option(min=4, max=40, help="Rows per resource table in generated states.")
+    ] = 8,
+    count: Annotated[
+        int, typer.Option(min=1, max=10_000, help="Write seeds SEED..SEED+COUNT-1.")
+    ] = 1,
+    force: Force = False,
+) -> None:
+    """Write random but plausible, valid domains (synth_SEED.yaml): an owner and its
+    resources with references, status enums driving life cycles, bounded amounts,
+    search, read and write tools with matching preconditions, intents and a policy.
+    Same seed and options, same bytes."""
+    with _errors_exit():
+        opts = SynthOptions(entities=entities, tools=tools, rows=rows)
+        paths = pl.synth(seed, output, opts, count=count, force=force)
+    for p in paths:
+        out.print(f"wrote {escape(str(p))}", highlight=False)
 
 
 @app.command()

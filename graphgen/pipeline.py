@@ -99,7 +99,10 @@ from graphgen.graph import build_graph
 from graphgen.journal import Journal, JournalMismatch, journal_path
 from graphgen.llm import API_KEY_ENV, Usage, api_key, openai_client
 from graphgen.load import load_domain
+from graphgen.newdomain import write_starter
 from graphgen.processes import Interrupted, stop_on_signals, worker_pool
+from graphgen.quality import Finding, strict_findings
+from graphgen.synth import SynthOptions, synth_yaml
 from graphgen.tasks.backends import BACKENDS, Backend
 from graphgen.tasks.coverage import CoverageReport
 from graphgen.tasks.coverage import coverage as task_coverage
@@ -322,6 +325,47 @@ def check(domain: DomainRef) -> Report:
         message = str(exc).removeprefix(f"{dom.source}: ")
         raise DomainError([Located(message, file=dom.source)]) from None
     return report(dom, sat_checker=unsatisfiable_writes)
+
+
+def strict_check(domain: DomainRef) -> list[Finding]:
+    """What will hurt task quality (``graphgen check --strict``): the findings of
+    :func:`graphgen.quality.strict_findings`, each located with a fix.
+
+    >>> strict_check("mock")
+    []
+    """
+    return strict_findings(load_domain_ref(domain))
+
+
+def new_domain(name: str, folder: str | Path = ".", *, force: bool = False) -> list[Path]:
+    """Write the starter domain ``NAME.yaml`` and its end-to-end test ``test_NAME.py``
+    into ``folder`` (``graphgen new``, :mod:`graphgen.newdomain`); the paths written."""
+    return write_starter(name, folder, force=force)
+
+
+def synth(
+    seed: int,
+    folder: str | Path,
+    options: SynthOptions | None = None,
+    *,
+    count: int = 1,
+    force: bool = False,
+) -> list[Path]:
+    """Write the synthesized domains of seeds ``seed .. seed + count - 1`` into ``folder``
+    as ``synth_<seed>.yaml`` (:mod:`graphgen.synth`; same seed and options, same bytes);
+    the paths written. Every path is checked before any is written: an existing file is
+    replaced only with ``force``.
+
+    >>> import tempfile
+    >>> [p.name for p in synth(4, tempfile.mkdtemp(), count=2)]
+    ['synth_4.yaml', 'synth_5.yaml']
+    """
+    if count < 1:
+        raise PipelineError(f"count must be at least 1, not {count}")
+    out = check_output_dir(folder)
+    seeds = range(seed, seed + count)
+    paths = [check_output_file(out / f"synth_{s}.yaml", force=force) for s in seeds]
+    return [write_atomic(p, synth_yaml(s, options)) for p, s in zip(paths, seeds, strict=True)]
 
 
 def export_graph(
