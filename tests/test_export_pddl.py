@@ -102,7 +102,7 @@ def test_optimal_plan_length_is_min_calls(tmp_path: Path, name: str) -> None:
     fd = _fd()
     if fd is None:
         pytest.skip("the bench extra (up-fast-downward) is not installed")
-    m, tasks = read_taskset(DATA / f"good_{name}.jsonl")
+    _, tasks = read_taskset(DATA / f"good_{name}.jsonl")
     domain = load_builtin(name)
     ex = _build(domain)
     (tmp_path / "domain.pddl").write_text(_domain_text(ex))
