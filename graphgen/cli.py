@@ -722,12 +722,13 @@ def verify_cmd(
 @app.command("export")
 def export_cmd(
     files: Annotated[list[Path], typer.Argument(help="Task-set JSONL file(s).")],
-    to: Annotated[str, typer.Option("--to", help="hf | tau2 | sft | mcp")],
+    to: Annotated[str, typer.Option("--to", help="hf | tau2 | sft | mcp | pddl")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Output folder.")],
     domain: Annotated[str | None, typer.Option(help="Domain file, if not a built-in.")] = None,
 ) -> None:
     """Export task sets for other tools: a Hugging Face dataset (hf), τ²-bench files
-    (tau2), oracle conversations for fine-tuning (sft), MCP tool lists (mcp)."""
+    (tau2), oracle conversations for fine-tuning (sft), MCP tool lists (mcp), planning
+    problems of the integer-free fragment (pddl; the tasks left out are printed)."""
     if to not in pl.EXPORT_FORMATS:
         raise _fail(f"unknown export format {to!r}; use {', '.join(pl.EXPORT_FORMATS)}", 2)
     d = _load(domain) if domain is not None else None
@@ -735,6 +736,12 @@ def export_cmd(
         written = pl.export_tasks(files, to, output, domain=d)
     # One plain line per file (no wrapping): scripts read these.
     sys.stdout.write("".join(f"wrote {path}\n" for path in written))
+    for path in written:
+        if path.name == "skipped.tsv":
+            rows = [r.split("\t", 1) for r in path.read_text("utf-8").splitlines() if r]
+            for task_id, why in rows:
+                sys.stdout.write(f"skipped {task_id}: {why}\n")
+            sys.stdout.write(f"{len(rows)} task(s) outside the PDDL fragment skipped\n")
 
 
 @app.command("coverage")

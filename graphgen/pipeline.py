@@ -72,6 +72,7 @@ from graphgen.envs.codegen import CodegenError, check_names, check_package_dir, 
 from graphgen.envs.exports import ExportError, TaskSet
 from graphgen.envs.exports.hf import export_hf
 from graphgen.envs.exports.mcp import export_mcp
+from graphgen.envs.exports.pddl import export_pddl
 from graphgen.envs.exports.sft import export_sft
 from graphgen.envs.exports.tau2 import export_tau2
 from graphgen.envs.load import load_env_module
@@ -175,7 +176,7 @@ naming every value seen, and the reference writes in every permitted order."""
 
 GRAPH_FORMATS = ("json", "dot", "graphml", "png", "svg")
 GRAPH_VIEWS = ("all", "enables")
-EXPORT_FORMATS = ("hf", "tau2", "sft", "mcp")
+EXPORT_FORMATS = ("hf", "tau2", "sft", "mcp", "pddl")
 
 
 def _default_jobs() -> int:
@@ -835,7 +836,9 @@ def export_tasks(
       ``tools.json``, ``db.json``);
     * ``sft``: the oracle's episodes, run in the compiled environment, as
       ``messages.jsonl`` (chat messages with tools) and ``sharegpt.jsonl``;
-    * ``mcp``: ``<domain>.mcp.json``, the MCP tool list of each domain.
+    * ``mcp``: ``<domain>.mcp.json``, the MCP tool list of each domain;
+    * ``pddl``: ``domain.pddl`` and ``problem-<task id>.pddl`` per task of the
+      integer-free fragment, and ``skipped.tsv`` (each task left out, with the reason).
 
     ``domain`` is the domain file of task sets whose domain is not built in.
 
@@ -856,6 +859,8 @@ def export_tasks(
             return export_tau2(sets, domains, output)
         if fmt == "sft":
             return export_sft(sets, domains, output)
+        if fmt == "pddl":
+            return export_pddl(sets, domains, output).files
         return export_mcp(list(domains.values()), output)
     except ExportError as exc:
         raise PipelineError(str(exc)) from None
