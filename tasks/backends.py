@@ -54,14 +54,6 @@ class Checker(Protocol):
     def submit(self, task: Task) -> Pending: ...
 
 
-class _Done:
-    def __init__(self, value: Task | str) -> None:
-        self.value = value
-
-    def get(self) -> Task | str:
-        return self.value
-
-
 class _Inline:
     """Checks in this process, when their outcome is asked for (in hand-out order)."""
 
@@ -182,8 +174,3 @@ def checker(
         return
     with worker_pool(jobs, _setup_worker, (domain, checks)) as pool:
         yield _Pool(pool)
-
-
-def done(value: Task | str) -> Pending:
-    """An outcome known already (read back from a journal)."""
-    return _Done(value)
