@@ -27,7 +27,7 @@ import json
 import os
 from pathlib import Path
 
-from graphgen import grading
+from graphgen import decimals, grading, ir
 from graphgen.domain import Domain
 from graphgen.envs import environment, gymnasium_env, mcp_server, runtime
 from graphgen.envs import text as text_calls
@@ -47,6 +47,7 @@ from graphgen.envs.emit_integrations import (
 )
 from graphgen.envs.naming import CodegenError, EntityNames, check_tool_names
 from graphgen.files import OutputError, check_output_dir, replace_dir, write_atomic
+from graphgen.types import DecT
 
 #: Modules shipped verbatim in every package, by file name (each imports nothing of ours
 #: beyond its neighbours in the package).
@@ -58,6 +59,18 @@ VERBATIM_SOURCES: dict[str, Path] = {
     "runtime.py": Path(runtime.__file__),
     "text.py": Path(text_calls.__file__),
 }
+
+
+def uses_decimals(domain: Domain) -> bool:
+    """Some field, parameter or expression of the domain is a decimal."""
+    tys = [f.ty for e in domain.entities.values() for f in e.fields.values()]
+    for t in domain.tools.values():
+        tys += [p.ty for p in t.params.values()]
+        exprs = [c.expr for c in t.requires]
+        exprs += [x for s in t.effects for x in ir.effect_exprs(s.effect)]
+        exprs += [t.returns] if t.returns is not None else []
+        tys += [n.ty for x in exprs for n in ir.walk(x)]
+    return any(isinstance(ty, DecT) for ty in tys)
 
 
 def check_names(domain: Domain) -> EntityNames:
@@ -93,6 +106,8 @@ def compile_domain_source(domain: Domain) -> dict[str, str]:
     }
     for name, path in VERBATIM_SOURCES.items():
         files[name] = path.read_text(encoding="utf-8")
+    if uses_decimals(domain):  # only then: other packages stay as they were
+        files["decimals.py"] = Path(decimals.__file__).read_text(encoding="utf-8")
     return dict(sorted(files.items()))
 
 

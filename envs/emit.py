@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import string
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import assert_never
 
 from graphgen import ir
@@ -29,10 +29,12 @@ from graphgen.envs.naming import (
     rename_variables,
     tool_variables,
 )
-from graphgen.envs.printer import PyPrinter, may_raise, py_type, type_words
+from graphgen.envs.printer import PRESENT, PyPrinter, may_raise, py_type, type_words
 from graphgen.envs.schemas import FINISH_NAME, finish_tool, openai_tools
 from graphgen.explain import explained_fields
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
+from graphgen.interp import result_shape
+from graphgen.today import uses_today
+from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, OptT, RefT, Ty, is_number, strip_opt
 
 # ============================================================================ models.py
 
@@ -51,9 +53,7 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     )
     out(0)
     uses_literal = any(
-        isinstance(f.ty, EnumT) or (isinstance(f.ty, ListT) and isinstance(f.ty.elem, EnumT))
-        for e in domain.entities.values()
-        for f in e.fields.values()
+        "Literal[" in py_type(f.ty) for e in domain.entities.values() for f in e.fields.values()
     )
     invariants = {
         e: [f for f in d.fields.values() if f.min is not None or f.max is not None or f.unique]
@@ -64,10 +64,18 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
         runtime_names.add("check_bounds")
     if any(f.unique for fs in invariants.values() for f in fs):
         runtime_names.add("check_unique")
+    decimal_bounds = any(
+        isinstance(f.ty, DecT) and (f.min is not None or f.max is not None)
+        for e in domain.entities.values()
+        for f in e.fields.values()
+    )
+    if any(invariants.values()):
+        runtime_names.add("check_loaded")
     out.lines += import_lines(
         {
             "collections.abc": ["Iterable", "Mapping"],
             "typing": ["Any", "Literal"] if uses_literal else ["Any"],
+            "decimal": ["Decimal"] if decimal_bounds else [],
         },
         {"pydantic": ["BaseModel", "ConfigDict", "Field"]},
         {".runtime": sorted(runtime_names)},
@@ -88,7 +96,7 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
         for f in edef.fields.values():
             if f.description.strip():
                 out.comment(4, f.description.strip())
-            out(4, f"{f.name}: {py_type(f.ty)}")
+            out(4, f"{f.name}: {py_type(f.ty, domain.int_keys)}")
         out(0)
     out(0)
     out(0, "class Db(BaseModel):")
@@ -104,9 +112,14 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     out(4, 'model_config = ConfigDict(extra="forbid", strict=True)')
     out(0)
     for ent in domain.entities:
-        out(4, f"{ent}: dict[str, {names.row_cls[ent]}] = Field(default_factory=dict)")
+        kt = "int" if ent in domain.int_keys else "str"
+        out(4, f"{ent}: dict[{kt}, {names.row_cls[ent]}] = Field(default_factory=dict)")
     ones = ", ".join(f"{py_str(e)}: 1" for e in domain.entities)
     out(4, f"counters: dict[str, int] = Field(default_factory=lambda: {{{ones}}})")
+    today = uses_today(domain)
+    if today:
+        out.comment(4, "The state's today, which today() reads (None: the default date).")
+        out(4, "today: str | None = None")
     out(0)
     out(4, "@classmethod")
     out(4, "def from_state(cls, data: Mapping[str, Any]) -> Db:")
@@ -115,13 +128,66 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
         [
             "A Db from the JSON form of a state (graphgen's State.to_dict).",
             '    {"tables": {entity: {id: row}}, "counters": {entity: next id number}}',
+            *(
+                ['Ids of the tables with int keys are ints (JSON writes id 3 as "3").']
+                if domain.int_keys
+                else []
+            ),
         ],
     )
-    out(
-        8,
-        'tables = {entity: dict(sorted(rows.items())) for entity, rows in data["tables"].items()}',
-    )
-    out(8, 'return cls.model_validate({**tables, "counters": dict(data["counters"])})')
+    if domain.int_keys:
+        ints = ", ".join(py_str(e) for e in sorted(domain.int_keys))
+        out(8, "tables: dict[str, dict[Any, Any]] = {}")
+        out(8, 'for entity, rows in data["tables"].items():')
+        out(12, f"if entity in ({ints},):")
+        out(16, "tables[entity] = dict(sorted((int(k), r) for k, r in rows.items()))")
+        out(12, "else:")
+        out(16, "tables[entity] = dict(sorted(rows.items()))")
+    else:
+        out(
+            8,
+            "tables = {entity: dict(sorted(rows.items())) "
+            'for entity, rows in data["tables"].items()}',
+        )
+    today_arg = ', "today": data.get("today")' if today else ""
+    load = '{**tables, "counters": dict(data["counters"])' + today_arg + "}"
+    if not any(invariants.values()):
+        out(8, f"return cls.model_validate({load})")
+    else:
+        out(8, f"db = cls.model_validate({load})")
+        # Writes check only the rows they touch: a loaded value out of bounds would break
+        # an unrelated call later, so the whole state is checked once here.
+        out(8, "problems = [")
+        for ent, fs in invariants.items():
+            if not fs:
+                continue
+            # one item a line: a table with many bounded fields stays within the width
+            out(12, "*check_loaded(")
+            out(16, f"{py_str(ent)},")
+            out(16, f"db.{ent},")
+            # decimal bounds are checked by the invariants of the rows a call touches
+            bounded = [
+                f
+                for f in fs
+                if (f.min is not None or f.max is not None)
+                and not isinstance(strip_opt(f.ty), DecT)
+            ]
+            out(16, "{" if bounded else "{},")
+            for f in bounded:
+                out(20, f"{py_str(f.name)}: ({f.min!r}, {f.max!r}),")
+            if bounded:
+                out(16, "},")
+            uniques = [f for f in fs if f.unique]
+            out(16, "(" if uniques else "(),")
+            for f in uniques:
+                out(20, f"{py_str(f.name)},")
+            if uniques:
+                out(16, "),")
+            out(12, "),")
+        out(8, "]")
+        out(8, "if problems:")
+        out(12, 'raise ValueError("the state breaks rules of the domain: " + "; ".join(problems))')
+        out(8, "return db")
     out(0)
     out(4, "def to_state(self) -> dict[str, Any]:")
     out.docstring(
@@ -137,6 +203,13 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
         out(16, f"{py_str(ent)}: {{k: self.{ent}[k].model_dump() for k in sorted(self.{ent})}},")
     out(12, "},")
     out(12, '"counters": dict(sorted(self.counters.items())),')
+    if domain.int_keys:
+        # As State.to_dict: the int-keyed tables that have rows, so JSON reads back ints.
+        # One list item per table (no tuple unpacking: the line breaker splits at commas).
+        ints = ", ".join(f"*([{py_str(e)}] if self.{e} else [])" for e in sorted(domain.int_keys))
+        out(12, f'**({{"int_keys": k}} if (k := [{ints}]) else {{}}),')
+    if today:
+        out(12, '**({"today": self.today} if self.today is not None else {}),')
     out(8, "}")
     # The locals of Db's methods are fixed names: the domain's names appear there only as
     # attributes (self.Entity), so no entity can shadow a local (an entity Self once made
@@ -144,20 +217,22 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     row = "row"
     for ent, edef in domain.entities.items():
         out(0)
-        out(4, f"def {names.getter[ent]}(self, key: str) -> {names.row_cls[ent]}:")
+        kt = "int" if ent in domain.int_keys else "str"
+        out(4, f"def {names.getter[ent]}(self, key: {kt}) -> {names.row_cls[ent]}:")
         out.docstring(8, [f"The {ent} row with id ``key``; a ToolError if there is none."])
         out(8, f"{row} = self.{ent}.get(key)")
         out(8, f"if {row} is None:")
         out(12, f'raise ToolError(f"{ent} {{key!r}} not found", kind="not_found")')
         out(8, f"return {row}")
         out(0)
-        out(4, f"def {names.record[ent]}(self, key: str) -> dict[str, Any]:")
+        out(4, f"def {names.record[ent]}(self, key: {kt}) -> dict[str, Any]:")
         out.docstring(
             8, [f"{ent} ``key`` as tools return it: the id as {edef.key}, then the fields."]
         )
         out(8, f"return {{{py_str(edef.key)}: key, **self.{names.getter[ent]}(key).model_dump()}}")
     out(0)
-    out(4, "def check_invariants(self, touched: Iterable[tuple[str, str]]) -> None:")
+    kt = "Any" if domain.int_keys else "str"  # Any: the ids of several tables, int or str
+    out(4, f"def check_invariants(self, touched: Iterable[tuple[str, {kt}]]) -> None:")
     out.docstring(
         8,
         [
@@ -178,15 +253,24 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
             out(16, f"if {row} is None:")
             out(20, "continue")
             for f in invariants[ent]:
+                ind = 16
+                if isinstance(f.ty, OptT):  # an absent value has no bounds, clashes with none
+                    out(16, f"if {row}.{f.name} is not None:")
+                    ind = 20
                 if f.min is not None or f.max is not None:
+                    value, lo, hi = f"{row}.{f.name}", repr(f.min), repr(f.max)
+                    if isinstance(strip_opt(f.ty), DecT):  # compared as numbers, shown as text
+                        value = f"Decimal({value})"
+                        lo, hi = (
+                            "None" if b is None else f'Decimal("{b:f}")' for b in (f.min, f.max)
+                        )
                     out(
-                        16,
-                        f"check_bounds({py_str(ent)}, key, {py_str(f.name)}, {row}.{f.name}, "
-                        f"{f.min!r}, {f.max!r})",
+                        ind,
+                        f"check_bounds({py_str(ent)}, key, {py_str(f.name)}, {value}, {lo}, {hi})",
                     )
                 if f.unique:
                     out(
-                        16,
+                        ind,
                         f"check_unique({py_str(ent)}, key, {py_str(f.name)}, {row}.{f.name}, "
                         f"((k, r.{f.name}) for k, r in self.{ent}.items()))",
                     )
@@ -194,6 +278,26 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
 
 
 # ============================================================================ tools.py
+
+
+class _Shifted(Lines):
+    """``out`` with every line indented ``by`` more (a case's body inside its ``if``); a
+    blank line that would open the block is dropped."""
+
+    def __init__(self, out: Lines, by: int) -> None:
+        super().__init__()
+        self.lines = out.lines
+        self.by = by
+        self.started = False
+
+    def __call__(self, indent: int, text: str = "") -> None:
+        if not text and not self.started:
+            return
+        self.started = True
+        super().__call__(indent + self.by, text)
+
+    def comment(self, indent: int, text: str) -> None:
+        super().comment(indent + self.by, text)
 
 
 @dataclass
@@ -207,6 +311,7 @@ class ToolEmitter:
     runtime_names: set[str]  # runtime names used (collected for the imports)
     model_names: set[str]  # model names used
     typing_names: set[str]  # typing names used
+    decimal_names: set[str] = field(default_factory=set)  # Decimal and .decimals names used
 
     def __post_init__(self) -> None:
         reserved = set(self.names.row_cls.values())
@@ -215,6 +320,15 @@ class ToolEmitter:
             set(self.variables.values()) | reserved | LOCAL_RESERVED | set(self.domain.tools)
         )
         self.printer = PyPrinter(self.names, self.variables)
+        self.printer.optional_vars = {
+            n for n, p in self.tool.params.items() if isinstance(p.ty, OptT)
+        }
+        self.printer.optional_fields = {
+            (e, f)
+            for e, d in self.domain.entities.items()
+            for f, fd in d.fields.items()
+            if isinstance(fd.ty, OptT)
+        }
         self.ok_name = fresh_name("ok", self.used)
         self.exc_name = fresh_name("exc", self.used)
 
@@ -222,7 +336,32 @@ class ToolEmitter:
         """``x`` as Python; the runtime helpers it calls are recorded for the imports."""
         out = self.printer.expr(x)
         self.runtime_names |= self.printer.helpers
+        self.decimal_names |= self.printer.decimal_names
         return out
+
+    def result_source(self, x: ir.Expr) -> str:
+        """``x`` as Python giving the tool's result in JSON form (decimals as text)."""
+        out = self.source(x)
+        shape = result_shape(x.ty)
+        if shape is None:
+            return out
+        if isinstance(shape, int):
+            self.decimal_names.add("dec_text")
+            return f"dec_text({out}, {shape})"
+        self.decimal_names.add("to_result")
+        self.typing_names.add("cast")
+        return f"cast({self.annotate(x.ty)!r}, to_result({out}, {shape!r}))"
+
+    def stored_source(self, x: ir.Expr, ty: Ty, current: str | None = None, op: str = "=") -> str:
+        """The value a field of type ``ty`` keeps after ``op`` with ``x``; a decimal
+        field keeps its JSON text (``current`` is the field's present text, for += / -=)."""
+        value = self.source(x)
+        if not isinstance(ty, DecT):
+            return value
+        self.decimal_names |= {"dec_text", "Decimal"}
+        if op != "=":
+            value = f"Decimal({current}) {op[0]} ({value})"
+        return f"dec_text({value}, {ty.scale})"
 
     def var_name(self, name: str) -> str:
         """The Python spelling of domain variable ``name``."""
@@ -230,7 +369,7 @@ class ToolEmitter:
 
     def annotate(self, t: Ty) -> str:
         """The annotation of ``t``; the typing names it uses are recorded for the imports."""
-        s = py_type(t)
+        s = py_type(t, self.domain.int_keys)
         if "Literal[" in s:
             self.typing_names.add("Literal")
         if "Any" in s:
@@ -248,10 +387,53 @@ class ToolEmitter:
         self.emit_arg_checks(out)
         for chk in t.requires:
             self.emit_check(out, chk)
-        if t.effects:
+        if t.cases:
+            self.emit_cases(out)
+        elif t.effects:
             self.emit_effects(out)
         else:
             self.emit_read(out)
+
+    def emit_cases(self, out: Lines) -> None:
+        """The first case whose ``when`` holds runs (its effects, or just its result);
+        none holding is a ToolError, as in the interpreter."""
+        t = self.tool
+        safe = {n for n, p in t.params.items() if isinstance(p.ty, RefT)}
+        ok, exc = self.ok_name, self.exc_name
+        for i, case in enumerate(t.cases):
+            out(0)
+            label = f"case {i}" + (" (soft failure)" if case.fails else "")
+            if case.when_source is not None:
+                label += ": when " + " ".join(case.when_source.split())
+            out.comment(4, label)
+            inner = _Shifted(out, 4)
+            if case.when is not None:
+                if may_raise(case.when, safe):
+                    out(4, "try:")
+                    out.stmt(8, f"{ok} = ", self.source(case.when))
+                    out(4, f"except ToolError as {exc}:")
+                    out(8, f"raise {exc}.within({py_str(t.name)}) from None")
+                    self.runtime_names.add("ToolError")
+                    out(4, f"if {ok}:")
+                else:
+                    out.stmt(4, "if ", self.source(case.when), ":")
+            else:
+                inner = _Shifted(out, 0)
+            if case.effects:
+                self.emit_effects(inner, case.effects, case.returns)
+            else:
+                self.emit_read(inner, case.returns)
+            if case.when is None:
+                return  # later cases are never reached
+        out(0)
+        self.runtime_names.add("ToolError")
+        args = f'{py_str(t.name + ": no case applies")}, tool={py_str(t.name)}, kind="no_case"'
+        if len(args) + 21 <= WIDTH:
+            out(4, f"raise ToolError({args})")
+        else:
+            out(4, "raise ToolError(")
+            out(8, args)
+            out(4, ")")
 
     def docstring(self) -> list[str]:
         t = self.tool
@@ -277,6 +459,15 @@ class ToolEmitter:
             paras.append(
                 f"Returns:\n    The id of the new {created[t.returns.name]} ({t.returns.name})."
             )
+        elif t.cases and t.returns is not None:
+            lines = ["Returns:"]
+            for i, c in enumerate(t.cases):
+                head = f"case {i}" + (" (soft failure)" if c.fails else "") + ": "
+                src = " ".join((c.returns_source or '"ok"').split())
+                lines += textwrap.wrap(
+                    head + src, WIDTH - 12, initial_indent="    ", subsequent_indent="        "
+                )
+            paras.append("\n".join(lines))
         elif t.returns_source is not None:
             src = " ".join(t.returns_source.split())
             ret = textwrap.wrap(src, WIDTH - 12, break_on_hyphens=False)
@@ -297,14 +488,40 @@ class ToolEmitter:
 
     def emit_arg_checks(self, out: Lines) -> None:
         t = self.tool
-        for p in t.params.values():
-            name, py = py_str(t.name), self.var_name(p.name)
-            lead = f"{name}, {py_str(p.name)}, {py}"
-            if (p.min is not None or p.max is not None) and p.ty != INT:
+        for p0 in t.params.values():
+            name, py = py_str(t.name), self.var_name(p0.name)
+            lead = f"{name}, {py_str(p0.name)}, {py}"
+            p = p0
+            ind = 4
+            optional = isinstance(p0.ty, OptT)
+            if isinstance(p0.ty, OptT):  # None is valid; a present value is checked
+                p = replace(p0, ty=p0.ty.inner)
+            if (p.min is not None or p.max is not None) and not is_number(p.ty):
                 raise CodegenError(
                     f"{self.domain.source}: tool {t.name!r}: bounds on the "
                     f"non-int parameter {p.name!r} are not supported"
                 )
+            if isinstance(p.ty, DecT):
+                # checked and read as a Decimal under a name of its own
+                value = fresh_name(f"{py}_value", self.used)
+                self.used.add(value)
+                bounds = ", ".join(
+                    "None" if b is None else f'Decimal("{b:f}")' for b in (p.min, p.max)
+                )
+                self.decimal_names |= {"check_decimal", "Decimal"}
+                self.runtime_names.add("ToolError")
+                check = f"check_decimal({lead}, {p.ty.scale}, {bounds}, ToolError)"
+                out(
+                    4,
+                    f"{value} = None if {py} is None else {check}"
+                    if optional
+                    else f"{value} = {check}",
+                )
+                self.variables[p.name] = value
+                continue
+            if optional:
+                out(4, f"if {py} is not None:")
+                ind = 8
             if p.ty == INT:
                 fn = "check_int"
                 extra = f", {p.min!r}, {p.max!r}" if p.min is not None or p.max is not None else ""
@@ -320,7 +537,8 @@ class ToolEmitter:
                 fn, line = "check_enum", f"check_enum({lead}, ({members}))"
             elif isinstance(p.ty, RefT):
                 ent = p.ty.entity
-                fn, line = "check_ref", f"check_ref({lead}, db.{ent}, {py_str(ent)})"
+                fn = "check_int_ref" if ent in self.domain.int_keys else "check_ref"
+                line = f"{fn}({lead}, db.{ent}, {py_str(ent)})"
             elif p.ty == STR:
                 fn, line = "check_str", f"check_str({lead})"
             else:
@@ -329,7 +547,7 @@ class ToolEmitter:
                     f"{p.name!r} has type {p.ty.show()}"
                 )
             self.runtime_names.add(fn)
-            out(4, line)
+            out(ind, line)
 
     def emit_check(self, out: Lines, chk: ir.Check) -> None:
         t = self.tool
@@ -376,44 +594,59 @@ class ToolEmitter:
                 used.append(root)
         return used
 
-    def emit_read(self, out: Lines) -> None:
+    def emit_read(self, out: Lines, returns: ir.Expr | None = None) -> None:
         t = self.tool
-        assert t.returns is not None
+        returns = t.returns if returns is None and not t.cases else returns
         out(0)
+        if returns is None:  # a case without a result returns "ok", as a write does
+            out(4, 'return "ok"')
+            return
         safe = {n for n, p in t.params.items() if isinstance(p.ty, RefT)}
         exc = self.exc_name
-        if may_raise(t.returns, safe):
+        if may_raise(returns, safe):
             out(4, "try:")
-            out.stmt(8, "return ", self.source(t.returns))
+            out.stmt(8, "return ", self.result_source(returns))
             out(4, f"except ToolError as {exc}:")
             out(8, f"raise {exc}.within({py_str(t.name)}, unless_prefixed=True) from None")
             self.runtime_names.add("ToolError")
         else:
-            out.stmt(4, "return ", self.source(t.returns))
+            out.stmt(4, "return ", self.result_source(returns))
 
-    def emit_effects(self, out: Lines) -> None:
+    def emit_effects(
+        self,
+        out: Lines,
+        effects: tuple[ir.Stmt, ...] | None = None,
+        returns: ir.Expr | None = None,
+    ) -> None:
         t = self.tool
+        if effects is None:  # the tool-level shorthand: one case
+            effects, returns = t.effects, t.returns
         journal, exc = fresh_name("journal", self.used), self.exc_name
         key = fresh_name("key", self.used)
         rows = {ent: fresh_name(self.names.local[ent], self.used) for ent in self.domain.entities}
         later: list[set[str]] = []  # names read by each effect's successors (and returns)
         reads: set[str] = set()
-        if t.returns is not None:
-            reads |= {n.name for n in ir.walk(t.returns) if isinstance(n, ir.Var)}
-        for s in reversed(t.effects):
+        if returns is not None:
+            reads |= {n.name for n in ir.walk(returns) if isinstance(n, ir.Var)}
+        for s in reversed(effects):
             later.insert(0, set(reads))
             for x in ir.effect_exprs(s.effect):
                 reads |= {n.name for n in ir.walk(x) if isinstance(n, ir.Var)}
         self.runtime_names |= {"Journal", "ToolError"}
         out(0)
+        if t.uses_old:
+            # old(...) and let names read the state as it was before the effects.
+            before = fresh_name("before", self.used)
+            out(4, f"{before} = db.model_copy(deep=True)")
+            self.printer.old_db = before
         out(4, f"{journal} = Journal(db.counters)")
         out(4, "try:")
-        for s, after in zip(t.effects, later, strict=True):
+        for s, after in zip(effects, later, strict=True):
             out.comment(8, " ".join(s.source.split()))
             self.emit_effect(out, s.effect, journal, key, rows, after)
         out(8, f"db.check_invariants({journal}.touched)")
-        if t.returns is not None:
-            out(8, f"return {journal}.commit({self.source(t.returns)})")
+        if returns is not None:
+            out(8, f"return {journal}.commit({self.result_source(returns)})")
         else:
             out(8, f'return {journal}.commit("ok")')
         out(4, f"except ToolError as {exc}:")
@@ -446,20 +679,46 @@ class ToolEmitter:
                 row = rows[ent]
                 out.stmt(8, f"{row} = ", f"db.{self.names.getter[ent]}({kk})")
                 out(8, f"{journal}.set({py_str(ent)}, {kk}, {row}, {py_str(f)})")
-                out.stmt(8, f"{row}.{f} {op} ", self.source(val))
+                fty = self.domain.entities[ent].fields[f].ty
+                if isinstance(fty, DecT):
+                    out.stmt(8, f"{row}.{f} = ", self.stored_source(val, fty, f"{row}.{f}", op))
+                else:
+                    out.stmt(8, f"{row}.{f} {op} ", self.source(val))
             case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=val):
                 kk = self._key(out, k, key)
                 row = rows[ent]
                 out.stmt(8, f"{row} = ", f"db.{self.names.getter[ent]}({kk})")
                 value = self.source(val)
                 out(8, f"{journal}.{op}({py_str(ent)}, {kk}, {row}, {py_str(f)}, {value})")
-            case ir.Create(entity=ent, bind=b, values=vs):
+            case ir.Create(entity=ent, bind=b, values=vs, key=given):
                 edef = self.domain.entities[ent]
                 fmt = edef.prefix.replace("{", "{{").replace("}", "}}") + f"{{:0{edef.width}d}}"
                 cls = self.names.row_cls[ent]
                 self.model_names.add(cls)
-                fields = ", ".join(f"{f}={self.source(x)}" for f, x in vs)
-                call = f"{journal}.create(db.{ent}, {py_str(ent)}, {py_str(fmt)}, {cls}({fields}))"
+                fields = ", ".join(f"{f}={self.stored_source(x, edef.fields[f].ty)}" for f, x in vs)
+                if given is not None:
+                    # Inline, not a runtime method: runtime.py is shared verbatim by every
+                    # package, and this keeps the packages that never name a key unchanged.
+                    kv = self.var_name(b) if b is not None and b in after else key
+                    out.stmt(8, f"{kv} = ", self.source(given))
+                    if not edef.int_key:
+                        out(8, f"if not {kv}:")
+                        msg = f"f{py_str(ent + ' ids are non-empty strings, got {' + kv + '!r}')}"
+                        out(12, f'raise ToolError({msg}, kind="bad_args")')
+                    out(8, f"if {kv} in db.{ent}:")
+                    msg = f"f{py_str(ent + ' {' + kv + '!r} already exists')}"
+                    out(12, f'raise ToolError({msg}, kind="exists")')
+                    n = f"{journal}.counters[{py_str(ent)}] - 1"
+                    out(
+                        8, f"{journal}._insert(db.{ent}, {py_str(ent)}, {kv}, {n}, {cls}({fields}))"
+                    )
+                    return
+                if edef.int_key:
+                    call = f"{journal}.create_int(db.{ent}, {py_str(ent)}, {cls}({fields}))"
+                else:
+                    call = (
+                        f"{journal}.create(db.{ent}, {py_str(ent)}, {py_str(fmt)}, {cls}({fields}))"
+                    )
                 if b is not None and b in after:
                     out(8, f"{self.var_name(b)} = {call}")
                 else:
@@ -470,17 +729,39 @@ class ToolEmitter:
                 assert_never(eff)
 
 
+def _present_helper() -> list[str]:
+    """``present``: an optional value the domain's ``is not None`` tests showed present
+    (for type checkers; the tests make the error unreachable)."""
+    return [
+        '_T = TypeVar("_T")',
+        "",
+        "",
+        "def present(value: _T | None) -> _T:",
+        '    """A value that ``is not None`` tests have shown present."""',
+        "    if value is None:",
+        '        raise ToolError("a value expected present is None", kind="invariant")',
+        "    return value",
+        "",
+        "",
+    ]
+
+
 def tools_source(domain: Domain, names: EntityNames, header: str) -> str:
     """``tools.py``: one function per tool, ``TOOLS``/``PARAMS`` and ``call_tool``."""
     runtime_names: set[str] = {"ToolError", "check_call"}
     model_names: set[str] = {"Db"}
     typing_names: set[str] = {"Any"}
+    decimal_names: set[str] = set()
     body = Lines()
     for i, t in enumerate(domain.tools.values()):
         if i:
             body(0)
             body(0)
-        ToolEmitter(domain, names, t, runtime_names, model_names, typing_names).emit(body)
+        ToolEmitter(domain, names, t, runtime_names, model_names, typing_names, decimal_names).emit(
+            body
+        )
+    if PRESENT in runtime_names:  # defined in this file, not imported from the runtime
+        typing_names.add("TypeVar")
     out = Lines()
     out.docstring(
         0,
@@ -496,11 +777,22 @@ def tools_source(domain: Domain, names: EntityNames, header: str) -> str:
     )
     out(0)
     out.lines += import_lines(
-        {"collections.abc": ["Callable"], "typing": sorted(typing_names)},
+        {
+            "collections.abc": ["Callable"],
+            "typing": sorted(typing_names),
+            "decimal": sorted(decimal_names & {"Decimal"}),
+        },
         {},
-        {".models": sorted(model_names), ".runtime": sorted(runtime_names)},
+        {
+            ".decimals": sorted(decimal_names - {"Decimal"}),
+            ".models": sorted(model_names),
+            ".runtime": sorted(runtime_names - {PRESENT}),
+        },
     )
-    out(0)
+    if PRESENT in runtime_names:
+        out.lines += _present_helper()
+    else:
+        out(0)
     out.lines += body.lines
     out(0)
     out(0)
@@ -514,6 +806,14 @@ def tools_source(domain: Domain, names: EntityNames, header: str) -> str:
         ps = ", ".join(py_str(p) for p in t.params) + ("," if len(t.params) == 1 else "")
         out(4, f"{py_str(t.name)}: ({ps}),")
     out(0, "}")
+    defaults = {
+        t.name: {p.name: p.default for p in t.params.values() if p.has_default}
+        for t in domain.tools.values()
+        if any(p.has_default for p in t.params.values())
+    }
+    if defaults:
+        out.comment(0, "The value an absent argument takes, per tool and parameter.")
+        out.lines += literal_lines(defaults, 0, "DEFAULTS: dict[str, dict[str, Any]] = ")
     out(0)
     out(0)
     out(0, "def call_tool(db: Db, name: str, arguments: object) -> Any:")
@@ -535,6 +835,9 @@ def tools_source(domain: Domain, names: EntityNames, header: str) -> str:
         "        )",
     ]
     out(4, "params = PARAMS[name]")
+    if defaults:  # an absent argument takes its default (only domains that declare any)
+        out(4, "if isinstance(arguments, dict):")
+        out(8, "arguments = {**DEFAULTS.get(name, {}), **arguments}")
     out(4, "args = check_call(name, params, arguments)")
     out(4, "return tool(db, *(args[p] for p in params))")
     return out.text()

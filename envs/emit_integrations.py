@@ -48,9 +48,19 @@ def gym_id(domain: Domain) -> str:
 
 def _py_annotation(schema: dict[str, Any]) -> str:
     """The Python type hint of one parameter schema, as transformers reads it back."""
+    if isinstance(schema["type"], list):  # ``T | None``: ["integer", "null"]
+        inner = _py_annotation({**schema, "type": schema["type"][0]})
+        return f"{inner} | None"
     if "enum" in schema:
         return "Literal[" + ", ".join(py_str(v) for v in schema["enum"]) + "]"
     return {"integer": "int", "boolean": "bool", "string": "str"}[schema["type"]]
+
+
+def _py_param(name: str, schema: dict[str, Any]) -> str:
+    """``name: T``, with ``= default`` for a parameter that may be left out."""
+    if "default" in schema:
+        return f"{name}: {_py_annotation(schema)} = {schema['default']!r}"
+    return f"{name}: {_py_annotation(schema)}"
 
 
 def _arg_text(name: str, schema: dict[str, Any]) -> str:
@@ -70,6 +80,8 @@ def _arg_text(name: str, schema: dict[str, Any]) -> str:
 def _method(out: Lines, fn: dict[str, Any], body: str) -> None:
     """One tool method: typed parameters, a Google-style docstring, ``body``."""
     props: dict[str, Any] = fn["parameters"]["properties"]
+    # Parameters with a default go last (a Python signature needs it; TRL passes keywords).
+    props = dict(sorted(props.items(), key=lambda kv: "default" in kv[1]))
     for p in props:
         if keyword.iskeyword(p) or p == "self":
             raise CodegenError(
@@ -83,10 +95,10 @@ def _method(out: Lines, fn: dict[str, Any], body: str) -> None:
         out.lines.append("        self,")
         for p, s in props.items():
             noqa = "  # noqa: E741, RUF100" if p in AMBIGUOUS_NAMES else ""
-            out.lines.append(f"        {p}: {_py_annotation(s)},{noqa}")
+            out.lines.append(f"        {_py_param(p, s)},{noqa}")
         out.lines.append("    ) -> str:")
     else:
-        params = "".join(f", {p}: {_py_annotation(s)}" for p, s in props.items())
+        params = "".join(f", {_py_param(p, s)}" for p, s in props.items())
         out(4, f"def {fn['name']}(self{params}) -> str:")
     paras = [fn["description"]]
     if props:
@@ -419,4 +431,58 @@ def readme_source(domain: Domain) -> str:
         hash=domain.content_hash,
         finish=FINISH_NAME,
         gid=gid,
-    )
+    ) + _readme_more(domain)
+
+
+def _md(text: str) -> str:
+    """One line of plain text for a Markdown list item."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _readme_more(domain: Domain) -> str:
+    """The README's sections on running tasks, the tools and grading."""
+    from graphgen.domains import builtin_names
+
+    pkg = import_name(domain)
+    ref = domain.name if domain.name in builtin_names() else f"path/to/{domain.name}.yaml"
+    out = [
+        "",
+        "## Running tasks",
+        "",
+        "Tasks come from graphgen (each carries its initial state, instruction and goal):",
+        "",
+        "```bash",
+        f"graphgen generate {ref} -n 100 -o tasks.jsonl   # proven solvable",
+        f"graphgen eval tasks.jsonl --model oracle          # a baseline in {pkg}",
+        "```",
+        "",
+        "## Tools",
+        "",
+    ]
+    for t in domain.tools.values():
+        params = ", ".join(f"{p.name}: {p.ty.show()}" for p in t.params.values())
+        kind = "write" if t.is_write else "read"
+        desc = _md(t.description) or "(no description)"
+        item = f"- `{t.name}({params})` ({kind}): {desc}"
+        out.append(
+            textwrap.fill(
+                item, 88, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+            )
+        )
+    out.append(f"- `{FINISH_NAME}(answer: str)`: ends the episode with the answer to the user.")
+    out += [
+        "",
+        "A call that breaks a precondition, names a missing row or passes a bad argument is",
+        "an error observation; it changes nothing.",
+        "",
+        "## Grading",
+        "",
+        "The reward is 0.0 until the episode ends, then 1.0 if the grade is a success, else",
+        "0.0. A success needs every change the task's goal lists (rows created under any new",
+        "ids), no other change to the state, and every value the goal's answer lists named in",
+        f'the final `{FINISH_NAME}` answer. `info["grade"]` itemises each check. A task\'s',
+        "initial state is checked when it is loaded: a value outside its field's bounds or a",
+        "repeated unique value is refused there.",
+        "",
+    ]
+    return "\n".join(out)

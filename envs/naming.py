@@ -165,6 +165,7 @@ def tool_variables(tool: ToolDef) -> list[str]:
         exprs.extend(ir.effect_exprs(s.effect))
     if tool.returns is not None:
         exprs.append(tool.returns)
+    exprs.extend(c.when for c in tool.cases if c.when is not None)
     for e in exprs:
         for node in ir.walk(e):
             if isinstance(node, ir.Comp):

@@ -29,6 +29,7 @@ from graphgen.envs.agent import SYSTEM_SUFFIX, EnvLike, env_task
 from graphgen.envs.environment import parse_action
 from graphgen.errors import GraphgenError
 from graphgen.files import write_atomic
+from graphgen.suggest import did_you_mean
 from graphgen.tasks.model import Task
 
 SESSION_FORMAT = "graphgen-play"
@@ -191,7 +192,10 @@ class Play:
         self._check_open()
         name, args = parse_call(text)
         if name not in self.tool_names:
-            raise PlayError(f"unknown tool {name!r}; the tools are: {', '.join(self.tool_names)}")
+            near = did_you_mean(name, self.tool_names)
+            raise PlayError(
+                f"unknown tool {name!r}{near}; the tools are: {', '.join(self.tool_names)}"
+            )
         if name == self.finish:
             return self.respond(str(args.get("answer", "")))
         return self._record({"name": name, "arguments": args})

@@ -12,10 +12,13 @@ the interpreter and the agent all see the same contract.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
+from graphgen.decimals import dec_text
 from graphgen.domain import Domain, ParamDef, ToolDef
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, RefT
+from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, OptT, RefT
 from graphgen.vocabulary import identifier_words, indefinite_article
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -39,14 +42,22 @@ def _type_hint(p: ParamDef) -> str:
         return f"{indefinite_article(words).capitalize()} {words}."
     if p.ty == DATE:
         return "A date in YYYY-MM-DD format."
+    if isinstance(p.ty, DecT):
+        zero = dec_text(0, p.ty.scale)
+        return f'A decimal with at most {p.ty.scale} places, as a string ("{zero}").'
     return ""
 
 
-def param_schema(tool: str, p: ParamDef) -> dict[str, Any]:
-    """The JSON schema of one parameter."""
+def param_schema(tool: str, p: ParamDef, int_keys: Collection[str] = ()) -> dict[str, Any]:
+    """The JSON schema of one parameter; ids of the entities in ``int_keys`` (``type:
+    int`` keys) are integers (``T | None``: the type list ``[T, "null"]``)."""
+    if isinstance(p.ty, OptT):
+        inner = param_schema(tool, replace(p, ty=p.ty.inner, has_default=False), int_keys)
+        opt = {**inner, "type": [inner["type"], "null"]}
+        return {**opt, "default": p.default} if p.has_default else opt
     desc = " ".join(x for x in (p.description.strip(), _type_hint(p)) if x)
     out: dict[str, Any]
-    if p.ty == INT:
+    if p.ty == INT or (isinstance(p.ty, RefT) and p.ty.entity in int_keys):
         out = {"type": "integer"}
         if p.min is not None:
             out["minimum"] = p.min
@@ -60,28 +71,36 @@ def param_schema(tool: str, p: ParamDef) -> dict[str, Any]:
         out = {"type": "string", "pattern": DATE_PATTERN}
     elif p.ty == STR or isinstance(p.ty, RefT):
         out = {"type": "string"}
+    elif isinstance(p.ty, DecT):
+        frac = rf"(\.\d{{1,{p.ty.scale}}})?" if p.ty.scale else ""
+        out = {"type": "string", "pattern": rf"^[+-]?\d+{frac}$"}
     else:
         raise ValueError(
             f"tool {tool!r}: parameter {p.name!r} has type {p.ty.show()}, which has no tool schema"
         )
     if desc:
         out["description"] = desc
+    if p.has_default:  # the value an absent argument takes (such a tool is not strict)
+        out["default"] = p.default
     return out
 
 
-def tool_schema(tool: ToolDef) -> dict[str, Any]:
-    """The strict function schema of one tool."""
+def tool_schema(tool: ToolDef, int_keys: Collection[str] = ()) -> dict[str, Any]:
+    """The strict function schema of one tool (``int_keys``: :func:`param_schema`)."""
     assert TOOL_NAME.match(tool.name), f"tool name {tool.name!r} is not a valid OpenAI name"
     return {
         "type": "function",
         "function": {
             "name": tool.name,
             "description": tool.description.strip() or tool.name.replace("_", " "),
-            "strict": True,
+            # Strict mode needs every parameter required: a tool with defaults is not strict.
+            "strict": not any(p.has_default for p in tool.params.values()),
             "parameters": {
                 "type": "object",
-                "properties": {n: param_schema(tool.name, p) for n, p in tool.params.items()},
-                "required": list(tool.params),
+                "properties": {
+                    n: param_schema(tool.name, p, int_keys) for n, p in tool.params.items()
+                },
+                "required": [n for n, p in tool.params.items() if not p.has_default],
                 "additionalProperties": False,
             },
         },
@@ -96,7 +115,7 @@ def openai_tools(domain: Domain) -> list[dict[str, Any]]:
     >>> t["name"], t["parameters"]["properties"]["amount"]["maximum"], t["strict"]
     ('deposit', 5000, True)
     """
-    return [tool_schema(t) for t in domain.tools.values()]
+    return [tool_schema(t, domain.int_keys) for t in domain.tools.values()]
 
 
 def finish_tool() -> dict[str, Any]:

@@ -94,18 +94,31 @@ def unread_fields(domain: Domain, g: nx.MultiDiGraph) -> list[str]:
     return out
 
 
-def unwritten_fields(domain: Domain, g: nx.MultiDiGraph) -> list[str]:
-    """State fields no tool writes (``E.*``: no tool creates or deletes ``E`` rows).
-
-    Informational: reference data (names, prices) is meant to be static, but a field
-    that a precondition tests and no tool writes can never change that test's outcome.
-    """
+def _unwritten(domain: Domain, g: nx.MultiDiGraph) -> list[str]:
     out = []
     for n in _nodes(g, "state"):
         if not any(k == "writes" for _, _, k in g.in_edges(n, data="kind")):
             out.append(_field_name(n))
     _check_fields(domain, out)
     return out
+
+
+def unwritten_fields(domain: Domain, g: nx.MultiDiGraph) -> list[str]:
+    """State fields (``E.f``) no tool writes, through any lookup (a parameter, a
+    literal key such as ``Session['S1'].user_id``, a comprehension's row).
+
+    Informational: reference data (names, prices) is meant to be static, but a field
+    that a precondition tests and no tool writes can never change that test's outcome.
+    Tables whose rows no tool creates or deletes are :func:`fixed_tables`, not fields:
+    the graph's ``E.*`` node stands for which rows exist.
+    """
+    return [f for f in _unwritten(domain, g) if not f.endswith(".*")]
+
+
+def fixed_tables(domain: Domain, g: nx.MultiDiGraph) -> list[str]:
+    """Tables no tool creates rows in or deletes rows from (their fields may still be
+    written: a session table of one row whose user a login sets)."""
+    return [f[: -len(".*")] for f in _unwritten(domain, g) if f.endswith(".*")]
 
 
 def unexplained_checks(domain: Domain) -> list[str]:
@@ -203,6 +216,9 @@ class Report(BaseModel):
     )
     cycles: list[list[str]] = Field(description="SCCs of the tool graph (data + enables)")
     enable_cycles: list[list[str]] = Field(description="SCCs over enables edges alone")
+    fixed_tables: list[str] = Field(
+        default_factory=list, description="tables no tool creates or deletes rows of"
+    )
 
     @property
     def ok(self) -> bool:
@@ -218,6 +234,7 @@ class Report(BaseModel):
             ),
             "unread fields": self.unread_fields,
             "unwritten fields": self.unwritten_fields,
+            "tables no tool adds or removes rows of": self.fixed_tables,
             "checks without a message": self.unexplained_checks,
             "writes that return only 'ok'": self.silent_writes,
             f"costly expressions (> {WARN_EXPR_COST} steps)": self.costly_expressions,
@@ -276,4 +293,5 @@ def report(
         costly_expressions=costly_expressions(domain),
         cycles=strongly_connected(g),
         enable_cycles=strongly_connected(g, ("enables",)),
+        fixed_tables=fixed_tables(domain, g),
     )

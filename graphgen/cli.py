@@ -353,7 +353,7 @@ def domains() -> None:
 
 @app.command()
 def check(
-    file: Annotated[Path, typer.Argument(help="Domain YAML file to check.")],
+    file: DomainArg,
     strict: Annotated[
         bool,
         typer.Option(
@@ -364,7 +364,8 @@ def check(
         ),
     ] = False,
 ) -> None:
-    """Load and type-check a domain file, run the graph analyses, print a report.
+    """Load and type-check a domain (a built-in name or a YAML file), run the graph
+    analyses, print a report.
 
     Exits 1 with every located error when the file is bad (and, with --strict, when
     there is any finding).
@@ -372,6 +373,8 @@ def check(
     try:
         d = pl.load_domain_ref(file)
         report = pl.check(d)  # also refuses names the compiled package could not use
+    except pl.UnknownDomainError as exc:
+        raise _fail(str(exc)) from None
     except DomainError as exc:
         for p in exc.problems:
             err.print(f"[red]error:[/red] {escape(str(p))}", highlight=False)
@@ -440,6 +443,15 @@ def synth_cmd(
 
 
 @app.command()
+def schema() -> None:
+    """Print the JSON Schema of a domain file (for editor completion):
+    `graphgen schema > domain.schema.json`."""
+    from graphgen.schema import domain_json_schema_text
+
+    sys.stdout.write(domain_json_schema_text())
+
+
+@app.command()
 def graph(
     domain: DomainArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write.")],
@@ -469,12 +481,33 @@ def graph(
 @app.command()
 def state(
     domain: DomainArg,
+    file: Annotated[
+        str | None, typer.Argument(help="With 'import': the state JSON file to import.")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
     size: Annotated[
         list[str] | None, typer.Option("--size", help="Rows per table, e.g. --size Order=50.")
     ] = None,
+    of: Annotated[
+        str | None,
+        typer.Option("--domain", help="With 'import': the domain (built-in name or file)."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="With 'import': write the state here.")
+    ] = None,
+    force: Force = False,
 ) -> None:
-    """Print a seeded initial state of a domain as JSON (same seed, same bytes)."""
+    """Print a seeded initial state of a domain as JSON (same seed, same bytes).
+
+    `graphgen state import FILE.json --domain D [-o OUT]` checks an external state
+    against domain D instead and prints it in canonical form, or lists every problem
+    (table, row key, field) and exits 1.
+    """
+    if domain == "import":
+        _state_import(file, of, output, force)
+        return
+    if file is not None or of is not None or output is not None:
+        raise _fail("FILE, --domain and -o go with `graphgen state import`", 2)
     from graphgen.stategen import generate_state
 
     d = _load(domain)
@@ -491,6 +524,31 @@ def state(
     with _errors_exit():
         st = generate_state(d, seed, sizes)
     sys.stdout.write(st.to_json() + "\n")
+
+
+def _state_import(file: str | None, of: str | None, output: Path | None, force: bool) -> None:
+    from graphgen.files import check_output_file, write_atomic
+    from graphgen.stateimport import StateImportError, import_state_file
+
+    if file is None or of is None:
+        raise _fail("usage: graphgen state import FILE.json --domain DOMAIN [-o OUT]", 2)
+    d = _load(of)
+    try:
+        st = import_state_file(d, file)
+    except StateImportError as exc:
+        for p in exc.problems:
+            err.print(f"[red]error:[/red] {escape(file)}: {escape(str(p))}", highlight=False)
+        err.print(f"{len(exc.problems)} problem(s) in {file}; nothing was imported")
+        raise typer.Exit(1) from None
+    text = st.to_json() + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    with _errors_exit():
+        check_output_file(output, force=force)
+        write_atomic(output, text)
+    n = sum(len(t) for t in st.tables.values())
+    err.print(f"[green]ok[/green] {n} rows of domain {d.name!r} written to {escape(str(output))}")
 
 
 @app.command()

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cached_property
+from typing import Any
 
 from graphgen import ir
-from graphgen.types import EnumT, ListT, RefT, Ty
+from graphgen.types import EnumT, ListT, OptT, RefT, Ty
+
+Key = str | int  # a row id at run time: int for ``type: int`` keys, else str
 
 
 @dataclass(frozen=True)
@@ -21,8 +26,8 @@ class FieldDef:
     ty: Ty
     unique: bool = False
     givable: bool = False
-    min: int | None = None
-    max: int | None = None
+    min: int | Decimal | None = None  # a Decimal for a decimal field or parameter
+    max: int | Decimal | None = None
     vocab: str | None = None
     description: str = ""
 
@@ -64,6 +69,20 @@ class EntityDef:
     require: tuple[ir.Check, ...] = ()
     # The policy's rules about rows: generated states obey them, accepted goals keep them.
     invariants: tuple[Invariant, ...] = ()
+    # How ids are made: "counter" (prefix + padded number), "int" (1, 2, ...) or "data"
+    # (strings given by the data; a create names its key).
+    key_kind: str = "counter"
+    key_vocab: str | None = None
+
+    @property
+    def int_key(self) -> bool:
+        """Ids of this table are ints (``key: {type: int}``)."""
+        return self.key_kind == "int"
+
+    @property
+    def data_key(self) -> bool:
+        """Ids of this table are strings given by the data (``key: {type: str}``)."""
+        return self.key_kind == "data"
 
     def field_type(self, name: str) -> Ty | None:
         """Type of ``name``; the key is a field of type ``RefT(self.name)``."""
@@ -72,8 +91,13 @@ class EntityDef:
         f = self.fields.get(name)
         return f.ty if f else None
 
-    def make_id(self, n: int) -> str:
-        """The deterministic id of the ``n``-th row ever created in this table."""
+    def make_id(self, n: int) -> Key:
+        """The deterministic id of the ``n``-th row ever created in this table (the
+        number itself for int keys)."""
+        if self.key_kind == "int":
+            return n
+        if self.key_kind == "data":  # a readable stand-in; generated states draw real ones
+            return f"{self.name.lower()}-{n}"
         return f"{self.prefix}{n:0{self.width}d}"
 
 
@@ -83,9 +107,26 @@ class ParamDef:
     ty: Ty
     source: tuple[str, str] | None = None  # (entity, field) for ``Entity.field`` params
     description: str = ""
-    min: int | None = None
-    max: int | None = None
+    min: int | Decimal | None = None  # a Decimal for a decimal field or parameter
+    max: int | Decimal | None = None
     vocab: str | None = None
+    # ``default:`` in the spec: the parameter may be left out and then takes ``default``.
+    has_default: bool = False
+    default: ir.Scalar = None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One outcome of a tool: when ``when`` holds (None: always) on the state after the
+    ``requires`` checks, ``effects`` apply and ``returns`` is the result. A soft failure
+    (``fails``) has no effects and counts as a failed call for tasks and proofs."""
+
+    when: ir.Expr | None
+    when_source: str | None
+    fails: bool
+    effects: tuple[ir.Stmt, ...]
+    returns: ir.Expr | None
+    returns_source: str | None
 
 
 @dataclass(frozen=True)
@@ -121,6 +162,38 @@ class ToolDef:
     returns: ir.Expr | None
     returns_source: str | None
     intents: tuple[Intent, ...]
+    # ``cases:`` in the spec. When set, ``effects`` is the union of the cases' effects and
+    # ``returns`` a static view (``r1 if when1 else r2 ...``) for analyses that ask what a
+    # tool may write or show; running a call goes through :attr:`branches`.
+    cases: tuple[Case, ...] = ()
+
+    def full_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """``args`` with every absent parameter that has a default set to it."""
+        out = {p.name: p.default for p in self.params.values() if p.has_default}
+        out.update(args)
+        return out
+
+    def given_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """``args`` without the arguments equal to their parameter's default: how a call
+        is written in tasks (an absent argument is simply left out)."""
+        out: dict[str, Any] = {}
+        for name, v in args.items():
+            p = self.params.get(name)
+            if p is None or not p.has_default or v != p.default or type(v) is not type(p.default):
+                out[name] = v
+        return out
+
+    @property
+    def branches(self) -> tuple[Case, ...]:
+        """The cases a call picks from, in order (a tool without ``cases:`` has one)."""
+        if self.cases:
+            return self.cases
+        return (Case(None, None, False, self.effects, self.returns, self.returns_source),)
+
+    @property
+    def soft_fails(self) -> bool:
+        """Some case is a soft failure."""
+        return any(c.fails for c in self.cases)
 
     @property
     def is_write(self) -> bool:
@@ -130,6 +203,15 @@ class ToolDef:
     @property
     def return_ty(self) -> Ty | None:
         return self.returns.ty if self.returns is not None else None
+
+    @cached_property
+    def uses_old(self) -> bool:
+        """Some effect or the return value reads the state before the call
+        (``old(...)``, or a ``let:`` name): a call then keeps a copy of that state."""
+        exprs = [x for s in self.effects for x in ir.effect_exprs(s.effect)]
+        if self.returns is not None:
+            exprs.append(self.returns)
+        return any(isinstance(n, ir.Old) for x in exprs for n in ir.walk(x))
 
 
 @dataclass
@@ -145,6 +227,8 @@ class Domain:
     source: str = "<domain>"
     spec_json: str = ""  # canonical JSON of the spec, for hashing
     phrases: dict[str, Phrase] = field(default_factory=dict)  # "Entity.field" / "tool.param"
+    # ``today: {from, to}``: the range a generated state's today is drawn from
+    today_range: tuple[str, str] | None = None
 
     @cached_property
     def content_hash(self) -> str:
@@ -152,11 +236,18 @@ class Domain:
         return hashlib.sha256(self.spec_json.encode()).hexdigest()[:16]
 
     def entity_of_ref(self, t: Ty) -> str | None:
+        if isinstance(t, OptT):
+            t = t.inner
         if isinstance(t, RefT):
             return t.entity
         if isinstance(t, ListT) and isinstance(t.elem, RefT):
             return t.elem.entity
         return None
+
+    @cached_property
+    def int_keys(self) -> frozenset[str]:
+        """The entities whose ids are ints."""
+        return frozenset(e for e, d in self.entities.items() if d.int_key)
 
     @property
     def read_tools(self) -> list[ToolDef]:

@@ -26,9 +26,11 @@ class Located:
     where: str = ""  # e.g. "tool 'cancel_order', requires[0]"
     expr: str = ""  # the expression text at fault, if any
     col: int | None = None  # 1-based column inside ``expr``
+    line: int | None = None  # 1-based line of the offending node in the file
+    column: int | None = None  # 1-based column of that node (of the culprit, in one line)
 
     def __str__(self) -> str:
-        parts = [self.file]
+        parts = [self.file if self.line is None else f"{self.file}:{self.line}:{self.column}"]
         if self.where:
             parts.append(self.where)
         head = ": ".join(parts)

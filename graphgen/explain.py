@@ -18,7 +18,7 @@ def explained_fields(expr: ir.Expr) -> list[ir.FieldOf]:
     out: list[ir.FieldOf] = []
     for node in ir.walk(expr):
         match node:
-            case ir.Comp():
+            case ir.Comp() | ir.DictComp():
                 break
             case ir.FieldOf():
                 out.append(node)
@@ -38,6 +38,12 @@ def explained_fields(expr: ir.Expr) -> list[ir.FieldOf]:
                 | ir.Agg()
                 | ir.IfExp()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 pass  # states no field value itself
             case _:

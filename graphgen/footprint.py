@@ -110,6 +110,13 @@ def reads(expr: ir.Expr, domain: Domain | None = None) -> set[FieldRef]:
                 | ir.Agg()
                 | ir.IfExp()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 pass  # reads nothing itself; ir.walk visits its operands
             case _:
@@ -133,6 +140,10 @@ def fail_reads(expr: ir.Expr, domain: Domain | None = None) -> set[FieldRef]:
             case ir.Agg(fn=fn, comp=c):
                 if fn in ("min", "max"):
                     out |= reads(c, domain)
+            case ir.Round(den=den) if den is not None:
+                out |= reads(den, domain)  # a zero divisor raises
+            case ir.Index(operand=xs, index=i):
+                out |= reads(xs, domain) | reads(i, domain)  # the list's length decides
             case (
                 ir.Lit()
                 | ir.Var()
@@ -148,6 +159,12 @@ def fail_reads(expr: ir.Expr, domain: Domain | None = None) -> set[FieldRef]:
                 | ir.Comp()
                 | ir.IfExp()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Today()
             ):
                 pass  # cannot raise by itself; ir.walk visits its operands
             case _:
@@ -212,8 +229,10 @@ def effect_reads(domain: Domain, eff: ir.Effect) -> set[FieldRef]:
             out.add(FieldRef(ent, f))
             if not isinstance(k, ir.Var):
                 out.add(FieldRef(ent))
-        case ir.Create(entity=ent, values=vs):
+        case ir.Create(entity=ent, values=vs, key=given):
             fields = domain.entities[ent].fields
+            if given is not None:  # a named key must not be taken: reads the row set
+                out.add(FieldRef(ent))
             for f, _ in vs:
                 if fields[f].unique:
                     out |= {FieldRef(ent, f), FieldRef(ent)}
@@ -252,7 +271,10 @@ def tool_reads(domain: Domain, tool: ToolDef) -> dict[FieldRef, set[str]]:
     for chk in tool.requires:
         add(reads(chk.expr, domain), "requires")
     add((FieldRef(p.ty.entity) for p in tool.params.values() if isinstance(p.ty, RefT)), "param")
-    for stmt in tool.effects:
+    for case in tool.cases:  # which case runs depends on what its guard reads
+        if case.when is not None:
+            add(reads(case.when, domain), "when")
+    for stmt in tool.effects:  # every case's effects
         add(effect_reads(domain, stmt.effect), "effect")
     return out
 

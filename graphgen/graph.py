@@ -45,11 +45,13 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, assert_never
+from decimal import Decimal
+from typing import Any, TypeAlias, assert_never
 
 import networkx as nx
 
 from graphgen import ir
+from graphgen.decimals import places
 from graphgen.domain import Domain, ToolDef
 from graphgen.footprint import (
     FieldRef,
@@ -63,7 +65,7 @@ from graphgen.footprint import (
     writes,
 )
 from graphgen.knowledge import Sort, givable_sorts, param_sort, produced_sorts
-from graphgen.types import BOOL, INT, RefT
+from graphgen.types import BOOL, INT, DecT, RefT, Ty
 
 __all__ = [
     "GuardCheck",
@@ -140,6 +142,13 @@ def _nnf(e: ir.Expr, positive: bool, out: list[Literal]) -> None:
             | ir.Agg()
             | ir.IfExp()
             | ir.DictLit()
+            | ir.IsNone()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Index()
+            | ir.Today()
         ):
             out.append((e, positive))  # an atom
         case _:
@@ -157,12 +166,19 @@ def _condition_check(domain: Domain, where: str, e: ir.Expr) -> GuardCheck:
     return GuardCheck(where, literals=tuple(lits))
 
 
-def _bound_atoms(new: ir.Expr, lo: int | None, hi: int | None) -> list[Literal]:
+Bound: TypeAlias = int | Decimal | None  # a field's or parameter's min or max
+
+
+def _num_ty(v: int | Decimal) -> Ty:
+    return DecT(places(v)) if isinstance(v, Decimal) else INT
+
+
+def _bound_atoms(new: ir.Expr, lo: Bound, hi: Bound) -> list[Literal]:
     out: list[Literal] = []
     if hi is not None:
-        out.append((ir.Compare("<=", new, ir.Lit(hi, INT), BOOL), True))
+        out.append((ir.Compare("<=", new, ir.Lit(hi, _num_ty(hi)), BOOL), True))
     if lo is not None:
-        out.append((ir.Compare(">=", new, ir.Lit(lo, INT), BOOL), True))
+        out.append((ir.Compare(">=", new, ir.Lit(lo, _num_ty(lo)), BOOL), True))
     return out
 
 
@@ -194,6 +210,21 @@ def guard(domain: Domain, tool: ToolDef) -> list[GuardCheck]:
         if isinstance(p.ty, RefT):
             atom = ir.Exists(p.ty.entity, ir.Var(name, p.ty), BOOL)
             checks.append(GuardCheck(f"param {name}", literals=((atom, True),)))
+    if tool.cases:
+        # Which case runs, and whether its effects succeed, is a disjunction over the
+        # cases that these checks (a conjunction) cannot state: one check, opaque over
+        # everything the guards, effects and returns read (a soft-failure case is a
+        # failed call, so any of those may turn it into a successful one).
+        read: set[FieldRef] = set()
+        for case in tool.cases:
+            if case.when is not None:
+                read |= reads(case.when, domain)
+            for st in case.effects:
+                read |= effect_reads(domain, st.effect)
+            if case.returns is not None:
+                read |= fail_reads(case.returns, domain)
+        checks.append(GuardCheck("cases", opaque=frozenset(read)))
+        return checks
     effs = [s.effect for s in tool.effects]
     wrote: list[set[FieldRef]] = [effect_writes(e) for e in effs]
     all_reads: set[FieldRef] = set()
@@ -292,9 +323,7 @@ def _effect_checks(
 # ------------------------------------------------------------------ signs and changes
 
 
-def _sign(
-    e: ir.Expr, params: Mapping[str, tuple[int | None, int | None]], domain: Domain
-) -> int | None:
+def _sign(e: ir.Expr, params: Mapping[str, tuple[Bound, Bound]], domain: Domain) -> int | None:
     """Sign of an int expression: 0 (always zero), 1 (always >= 0), -1 (always <= 0),
     None (unknown). ``params`` gives (min, max) of the calling tool's parameters."""
     match e:
@@ -343,6 +372,13 @@ def _sign(
             | ir.ListLit()
             | ir.Comp()
             | ir.DictLit()
+            | ir.IsNone()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Index()
+            | ir.Today()
         ):
             return None  # not an int of known sign
         case _:
@@ -514,6 +550,13 @@ def _linear(e: ir.Expr, sign: int, out: list[tuple[int, ir.Expr]]) -> None:
             | ir.Agg()
             | ir.IfExp()
             | ir.DictLit()
+            | ir.IsNone()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Index()
+            | ir.Today()
         ):
             out.append((sign, e))  # a leaf
         case _:

@@ -8,19 +8,43 @@ invariants (bounds, uniqueness) checked; any failure rolls the state back and ra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as _dt
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, TypeAlias, assert_never
 
-from graphgen import ir
-from graphgen.domain import Domain, ToolDef
+from graphgen import ir, strings
+from graphgen.decimals import argument_problem as decimal_argument_problem
+from graphgen.decimals import dec_text, decimal_problem, parse_decimal, round_div, to_result
+from graphgen.domain import Case, Domain, ToolDef
 from graphgen.errors import NO_MESSAGE, ToolError
 from graphgen.explain import explained_fields
+from graphgen.keys import explicit_key, next_counter
 from graphgen.parse import is_iso_date
 from graphgen.state import State
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
+from graphgen.today import today_of_state
+from graphgen.types import (
+    BOOL,
+    DATE,
+    INT,
+    STR,
+    DecT,
+    EnumT,
+    ListT,
+    OptT,
+    RecordT,
+    RefT,
+    Ty,
+    strip_opt,
+)
+from graphgen.unparse import to_source
 
 Env = Mapping[str, Any]
+
+# The env entry holding the state before a call's effects, read by ``old(...)``. Names
+# starting with "__" are forbidden in domain expressions, so it never meets a variable.
+OLD_STATE = "__old_state__"
 
 
 # ------------------------------------------------------------------ the undo log
@@ -80,7 +104,9 @@ def evaluate(e: ir.Expr, st: State, env: Env, domain: Domain | None = None) -> A
         case ir.Var(name=n):
             return env[n]
         case ir.FieldOf(entity=ent, key=k, field=f):
-            return _row(st, ent, evaluate(k, st, env, domain))[f]
+            v = _row(st, ent, evaluate(k, st, env, domain))[f]
+            # a decimal is stored in its JSON form ("12.50") and computed with as Decimal
+            return Decimal(v) if isinstance(e.ty, DecT) else v
         case ir.RowOf(entity=ent, key=k):
             key = evaluate(k, st, env, domain)
             row = _row(st, ent, key)
@@ -109,6 +135,8 @@ def evaluate(e: ir.Expr, st: State, env: Env, domain: Domain | None = None) -> A
             return not evaluate(o, st, env, domain)
         case ir.Arith(op=op, left=a, right=b):
             x, y = evaluate(a, st, env, domain), evaluate(b, st, env, domain)
+            if DATE in (a.ty, b.ty):
+                return _date_arith(op, x, y, a.ty == DATE)
             return x + y if op == "+" else x - y if op == "-" else x * y
         case ir.Neg(operand=o):
             return -evaluate(o, st, env, domain)
@@ -138,8 +166,52 @@ def evaluate(e: ir.Expr, st: State, env: Env, domain: Domain | None = None) -> A
             return evaluate(t if evaluate(c, st, env, domain) else o, st, env, domain)
         case ir.DictLit(keys=ks, values=vs):
             return {k: evaluate(v, st, env, domain) for k, v in zip(ks, vs, strict=True)}
+        case ir.IsNone(operand=o, negated=neg):
+            return (evaluate(o, st, env, domain) is None) != neg
+        case ir.Old(operand=o):
+            # Outside a call's effects (preconditions, goals) there is no earlier state.
+            before = env.get(OLD_STATE, st)
+            return evaluate(o, before, env, domain)
+        case ir.DictComp(comp=c):
+            # Same rows, same order, same errors as the list form; each value under its
+            # row's id as a string, the JSON object key (int id 3 is "3").
+            keys = _comp(
+                ir.Comp(c.var, c.entity, c.cond, ir.Var(c.var, RefT(c.entity)), c.ty),
+                st,
+                env,
+                domain,
+            )
+            return dict(zip(map(str, keys), _comp(c, st, env, domain), strict=True))
+        case ir.Round(num=a, den=b, places=n, mode=mode):
+            x = evaluate(a, st, env, domain)
+            y = 1 if b is None else evaluate(b, st, env, domain)
+            return round_div(x, y, n, mode, ToolError, to_source(e))
+        case ir.StrOp(op=op, args=args):
+            vals = [evaluate(a, st, env, domain) for a in args]
+            return strings.apply(op, vals, [a.ty for a in args])
+        case ir.Index(operand=xs, index=i):
+            items = evaluate(xs, st, env, domain)
+            n = evaluate(i, st, env, domain)
+            if not -len(items) <= n < len(items):
+                raise ToolError(f"index {n} is outside a list of {len(items)}", kind="empty")
+            return items[n]
+        case ir.Today():
+            return today_of_state(st)
         case _:
             assert_never(e)
+
+
+def _date_arith(op: str, x: Any, y: Any, left_is_date: bool) -> Any:
+    """``d ± days`` (an ISO date) or ``d1 - d2`` (days); dates are day numbers here as in
+    the z3 encoding, so both agree."""
+    if isinstance(x, str) and isinstance(y, str):
+        return _dt.date.fromisoformat(x).toordinal() - _dt.date.fromisoformat(y).toordinal()
+    day, n = (x, y) if left_is_date else (y, x)
+    try:
+        shifted = _dt.date.fromisoformat(day) + _dt.timedelta(days=n if op == "+" else -n)
+    except (OverflowError, ValueError):
+        raise ToolError(f"the date {day} plus {n} days is out of range") from None
+    return shifted.isoformat()
 
 
 def _comp(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any]:
@@ -156,23 +228,38 @@ def _comp(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any]:
 # ------------------------------------------------------------------ argument checks
 
 
-def check_value(ty: Ty, value: Any) -> str | None:
-    """Why ``value`` is not a valid value of ``ty`` (``None`` when it is)."""
+def check_value(ty: Ty, value: Any, int_keys: Collection[str] | None = None) -> str | None:
+    """Why ``value`` is not a valid value of ``ty`` (``None`` when it is).
+
+    ``int_keys`` names the entities whose ids are ints (``Domain.int_keys``); without
+    it an id may be an int or a string (the existence check then tells them apart).
+    """
+    if isinstance(ty, OptT):
+        if value is None:
+            return None
+        return check_value(ty.inner, value, int_keys)
+    is_int = isinstance(value, int) and not isinstance(value, bool)
     if ty == INT:
-        return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
+        return None if is_int else "an integer"
     if ty == BOOL:
         return None if isinstance(value, bool) else "true or false"
+    if isinstance(ty, RefT) and int_keys is None:
+        return None if isinstance(value, str) or is_int else "an id"
+    if isinstance(ty, RefT) and ty.entity in int_keys:  # type: ignore[operator]
+        return None if is_int else f"an integer ({ty.entity} id)"
     if ty == STR or isinstance(ty, RefT):
         return None if isinstance(value, str) else "a string"
     if ty == DATE:
         return None if isinstance(value, str) and is_iso_date(value) else "a date YYYY-MM-DD"
     if isinstance(ty, EnumT):
         return None if value in ty.values else "one of " + ", ".join(map(repr, ty.values))
+    if isinstance(ty, DecT):
+        return decimal_problem(value, ty.scale)
     if isinstance(ty, ListT):
         if not isinstance(value, list):
             return "a list"
         for v in value:
-            why = check_value(ty.elem, v)
+            why = check_value(ty.elem, v, int_keys)
             if why:
                 return f"a list of {why}"
         return None
@@ -180,11 +267,15 @@ def check_value(ty: Ty, value: Any) -> str | None:
 
 
 def argument_problem(
-    tool: ToolDef, args: Mapping[str, Any], st: State | None = None
+    tool: ToolDef,
+    args: Mapping[str, Any],
+    st: State | None = None,
+    int_keys: Collection[str] | None = None,
 ) -> tuple[str, str] | None:
     """What is wrong with call arguments (the ``ToolError`` kind and the message), in
     the order a call checks them: shape, names, then per parameter its type, bounds and
-    (given a state ``st``) that the row it names exists."""
+    (given a state ``st``) that the row it names exists. ``int_keys``: as for
+    :func:`check_value`."""
     if not isinstance(args, Mapping):
         return "bad_args", f"{tool.name}: arguments must be a JSON object"
     unknown = sorted(set(args) - set(tool.params))
@@ -193,29 +284,49 @@ def argument_problem(
             f"{tool.name}: unknown argument(s) {', '.join(unknown)}; expected "
             f"{', '.join(tool.params) or 'none'}"
         )
-    missing = [p for p in tool.params if p not in args]
+    missing = [n for n, p in tool.params.items() if n not in args and not p.has_default]
     if missing:
         return "bad_args", f"{tool.name}: missing argument(s) {', '.join(missing)}"
     for name, p in tool.params.items():
+        if name not in args:
+            continue  # takes its default, which the domain check found valid
         v = args[name]
-        why = check_value(p.ty, v)
+        pty = strip_opt(p.ty)
+        if isinstance(pty, DecT) and v is not None:
+            msg = decimal_argument_problem(tool.name, name, v, pty.scale, p.min, p.max)
+            if msg is not None:
+                return "bad_args", msg
+            continue
+        why = check_value(p.ty, v, int_keys)
         if why:
             return "bad_args", f"{tool.name}: argument {name} must be {why}, got {v!r}"
+        if v is None:
+            continue
         if p.min is not None and v < p.min:
             return "bad_args", f"{tool.name}: argument {name} must be at least {p.min}, got {v}"
         if p.max is not None and v > p.max:
             return "bad_args", f"{tool.name}: argument {name} must be at most {p.max}, got {v}"
-        if st is not None and isinstance(p.ty, RefT) and v not in st.tables[p.ty.entity]:
-            return "not_found", f"{tool.name}: {p.ty.entity} {v!r} not found"
+        ref = p.ty.inner if isinstance(p.ty, OptT) else p.ty
+        if st is not None and isinstance(ref, RefT) and v not in st.tables[ref.entity]:
+            return "not_found", f"{tool.name}: {ref.entity} {v!r} not found"
     return None
 
 
-def check_args(tool: ToolDef, args: Mapping[str, Any], st: State) -> dict[str, Any]:
+def check_args(
+    tool: ToolDef,
+    args: Mapping[str, Any],
+    st: State,
+    int_keys: Collection[str] | None = None,
+) -> dict[str, Any]:
     """Validate call arguments; return them as a plain dict or raise ToolError."""
-    bad = argument_problem(tool, args, st)
+    bad = argument_problem(tool, args, st, int_keys)
     if bad is not None:
         raise ToolError(bad[1], tool=tool.name, kind=bad[0])
-    return {name: args[name] for name in tool.params}
+    out = {name: args.get(name, p.default) for name, p in tool.params.items()}
+    return {
+        name: parse_decimal(v) if isinstance(strip_opt(p.ty), DecT) and v is not None else v
+        for (name, p), v in zip(tool.params.items(), out.values(), strict=True)
+    }
 
 
 def _explain(check: ir.Check, st: State, env: Env) -> str:
@@ -248,7 +359,7 @@ def precheck(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> d
             tool=name,
             kind="unknown_tool",
         )
-    env = check_args(tool, args, st)
+    env = check_args(tool, args, st, domain.int_keys)
     failure = _first_failure(domain, st, tool, env)
     if failure is not None:
         chk, exc = failure
@@ -283,16 +394,36 @@ def failed_check(domain: Domain, st: State, name: str, args: Mapping[str, Any]) 
     return failure[0] if failure is not None else None
 
 
+def pick_case(domain: Domain, st: State, tool: ToolDef, env: Env) -> Case:
+    """The first case of ``tool`` whose ``when`` holds on ``st`` (after the requires
+    checks); a ToolError when none does (a hard failure)."""
+    for case in tool.branches:
+        if case.when is None or evaluate(case.when, st, env, domain):
+            return case
+    raise ToolError(
+        f"{tool.name}: no case applies",
+        tool=tool.name,
+        kind="no_case",
+    )
+
+
 def apply_unchecked(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> None:
-    """Apply ``name``'s effects ignoring its preconditions (what a refused call *asks* for).
+    """Apply ``name``'s effects ignoring its preconditions (what a refused call *asks* for):
+    those of the first case that is not a soft failure and whose ``when`` holds (or, if
+    none holds, of the first case that is not a soft failure).
 
     Raises ToolError if the effects themselves cannot apply; the state is then unchanged.
     """
     tool = domain.tools[name]
-    env = dict(check_args(tool, args, st))
+    env = with_old(tool, st, dict(check_args(tool, args, st)))
+    writes = [c for c in tool.branches if not c.fails]
+    chosen = next(
+        (c for c in writes if c.when is None or evaluate(c.when, st, env, domain)),
+        writes[0] if writes else None,
+    )
     undo: list[Undo] = []
     try:
-        for stmt in tool.effects:
+        for stmt in chosen.effects if chosen is not None else ():
             apply_effect(domain, st, stmt.effect, env, undo)
     except ToolError:
         rollback(st, undo)
@@ -308,9 +439,12 @@ def footprint(
     The state is not changed. Raises ToolError if the call would fail.
     """
     probe = st.copy()
-    env = dict(precheck(domain, probe, name, args))
+    env = with_old(domain.tools[name], probe, dict(precheck(domain, probe, name, args)))
     undo: list[Undo] = []
-    for stmt in domain.tools[name].effects:
+    case = pick_case(domain, probe, domain.tools[name], env)
+    if case.fails:
+        raise ToolError(f"{name}: soft failure", tool=name, kind="soft_failure")
+    for stmt in case.effects:
         apply_effect(domain, probe, stmt.effect, env, undo)
     check_invariants(domain, probe, undo)
     cells = []
@@ -327,20 +461,57 @@ def footprint(
     return cells
 
 
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a call returned, and whether that was a soft failure (a ``fails: true``
+    case: no state change, a result instead of an error)."""
+
+    value: Any
+    soft_failed: bool
+
+
 def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Any:
-    """Run tool ``name`` on ``st`` (mutated in place) and return its result.
+    """Run tool ``name`` on ``st`` (mutated in place) and return its result (also the
+    result of a soft failure: the agent sees what the tool returns).
 
     Atomic: on a :class:`ToolError`, or any other exception, the state is left exactly
     as it was.
     """
+    return run_call(domain, st, name, args).value
+
+
+def call_or_fail(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Any:
+    """:func:`call_tool` for task generation and checking, where a soft failure is a
+    failure: it raises a ToolError of kind ``soft_failure`` carrying the result."""
+    out = run_call(domain, st, name, args)
+    if out.soft_failed:
+        raise ToolError(
+            f"{name}: soft failure, returned {out.value!r}",
+            tool=name,
+            kind="soft_failure",
+            detail=repr(out.value),
+        )
+    return out.value
+
+
+def run_call(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Outcome:
+    """Run a call: argument and ``requires`` checks, then the first case whose ``when``
+    holds (no case: a hard failure), its effects, the invariants, its result."""
     env = dict(precheck(domain, st, name, args))
     tool = domain.tools[name]
+    env = with_old(tool, st, env)
     undo: list[Undo] = []
     try:
-        for stmt in tool.effects:
+        case = pick_case(domain, st, tool, env)
+        for stmt in case.effects:
             apply_effect(domain, st, stmt.effect, env, undo)
         check_invariants(domain, st, undo)
-        return evaluate(tool.returns, st, env, domain) if tool.returns is not None else "ok"
+        value = (
+            to_result(evaluate(case.returns, st, env, domain), result_shape(case.returns.ty))
+            if case.returns is not None
+            else "ok"
+        )
+        return Outcome(value, case.fails)
     except ToolError as exc:
         rollback(st, undo)
         raise ToolError(
@@ -355,6 +526,36 @@ def call_tool(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> 
         raise
 
 
+def result_shape(ty: Ty) -> Any:
+    """Where a value of type ``ty`` holds computed decimals, for
+    :func:`graphgen.decimals.to_result` (rows hold theirs in JSON form already)."""
+    ty = strip_opt(ty)
+    if isinstance(ty, DecT):
+        return ty.scale
+    if isinstance(ty, ListT):
+        inner = result_shape(ty.elem)
+        return None if inner is None else ["list", inner]
+    if isinstance(ty, RecordT):
+        shapes = {k: result_shape(t) for k, t in ty.fields}
+        return {k: s for k, s in shapes.items() if s is not None} or None
+    return None
+
+
+def stored(ty: Ty, value: Any) -> Any:
+    """A computed value in the form a field of type ``ty`` keeps: a decimal as its JSON
+    text at the field's scale (elaboration made sure it has no more places); None stays."""
+    ty = strip_opt(ty)
+    return dec_text(value, ty.scale) if isinstance(ty, DecT) and value is not None else value
+
+
+def with_old(tool: ToolDef, st: State, env: dict[str, Any]) -> dict[str, Any]:
+    """``env`` plus, when ``tool`` reads ``old(...)``, a copy of ``st`` as it is before the
+    call's effects (copied only then: most tools never look back)."""
+    if tool.uses_old:
+        env[OLD_STATE] = st.copy()
+    return env
+
+
 def apply_effect(
     domain: Domain, st: State, eff: ir.Effect, env: dict[str, Any], undo: list[Undo]
 ) -> None:
@@ -366,7 +567,9 @@ def apply_effect(
             val = evaluate(v, st, env, domain)
             old = row[f]
             undo.append(FieldWritten(ent, key, f, old))
-            row[f] = val if op == "=" else old + val if op == "+=" else old - val
+            fty = domain.entities[ent].fields[f].ty
+            cur = Decimal(old) if isinstance(fty, DecT) else old
+            row[f] = stored(fty, val if op == "=" else cur + val if op == "+=" else cur - val)
         case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
             key = evaluate(k, st, env, domain)
             row = _row(st, ent, key)
@@ -385,16 +588,21 @@ def apply_effect(
                 new.remove(val)
             undo.append(FieldWritten(ent, key, f, old))
             row[f] = new
-        case ir.Create(entity=ent, bind=b, values=vs):
+        case ir.Create(entity=ent, bind=b, values=vs, key=given):
             edef = domain.entities[ent]
-            n = st.counters[ent]
-            key = edef.make_id(n)
+            n = next_counter(edef, st.tables[ent], st.counters[ent])
+            if given is not None:
+                key = explicit_key(edef, evaluate(given, st, env, domain), st.tables[ent])
+                n = st.counters[ent] - 1  # a named key leaves the counter where it is
+            else:
+                key = edef.make_id(n)
             if key in st.tables[ent]:
                 raise ToolError(
                     f"{ent} id {key!r} already exists (the id counter is behind)", kind="invariant"
                 )
-            row = {f: evaluate(x, st, env, domain) for f, x in vs}
-            undo.append(RowCreated(ent, key, n))
+            fields = edef.fields
+            row = {f: stored(fields[f].ty, evaluate(x, st, env, domain)) for f, x in vs}
+            undo.append(RowCreated(ent, key, st.counters[ent]))
             st.tables[ent][key] = row
             st.counters[ent] = n + 1
             if b is not None:
@@ -425,6 +633,10 @@ def check_invariants(domain: Domain, st: State, undo: list[Undo]) -> None:
             continue
         for f in domain.entities[ent].fields.values():
             v = row[f.name]
+            if v is None:
+                continue  # an absent optional value has no bounds and clashes with nothing
+            if isinstance(strip_opt(f.ty), DecT):
+                v = Decimal(v)
             if f.min is not None and v < f.min:
                 raise ToolError(
                     f"{ent} {key!r} {f.name} would be {v}, below the minimum {f.min}",

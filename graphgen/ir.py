@@ -11,12 +11,13 @@ Every expression node carries its type in ``ty`` (set by the elaborator in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal as TLiteral
 from typing import TypeAlias, assert_never, get_args
 
 from graphgen.types import Ty
 
-Scalar = int | str | bool
+Scalar = int | str | bool | Decimal | None
 
 
 class ExprNode:
@@ -167,6 +168,90 @@ class DictLit(ExprNode):
     ty: Ty
 
 
+@dataclass(frozen=True, slots=True)
+class IsNone(ExprNode):
+    """``x is None`` (or ``x is not None`` when ``negated``) on an optional value."""
+
+    operand: Expr
+    negated: bool
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Old(ExprNode):
+    """``old(expr)``: ``expr`` read on the state before the call's effects. In a
+    precondition (which runs before any effect) it is ``expr`` itself. A tool's ``let:``
+    names elaborate to it, so every backend gives a let its pre-call value."""
+
+    operand: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class DictComp(ExprNode):
+    """``{v.<key>: proj for v in Entity if cond}``: each kept row's id mapped to
+    ``comp.proj``, rows in key order (a result keyed by id; JSON object keys are
+    strings, so int id 3 is shown as "3"). The key is always the row's own id, so keys
+    never repeat; ``comp`` is the same comprehension a list would be."""
+
+    comp: Comp
+    ty: Ty
+
+
+RoundMode = TLiteral["half_even", "half_up"]
+
+
+@dataclass(frozen=True, slots=True)
+class Round(ExprNode):
+    """``round(num, places)`` or ``round(num / den, places)``, with an optional mode
+    (``'half_up'``; the default is half-even, Python's ``round``): the exact value, or
+    the exact quotient, rounded to a decimal of ``places`` places. Division exists only
+    here, so every value is exact until it is rounded on purpose."""
+
+    num: Expr
+    den: Expr | None
+    places: int
+    mode: RoundMode
+    ty: Ty
+
+
+StrFn = TLiteral[
+    "concat", "fstring", "str", "lower", "upper", "startswith", "endswith", "contains", "len"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StrOp(ExprNode):
+    """A string operation (see :mod:`graphgen.strings`): ``a + b`` (concat),
+    ``f"..{x}.."`` (fstring: literal parts are str ``Lit`` s, the rest interpolated),
+    ``str(x)``, ``s.lower()``, ``s.upper()``, ``s.startswith(t)``, ``s.endswith(t)``,
+    ``t in s`` (contains, args ``(s, t)``) and ``len(s)``."""
+
+    op: StrFn
+    args: tuple[Expr, ...]
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Index(ExprNode):
+    """``xs[i]``: item ``i`` of a list (from the end when negative, as in Python), e.g.
+    ``[t.status for t in Ticket if t.code == code][0]`` picks one row's field. An index
+    outside the list raises a ToolError (kind ``empty``), like ``min`` over no rows."""
+
+    operand: Expr
+    index: Expr
+    ty: Ty
+
+
+@dataclass(frozen=True, slots=True)
+class Today(ExprNode):
+    """``today()``: the date the state says is today (``State.today``). It is a value
+    of the state, not of the call: constant through a chain of calls, read the same by
+    ``old(...)``, and never written by an effect."""
+
+    ty: Ty
+
+
 # --------------------------------------------------------------------------- effects
 
 
@@ -192,11 +277,13 @@ class Assign(EffectNode):
 
 @dataclass(frozen=True, slots=True)
 class Create(EffectNode):
-    """``name = Entity.create(f=v, ...)``: a new row with the next deterministic id."""
+    """``name = Entity.create(f=v, ...)``: a new row with the next deterministic id, or
+    with ``key`` when the create names the key field (an existing key fails the call)."""
 
     entity: str
     bind: str | None
     values: tuple[tuple[str, Expr], ...]
+    key: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +327,13 @@ Expr: TypeAlias = (
     | Agg
     | IfExp
     | DictLit
+    | IsNone
+    | Old
+    | DictComp
+    | Round
+    | StrOp
+    | Index
+    | Today
 )
 Effect: TypeAlias = Assign | Create | Delete | ListEdit
 
@@ -270,7 +364,7 @@ class Stmt:
 def children(e: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of ``e`` (used by generic walks)."""
     match e:
-        case Lit() | Var():
+        case Lit() | Var() | Today():
             return ()
         case FieldOf(key=k) | RowOf(key=k) | Exists(key=k):
             return (k,)
@@ -278,7 +372,7 @@ def children(e: Expr) -> tuple[Expr, ...]:
             return (a, b)
         case BoolOp(values=vs) | ListLit(items=vs):
             return vs
-        case Not(operand=o) | Neg(operand=o) | Len(operand=o):
+        case Not(operand=o) | Neg(operand=o) | Len(operand=o) | Old(operand=o):
             return (o,)
         case Contains(item=a, container=b):
             return (a, b)
@@ -288,8 +382,16 @@ def children(e: Expr) -> tuple[Expr, ...]:
             return (c,)
         case IfExp(cond=c, then=t, orelse=o):
             return (c, t, o)
-        case DictLit(values=vs):
+        case DictLit(values=vs) | StrOp(args=vs):
             return vs
+        case IsNone(operand=o):
+            return (o,)
+        case DictComp(comp=c):
+            return (c,)
+        case Round(num=a, den=b):
+            return (a,) if b is None else (a, b)
+        case Index(operand=a, index=i):
+            return (a, i)
         case _:
             assert_never(e)
 
@@ -310,8 +412,8 @@ def effect_exprs(eff: Effect) -> tuple[Expr, ...]:
     match eff:
         case Assign(key=k, value=v) | ListEdit(key=k, value=v):
             return (k, v)
-        case Create(values=vs):
-            return tuple(v for _, v in vs)
+        case Create(values=vs, key=k):
+            return tuple(v for _, v in vs) + (() if k is None else (k,))
         case Delete(key=k):
             return (k,)
         case _:

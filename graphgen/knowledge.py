@@ -23,12 +23,27 @@ values an output shows, which recognising a described row needs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from graphgen import ir
+from graphgen import ir, strings
 from graphgen.domain import Domain, ParamDef, ToolDef
-from graphgen.types import EnumT, ListT, PrimT, RecordT, RefT, RowT, Ty
+from graphgen.types import (
+    INT,
+    STR,
+    DecT,
+    EnumT,
+    ListT,
+    MapT,
+    OptT,
+    PrimT,
+    RecordT,
+    RefT,
+    RowT,
+    Ty,
+    strip_opt,
+)
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -65,12 +80,14 @@ def param_sort(p: ParamDef) -> Sort:
 
 
 def _scalar_sort(t: Ty) -> Sort:
+    if isinstance(t, OptT):  # an optional argument is known at its values' sort
+        return _scalar_sort(t.inner)
     if isinstance(t, RefT):
         return key_sort(t.entity)
     if isinstance(t, EnumT):
         return Sort("enum", t.name)
-    if isinstance(t, PrimT):
-        return Sort("free", t.name)
+    if isinstance(t, PrimT | DecT):
+        return Sort("free", t.show())  # a value anyone can say: a number, a word
     raise TypeError(f"no sort for non-scalar type {t.show()}")
 
 
@@ -79,7 +96,7 @@ def field_sorts(domain: Domain, entity: str, field: str) -> list[Sort]:
     edef = domain.entities[entity]
     if field == edef.key:
         return [key_sort(entity)]
-    t = edef.fields[field].ty
+    t = strip_opt(edef.fields[field].ty)
     out = [Sort("field", f"{entity}.{field}")]
     target = domain.entity_of_ref(t)
     if target is not None:
@@ -120,10 +137,19 @@ def _expr_sorts(domain: Domain, e: ir.Expr) -> set[Sort]:
             return _row_sorts(domain, ent)
         case ir.Comp(proj=p):
             return _expr_sorts(domain, p)
+        case ir.DictComp(comp=c):
+            return {key_sort(c.entity)} | _expr_sorts(domain, c.proj)  # the keys are ids
+        case ir.Index(operand=xs):
+            return _expr_sorts(domain, xs)  # one of the list's items
         case ir.DictLit(values=vs) | ir.ListLit(items=vs):
             return set().union(*(_expr_sorts(domain, v) for v in vs)) if vs else set()
         case ir.IfExp(then=a, orelse=b):
             return _expr_sorts(domain, a) | _expr_sorts(domain, b)
+        case ir.Old(operand=o):
+            return _expr_sorts(domain, o)
+        case ir.StrOp(op="fstring" | "concat" | "str", args=args):
+            # a message shows every value written into it ("Ticket T0003 created")
+            return set().union(*(_expr_sorts(domain, a) for a in args))
         case (
             ir.Lit()
             | ir.Var()
@@ -136,6 +162,10 @@ def _expr_sorts(domain: Domain, e: ir.Expr) -> set[Sort]:
             | ir.Contains()
             | ir.Len()
             | ir.Agg()
+            | ir.IsNone()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Today()
         ):
             return _type_sorts(domain, e.ty)
         case _:
@@ -150,6 +180,7 @@ def _row_sorts(domain: Domain, ent: str) -> set[Sort]:
 
 
 def _type_sorts(domain: Domain, t: Ty) -> set[Sort]:
+    t = strip_opt(t)
     if isinstance(t, RefT):
         return {key_sort(t.entity)}
     if isinstance(t, ListT):
@@ -160,6 +191,8 @@ def _type_sorts(domain: Domain, t: Ty) -> set[Sort]:
         return set().union(*(_type_sorts(domain, x) for _, x in t.fields)) if t.fields else set()
     if isinstance(t, EnumT):
         return {Sort("enum", t.name)}
+    if isinstance(t, MapT):
+        return _type_sorts(domain, t.key) | _type_sorts(domain, t.value)
     return set()  # counts, flags, free strings reveal nothing an argument could need
 
 
@@ -186,6 +219,12 @@ def facts_of_result(domain: Domain, tool: ToolDef, value: Any) -> set[Fact]:
 def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> None:
     if v is None:
         return
+    if isinstance(e, ir.StrOp) and isinstance(v, str):
+        for part, text in message_parts(e, v):
+            _facts(domain, part, part.ty, _from_text(part.ty, text), out)
+        return
+    if isinstance(e, ir.Index):  # one item of a list: what an item of a comprehension shows
+        e = e.operand.proj if isinstance(e.operand, ir.Comp) else None
     if isinstance(e, ir.FieldOf) and not isinstance(t, ListT):
         for s in field_sorts(domain, e.entity, e.field):
             out.add((s, v))
@@ -209,6 +248,14 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
             else:
                 out.update((s, x) for s in field_sorts(domain, t.entity, name))
         return
+    if isinstance(t, MapT) and isinstance(v, dict):
+        # A result keyed by id: each key is a revealed id, each value shows what the
+        # comprehension's projection shows.
+        proj = e.comp.proj if isinstance(e, ir.DictComp) else None
+        for k, x in v.items():
+            _facts(domain, None, t.key, map_key(domain, t, k), out)
+            _facts(domain, proj, t.value, x, out)
+        return
     if isinstance(t, RecordT) and isinstance(v, dict):
         exprs = dict(zip(e.keys, e.values, strict=True)) if isinstance(e, ir.DictLit) else {}
         for name, ft in t.fields:
@@ -219,6 +266,34 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
         out.add((key_sort(t.entity), v))
     elif isinstance(t, EnumT):
         out.add((Sort("enum", t.name), v))
+
+
+def message_parts(e: ir.StrOp, text: str) -> list[tuple[ir.Expr, str]]:
+    """The values written into message ``text`` made by ``e`` (an f-string or a
+    concatenation), each with the expression it came from: the text is matched against
+    the message's literal parts. A message whose parts cannot be told apart (two values
+    with no text between them) gives the first reading of the match."""
+    if e.op not in ("fstring", "concat", "str"):
+        return []
+    pattern = ""
+    fields: list[ir.Expr] = []
+    for a in strings.message_parts(e):
+        if isinstance(a, ir.Lit) and isinstance(a.value, str) and a.ty == STR:
+            pattern += re.escape(a.value)
+        else:
+            pattern += "(.*?)"
+            fields.append(a)
+    m = re.fullmatch(pattern, text, flags=re.DOTALL)
+    if m is None:
+        return []
+    return list(zip(fields, m.groups(), strict=True))
+
+
+def _from_text(t: Ty, text: str) -> Any:
+    """A value of type ``t`` as a message writes it (the inverse of strings.text_of)."""
+    if t == INT and re.fullmatch(r"-?\d+", text):
+        return int(text)
+    return text
 
 
 def _item_expr(e: ir.Expr | None, i: int) -> ir.Expr | None:
@@ -246,6 +321,13 @@ def _item_expr(e: ir.Expr | None, i: int) -> ir.Expr | None:
             | ir.Agg()
             | ir.IfExp()
             | ir.DictLit()
+            | ir.IsNone()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Index()
+            | ir.Today()
         ):
             return None  # e.g. a list field: its items are keys, known from the type
         case _:
@@ -305,9 +387,23 @@ def _cells(domain: Domain, e: ir.Expr, args: dict[str, Any], v: Any, out: set[Ce
             for k, x in zip(ks, vs, strict=True):
                 if k in v:
                     _cells(domain, x, args, v[k], out)
+        case ir.DictComp(comp=ir.Comp(var=var, entity=ent, cond=cond, proj=proj)) if isinstance(
+            v, dict
+        ):
+            # Keyed by id: every value is known to belong to its key's row.
+            pinned = _pinned_fields(var, ent, cond)
+            for text, item in v.items():
+                key = map_key(domain, e.ty, text)
+                out.update((ent, key, f) for f in pinned)
+                if isinstance(proj, ir.RowOf) and proj.key == ir.Var(var, RefT(ent)):
+                    _cells(domain, proj, args, item, out)
+                elif isinstance(proj, ir.FieldOf) and proj.key == ir.Var(var, RefT(ent)):
+                    out.add((ent, key, proj.field))
         case ir.ListLit(items=items) if isinstance(v, list):
             for x, item in zip(items, v, strict=False):
                 _cells(domain, x, args, item, out)
+        case ir.Old(operand=o):
+            _cells(domain, o, args, v, out)
         case (
             ir.Lit()
             | ir.Var()
@@ -315,6 +411,9 @@ def _cells(domain: Domain, e: ir.Expr, args: dict[str, Any], v: Any, out: set[Ce
             | ir.RowOf()
             | ir.Comp()
             | ir.DictLit()
+            | ir.DictComp()
+            | ir.Index()
+            | ir.Today()
             | ir.ListLit()
             | ir.Exists()
             | ir.Compare()
@@ -326,6 +425,9 @@ def _cells(domain: Domain, e: ir.Expr, args: dict[str, Any], v: Any, out: set[Ce
             | ir.Len()
             | ir.Agg()
             | ir.IfExp()
+            | ir.IsNone()
+            | ir.Round()
+            | ir.StrOp()
         ):
             return  # a computed value: whose row it describes is not shown
         case _:
@@ -392,6 +494,18 @@ def _shown_fields(domain: Domain, e: ir.Expr) -> set[tuple[str, str]]:
             return {(ent, f) for f in _pinned_fields(var, ent, cond)} if row else set()
         case ir.DictLit(values=vs) | ir.ListLit(items=vs):
             return set().union(*(_shown_fields(domain, v) for v in vs)) if vs else set()
+        case ir.Old(operand=o):
+            return _shown_fields(domain, o)
+        case ir.DictComp(comp=ir.Comp(var=var, entity=ent, cond=cond, proj=proj)):
+            pinned = {(ent, f) for f in _pinned_fields(var, ent, cond)}
+            this_row = ir.Var(var, RefT(ent))
+            if isinstance(proj, ir.RowOf) and proj.key == this_row:
+                return pinned | _shown_fields(domain, proj)
+            if isinstance(proj, ir.FieldOf) and proj.key == this_row:
+                return pinned | {(ent, proj.field)}
+            return pinned
+        case ir.Index(operand=xs):
+            return _shown_fields(domain, xs)
         case (
             ir.Lit()
             | ir.Var()
@@ -406,10 +520,44 @@ def _shown_fields(domain: Domain, e: ir.Expr) -> set[tuple[str, str]]:
             | ir.Len()
             | ir.Agg()
             | ir.IfExp()
+            | ir.IsNone()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Today()
         ):
             return set()
         case _:
             assert_never(e)
+
+
+def map_key(domain: Domain, t: Ty, text: Any) -> Any:
+    """The id a key of a result keyed by id (type ``t``, a :class:`MapT`) stands for:
+    JSON object keys are strings, so ``"3"`` is int id 3 of a ``type: int`` key."""
+    if (
+        isinstance(t, MapT)
+        and isinstance(t.key, RefT)
+        and t.key.entity in domain.int_keys
+        and isinstance(text, str)
+    ):
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    return text
+
+
+def row_lookup(e: ir.Expr | None) -> ir.RowOf | None:
+    """The ``Entity[param]`` a read shows whole: its return value itself, or the one row
+    of that form inside a record literal (``{'ticket': Ticket[ticket_id]}``) — either
+    way the agent sees every field of the row. None for any other return value."""
+    match e:
+        case ir.RowOf(key=ir.Var()):
+            return e
+        case ir.DictLit(values=vs):
+            rows = [r for v in vs if (r := row_lookup(v)) is not None]
+            return rows[0] if len(rows) == 1 else None
+        case _:
+            return None
 
 
 def listed_keys(domain: Domain, tool: ToolDef, value: Any, entity: str) -> list[Any]:
@@ -442,3 +590,7 @@ def _keys(domain: Domain, t: Ty, v: Any, entity: str, out: list[Any]) -> None:
     elif isinstance(t, RecordT) and isinstance(v, dict):
         for name, ft in t.fields:
             _keys(domain, ft, v.get(name), entity, out)
+    elif isinstance(t, MapT) and isinstance(v, dict):
+        for k, x in v.items():
+            _keys(domain, t.key, map_key(domain, t, k), entity, out)
+            _keys(domain, t.value, x, entity, out)

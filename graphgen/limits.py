@@ -217,6 +217,10 @@ def domain_costs(domain: Domain) -> list[tuple[str, str, int]]:
                     expression_cost(tool.returns, rows),
                 )
             )
+        for i, case in enumerate(tool.cases):
+            if case.when is not None:
+                where = f"tool {tool.name!r}, cases[{i}].when"
+                out.append((where, case.when_source or "", expression_cost(case.when, rows)))
         for i, it in enumerate(tool.intents):
             if it.when is not None:
                 where = f"tool {tool.name!r}, intents[{i}].when"

@@ -13,6 +13,7 @@ import string
 import unicodedata
 from collections.abc import Callable
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ import yaml
 from pydantic import ValidationError
 
 from graphgen import ir
+from graphgen.decimals import dec_text, parse_decimal, places
 from graphgen.domain import (
+    Case,
     Derive,
     Domain,
     EntityDef,
@@ -33,6 +36,8 @@ from graphgen.domain import (
     canonical_json,
 )
 from graphgen.errors import DomainError, ExprError, Located
+from graphgen.functions import FunctionDef, constant_value, impure_part
+from graphgen.keys import key_spec_problems
 from graphgen.limits import (
     MAX_EXPR_COST,
     MAX_NAME_CHARS,
@@ -43,12 +48,40 @@ from graphgen.limits import (
     yaml_shape_problem,
 )
 from graphgen.parse import Elaborator, is_iso_date, prim_of
-from graphgen.spec import DomainSpec, FieldSpec, ParamSpec
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT, Ty, is_scalar
+from graphgen.spec import CaseSpec, DomainSpec, FieldSpec, ParamSpec
+from graphgen.specerrors import spec_error_message, spec_error_path
+from graphgen.suggest import did_you_mean
+from graphgen.today import check_today
+from graphgen.types import (
+    BOOL,
+    DATE,
+    INT,
+    STR,
+    DecT,
+    EnumT,
+    ListT,
+    NoneT,
+    OptT,
+    RefT,
+    RowT,
+    Ty,
+    is_optable,
+    is_scalar,
+    strip_opt,
+)
+from graphgen.unparse import to_source
+from graphgen.vocabulary import vocab_problem
+from graphgen.yamlpos import Positions, collect, where_path
+
+# Names a let cannot take: the expression language's own calls.
+_RESERVED_CALLS = frozenset(
+    {"any", "all", "count", "sum", "min", "max", "len", "old", "round", "str"}
+)
 
 # \Z, not $: "$" also matches before a final newline, and "deposit\n" is no name.
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 _LIST = re.compile(r"^list\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]\Z")
+_OPTIONAL = re.compile(r"^(.+?)\s*\|\s*None\Z")
 
 
 def _is_name(name: str) -> bool:
@@ -87,8 +120,9 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def _lines(text: str) -> dict[tuple[str, str], int]:
-    """Line numbers of ``entities.X`` and ``tools.Y`` keys, and duplicate-key checks."""
+def _lines(text: str) -> tuple[dict[tuple[str, str], int], Positions]:
+    """Line numbers of ``entities.X`` and ``tools.Y`` keys, the position of every node,
+    and duplicate-key checks."""
     out: dict[tuple[str, str], int] = {}
     # The composer recurses and aliases share nodes: bound the nesting before composing
     # and the expanded size before walking, or a small file takes minutes (or the stack).
@@ -129,7 +163,7 @@ def _lines(text: str) -> dict[tuple[str, str], int]:
         visit(root, ())
     if dups:
         raise DomainError(dups)
-    return out
+    return out, collect(root)
 
 
 def load_domain(path: str | Path) -> Domain:
@@ -152,7 +186,7 @@ def load_domain(path: str | Path) -> Domain:
 def loads_domain(text: str, source: str = "<domain>") -> Domain:
     """Load a domain from YAML text; ``source`` names it in error messages."""
     try:
-        lines = _lines(text)
+        lines, positions = _lines(text)
         raw = yaml.load(text, Loader=SAFE_LOADER)
     except DomainError as err:
         for pr in err.problems:
@@ -186,16 +220,33 @@ def loads_domain(text: str, source: str = "<domain>") -> Domain:
                 line = lines.get((str(e["loc"][0]), str(e["loc"][1])))
                 where = f"{kind} {e['loc'][1]!r}" + (f" (line {line})" if line else "")
                 where += f", {rest}" if rest else ""
-            problems.append(Located(e["msg"], file=source, where=where))
+            path = spec_error_path(e)
+            at = positions.at(path, key=e["type"] == "extra_forbidden")
+            problems.append(
+                Located(
+                    spec_error_message(e, raw),
+                    file=source,
+                    where=where,
+                    line=at[0] if at else None,
+                    column=at[1] if at else None,
+                )
+            )
         raise DomainError(problems) from None
-    return elaborate_domain(spec, source=source, lines=lines)
+    return elaborate_domain(spec, source=source, lines=lines, positions=positions)
 
 
 class _Compiler:
-    def __init__(self, spec: DomainSpec, source: str, lines: dict[tuple[str, str], int]) -> None:
+    def __init__(
+        self,
+        spec: DomainSpec,
+        source: str,
+        lines: dict[tuple[str, str], int],
+        positions: Positions | None = None,
+    ) -> None:
         self.spec = spec
         self.source = source
         self.lines = lines
+        self.positions = positions or Positions()
         self.problems: list[Located] = []
         self.enums: dict[str, EnumT] = {}
 
@@ -205,12 +256,30 @@ class _Compiler:
         return s + (f", {part}" if part else "")
 
     def err(self, msg: str, where: str, expr: str = "", col: int | None = None) -> None:
-        self.problems.append(Located(msg, self.source, where, expr, col))
+        path = where_path(where)
+        at = self.positions.at(path, col) if path is not None else None
+        line, column = at if at is not None else (None, None)
+        self.problems.append(Located(msg, self.source, where, expr, col, line, column))
 
     def resolve(
         self, s: FieldSpec | ParamSpec, owner: str, fname: str, where: str
     ) -> tuple[Ty | None, tuple[str, str] | None]:
         t = s.type.strip()
+        opt = _OPTIONAL.match(t)
+        if opt:
+            base, src = self.resolve(
+                s.model_copy(update={"type": opt.group(1)}), owner, fname, where
+            )
+            if base is None:
+                return None, None
+            if not is_optable(base):
+                self.err(
+                    f"{base.show()} cannot be optional ('T | None' takes int, str, date, "
+                    "an enum or an entity)",
+                    where,
+                )
+                return None, None
+            return OptT(base), src
         if t == "enum":
             if s.enum is not None:
                 if s.enum not in self.enums:
@@ -225,6 +294,10 @@ class _Compiler:
             return EnumT(f"{owner}.{fname}", tuple(s.values)), None
         if s.values is not None:
             self.err(f"'values' only goes with type enum, not {t!r}", where)
+        if t == "decimal":
+            return DecT(2 if s.scale is None else s.scale), None
+        if s.scale is not None:
+            self.err(f"'scale' only goes with type decimal, not {t!r}", where)
         p = prim_of(t)
         if p is not None:
             return p, None
@@ -259,7 +332,42 @@ class _Compiler:
                 self.err(f"parameter type {t!r} is not a scalar field", where)
                 return None, None
             return ft, (ent, fld)
-        self.err(f"unknown type {t!r} (int, str, bool, date, enum, an entity, list[...])", where)
+        near = did_you_mean(t, ["int", "str", "bool", "date", "enum", *self.spec.entities])
+        self.err(
+            f"unknown type {t!r}{near} (int, str, bool, date, enum, an entity, list[...])", where
+        )
+        return None, None
+
+    def bounds(self, s: FieldSpec | ParamSpec, ty: Ty, where: str, what: str) -> tuple[Any, Any]:
+        """The ``min``/``max`` of a field or parameter as numbers of its type (a decimal's
+        are written as strings, ``"0.00"``, with at most its scale's places)."""
+        if s.min is None and s.max is None:
+            return None, None
+        if ty == INT:
+            if isinstance(s.min, str) or isinstance(s.max, str):
+                self.err("the bounds of an int are whole numbers, not strings", where)
+                return None, None
+            lo_i, hi_i = s.min, s.max
+            if lo_i is not None and hi_i is not None and lo_i > hi_i:
+                self.err(f"min {lo_i} is above max {hi_i}", where)
+            return lo_i, hi_i
+        if isinstance(ty, DecT):
+            out: list[Decimal | None] = []
+            for label, b in (("min", s.min), ("max", s.max)):
+                d = None if b is None else parse_decimal(b)
+                if b is not None and (d is None or places(d) > ty.scale):
+                    self.err(
+                        f"{label} {b!r} is not a decimal with at most {ty.scale} places "
+                        f'(write it as a string, e.g. "{dec_text(0, ty.scale)}")',
+                        where,
+                    )
+                    return None, None
+                out.append(d)
+            lo, hi = out
+            if lo is not None and hi is not None and lo > hi:
+                self.err(f"min {lo} is above max {hi}", where)
+            return lo, hi
+        self.err(f"min/max bounds only apply to int and decimal {what}, not {ty.show()}", where)
         return None, None
 
     def entities(self) -> dict[str, EntityDef]:
@@ -270,6 +378,8 @@ class _Compiler:
             elif problem := name_problem(name):
                 self.err(problem, self.where("entity", name))
             if problem := name_problem(es.key.name):
+                self.err(problem, self.where("entity", name, "key"))
+            for problem in key_spec_problems(es):
                 self.err(problem, self.where("entity", name, "key"))
             fields: dict[str, FieldDef] = {}
             if es.key.name in es.fields:
@@ -285,17 +395,16 @@ class _Compiler:
                     self.err(problem, w)
                 if fs.vocab is not None and len(fs.vocab) > MAX_NAME_CHARS:
                     self.err(f"vocab hint longer than {MAX_NAME_CHARS} characters", w)
+                elif fs.vocab is not None and (why := vocab_problem(fs.vocab)):
+                    self.err(why, w)
                 ty, _ = self.resolve(fs, name, fname, w)
                 if ty is None:
                     continue
-                if (fs.min is not None or fs.max is not None) and ty != INT:
-                    self.err("min/max bounds only apply to int fields", w)
-                if fs.min is not None and fs.max is not None and fs.min > fs.max:
-                    self.err(f"min {fs.min} is above max {fs.max}", w)
+                lo, hi = self.bounds(fs, strip_opt(ty), w, "fields")
                 if fs.unique and not is_scalar(ty):
                     self.err("only scalar fields can be unique", w)
                 fields[fname] = FieldDef(
-                    fname, ty, fs.unique, fs.givable, fs.min, fs.max, fs.vocab, fs.description
+                    fname, ty, fs.unique, fs.givable, lo, hi, fs.vocab, fs.description
                 )
             if es.display is not None and es.display not in es.fields:
                 self.err(
@@ -312,6 +421,8 @@ class _Compiler:
                 es.description,
                 es.size,
                 es.display,
+                key_kind=es.key.kind,
+                key_vocab=es.key.vocab,
             )
         return out
 
@@ -409,6 +520,9 @@ class _Compiler:
             if ps.vocab is not None and len(ps.vocab) > MAX_NAME_CHARS:
                 self.err(f"vocab hint longer than {MAX_NAME_CHARS} characters", w)
                 ok = False
+            elif ps.vocab is not None and (why := vocab_problem(ps.vocab)):
+                self.err(why, w)
+                ok = False
             ty, src = self.resolve(ps, name, pname, w)
             if ty is None:
                 ok = False
@@ -417,43 +531,116 @@ class _Compiler:
                 self.err(f"parameters are scalars, {pname!r} is {ty.show()}", w)
                 ok = False
                 continue
-            if (ps.min is not None or ps.max is not None) and ty != INT:
-                self.err(
-                    f"min/max bounds only apply to int parameters, {pname!r} is {ty.show()}", w
-                )
+            n_problems = len(self.problems)
+            lo, hi = self.bounds(ps, strip_opt(ty), w, "parameters")
+            if len(self.problems) > n_problems:
                 ok = False
                 continue
-            params[pname] = ParamDef(pname, ty, src, ps.description, ps.min, ps.max, ps.vocab)
+            if ps.has_default and (why := default_problem(ty, ps)) is not None:
+                self.err(f"default {ps.default!r} {why}", w)
+                ok = False
+                continue
+            params[pname] = ParamDef(
+                pname,
+                ty,
+                src,
+                ps.description,
+                lo,
+                hi,
+                ps.vocab,
+                ps.has_default,
+                ps.default,
+            )
         scope: dict[str, Ty] = {p.name: p.ty for p in params.values()}
+        try:
+            ok = self.lets(name, el, scope) and ok
+            return self._tool_body(name, el, params, scope, ok)
+        finally:
+            el.lets = {}
+            el.lets_as_old = True
 
+    def lets(self, name: str, el: Elaborator, scope: dict[str, Ty]) -> bool:
+        """Elaborate the tool's ``let:`` names, in order, into ``el.lets`` (each may use
+        the parameters and the names before it); False if one is wrong."""
+        ok = True
+        el.lets = {}
+        el.lets_as_old = False
+        for lname, src in self.spec.tools[name].let.items():
+            w = self.where("tool", name, f"let.{lname}")
+            problem = name_problem(lname)
+            if not _is_name(lname) or problem:
+                self.err(problem or f"let name {lname!r} is not allowed", w, src)
+                ok = False
+                continue
+            if lname in scope or lname in self.spec.entities or lname in _RESERVED_CALLS:
+                what = "a parameter" if lname in scope else "an entity or a built-in"
+                self.err(f"let name {lname!r} is already {what}", w, src)
+                ok = False
+                continue
+            try:
+                el.lets[lname] = el.expr(src, scope)
+            except ExprError as exc:
+                self.err(exc.message, w, src, exc.col)
+                ok = False
+        return ok
+
+    def _tool_body(
+        self, name: str, el: Elaborator, params: dict[str, ParamDef], scope: dict[str, Ty], ok: bool
+    ) -> ToolDef | None:
+        ts = self.spec.tools[name]
         checks: list[ir.Check] = []
+        # A parameter a passed check shows is not None stays so for the rest of the call
+        # (parameters never change); field reads are narrowed within one expression only,
+        # as an effect may write the field in between.
+        known: frozenset[ir.Expr] = frozenset()
         for i, c in enumerate(ts.requires):
             for msg in message_problems(c.message, params):
                 self.err(msg, self.where("tool", name, f"requires[{i}].message"), c.message)
                 ok = False
             try:
-                checks.append(ir.Check(el.condition(c.check, scope), c.check, c.message))
+                cond = el.condition(c.check, scope, known)
+                checks.append(ir.Check(cond, c.check, c.message))
+                known |= _param_facts(el.facts(cond))
             except ExprError as exc:
                 self.err(exc.message, self.where("tool", name, f"requires[{i}]"), c.check, exc.col)
                 ok = False
-        effects: list[ir.Stmt] = []
-        escope = dict(scope)
-        for i, src_e in enumerate(ts.effects):
-            try:
-                effects.append(ir.Stmt(el.effect(src_e, escope), src_e))
-            except ExprError as exc:
-                self.err(exc.message, self.where("tool", name, f"effects[{i}]"), src_e, exc.col)
+        if ts.cases and (ts.effects or ts.returns is not None):
+            self.err(
+                "a tool has either cases or tool-level effects/returns, not both "
+                "(tool-level effects/returns are the shorthand for one case)",
+                self.where("tool", name, "cases"),
+            )
+            ok = False
+        case_specs = ts.cases or [CaseSpec(effects=ts.effects, returns=ts.returns)]
+        cases: list[Case] = []
+        el.lets_as_old = True  # effects and returns run after effects: lets read before
+        for ci, cs in enumerate(case_specs):
+            prefix = f"cases[{ci}]." if ts.cases else ""
+            case = self.case(name, el, scope, known, cs, prefix)
+            if case is None:
                 ok = False
-        ret: ir.Expr | None = None
-        if ts.returns is not None:
-            try:
-                ret = el.expr(ts.returns, escope)
-            except ExprError as exc:
-                self.err(exc.message, self.where("tool", name, "returns"), ts.returns, exc.col)
-                ok = False
-        if not ts.effects and ts.returns is None:
+            else:
+                cases.append(case)
+        if not ts.cases and not ts.effects and ts.returns is None:
             self.err("a tool needs effects or a return value", self.where("tool", name))
             ok = False
+        if ts.cases and ok:
+            with_ret = [c.returns is not None for c in cases]
+            if any(with_ret) and not all(with_ret):
+                self.err(
+                    "either every case returns a value or none does "
+                    f"(cases without returns: {[i for i, r in enumerate(with_ret) if not r]})",
+                    self.where("tool", name, "cases"),
+                )
+                ok = False
+        effects: list[ir.Stmt] = [s for c in cases for s in c.effects]
+        ret: ir.Expr | None = None
+        if ok and ts.cases:
+            ret = self.merged_returns(name, cases)
+            ok = ok and (ret is not None or cases[0].returns is None)
+        elif cases:
+            ret = cases[0].returns
+        el.lets = {}  # intents speak of parameters only
         intents: list[Intent] = []
         for i, it in enumerate(ts.intents):
             w = self.where("tool", name, f"intents[{i}]")
@@ -480,10 +667,84 @@ class _Compiler:
             ret,
             ts.returns,
             tuple(intents),
+            tuple(cases) if ts.cases else (),
         )
 
+    def case(
+        self,
+        tool: str,
+        el: Elaborator,
+        scope: dict[str, Ty],
+        known: frozenset[ir.Expr],
+        cs: CaseSpec,
+        prefix: str,
+    ) -> Case | None:
+        """One case (or the tool-level shorthand, with ``prefix`` empty), type-checked."""
+        ok = True
+        when: ir.Expr | None = None
+        if cs.when is not None:
+            el.lets_as_old = False  # a case's guard runs before any effect
+            try:
+                when = el.condition(cs.when, scope, known)
+                known = known | _param_facts(el.facts(when))
+            except ExprError as exc:
+                self.err(exc.message, self.where("tool", tool, f"{prefix}when"), cs.when, exc.col)
+                ok = False
+        if cs.fails and cs.effects:
+            self.err(
+                "a soft failure ('fails: true') has no effects: it leaves the state as it was",
+                self.where("tool", tool, f"{prefix}effects"),
+            )
+            ok = False
+        effects: list[ir.Stmt] = []
+        escope = dict(scope)
+        el.lets_as_old = True  # effects and returns run after effects: lets read before
+        for i, src_e in enumerate(cs.effects):
+            try:
+                effects.append(ir.Stmt(el.effect(src_e, escope, known), src_e))
+            except ExprError as exc:
+                where = self.where("tool", tool, f"{prefix}effects[{i}]")
+                self.err(exc.message, where, src_e, exc.col)
+                ok = False
+        ret: ir.Expr | None = None
+        if cs.returns is not None:
+            try:
+                ret = el.expr(cs.returns, escope, known)
+            except ExprError as exc:
+                where = self.where("tool", tool, f"{prefix}returns")
+                self.err(exc.message, where, cs.returns, exc.col)
+                ok = False
+        if not ok:
+            return None
+        return Case(when, cs.when, cs.fails, tuple(effects), ret, cs.returns)
+
+    def merged_returns(self, tool: str, cases: list[Case]) -> ir.Expr | None:
+        """``r1 if when1 else r2 if when2 else ...``: what a cased tool may return, for the
+        analyses that read a tool's result statically (never evaluated for a call)."""
+        rets = [c.returns for c in cases]
+        if rets[0] is None:
+            return None
+        want = rets[0].ty
+        for i, r in enumerate(rets):
+            if r is not None and r.ty != want:
+                self.err(
+                    f"every case returns the same type: case 0 returns {want.show()}, "
+                    f"case {i} returns {r.ty.show()}",
+                    self.where("tool", tool, f"cases[{i}].returns"),
+                    cases[i].returns_source or "",
+                )
+                return None
+        out: ir.Expr | None = None
+        for c in reversed(cases):
+            assert c.returns is not None
+            if out is None or c.when is None:
+                out = c.returns
+            else:
+                out = ir.IfExp(c.when, c.returns, out, want)
+        return out
+
     def run(self) -> Domain:
-        dumped = self.spec.model_dump(mode="json")
+        dumped = _without_new_defaults(self.spec, self.spec.model_dump(mode="json"))
         for ename, vals in self.spec.enums.items():
             if not TOOL_NAME.match(ename) or keyword.iskeyword(ename):
                 self.err("enum names are identifiers", f"enum {ename!r}")
@@ -492,6 +753,7 @@ class _Compiler:
             self.enums[ename] = EnumT(ename, tuple(vals))
         ents = self.entities()
         el = Elaborator(ents)
+        self.constants_and_functions(el)
         self.rules(ents, el)
         tools: dict[str, ToolDef] = {}
         for name in self.spec.tools:
@@ -502,16 +764,35 @@ class _Compiler:
         if self.problems:
             raise DomainError(self.problems)
         for e in dumped["entities"].values():
+            for f in e["fields"].values():
+                if f.get("scale") is None:  # no scale: the hash of a file before decimals
+                    f.pop("scale", None)
             if e.get("generate") is None:  # no block: same hash as before blocks existed
                 e.pop("generate", None)
             if not e.get("invariants"):  # likewise for entities without invariants
                 e.pop("invariants", None)
         # Unguarded intents and an empty phrase table hash as they did before guards and
         # phrases existed, so domains that use neither keep their hash.
-        for t in dumped["tools"].values():
+        for tname, t in dumped["tools"].items():
+            for p in t["params"].values():
+                if p.get("scale") is None:
+                    p.pop("scale", None)
             t["intents"] = [x["text"] if x["when"] is None else x for x in t["intents"]]
+            # Domains without cases or parameter defaults hash as before they existed.
+            if not t["cases"]:
+                t.pop("cases")
+            for pname, p in t["params"].items():
+                if not self.spec.tools[tname].params[pname].has_default:
+                    p.pop("default")
+            if not t.get("let"):  # likewise for tools without let bindings
+                t.pop("let", None)
         if not dumped["phrases"]:
             dumped.pop("phrases")
+        for block in ("constants", "functions"):  # likewise for domains without them
+            if not dumped[block]:
+                dumped.pop(block)
+        if dumped.get("today") is None:  # likewise for domains without a today range
+            dumped.pop("today", None)
         domain = Domain(
             self.spec.name,
             self.spec.description,
@@ -523,6 +804,7 @@ class _Compiler:
             canonical_json(dumped),
             phrases,
         )
+        domain.today_range = self.today_range()
         for where, src, cost in domain_costs(domain):
             if cost > MAX_EXPR_COST:
                 self.err(
@@ -535,6 +817,94 @@ class _Compiler:
         if self.problems:
             raise DomainError(self.problems)
         return domain
+
+    def today_range(self) -> tuple[str, str] | None:
+        """The ``today: {from, to}`` range, checked: two dates, the first not later."""
+        t = self.spec.today
+        if t is None:
+            return None
+        try:
+            lo, hi = check_today(t.start), check_today(t.end)
+        except ValueError as exc:
+            self.err(f"{exc}", "today")
+            return None
+        if lo > hi:
+            self.err(f"today: 'from' ({lo}) is later than 'to' ({hi})", "today")
+            return None
+        return lo, hi
+
+    def _value_type(self, t: str, where: str, scale: int | None = None) -> Ty | None:
+        """The type a constant or a function parameter/result is declared with."""
+        t = t.strip()
+        if t == "decimal":
+            return DecT(2 if scale is None else scale)
+        p = prim_of(t)
+        if p is not None:
+            return p
+        if t in self.enums:
+            return self.enums[t]
+        if t in self.spec.entities:
+            return RefT(t)
+        self.err(f"unknown type {t!r} (int, str, bool, date, a shared enum or an entity)", where)
+        return None
+
+    def constants_and_functions(self, el: Elaborator) -> None:
+        """Elaborate ``constants:`` and ``functions:`` into ``el`` (in that order: a
+        function may use every constant and the functions declared before it)."""
+        taken = set(self.spec.entities) | set(self.spec.tools) | set(_RESERVED_CALLS)
+        for cname, cs in self.spec.constants.items():
+            w = f"constant {cname!r}"
+            if not cname.isidentifier() or keyword.iskeyword(cname) or cname in taken:
+                self.err(f"{cname!r} cannot name a constant (not a free identifier)", w)
+                continue
+            ty = self._value_type(cs.type, w, cs.scale)
+            if ty is None:
+                continue
+            value, why = constant_value(ty, cs.value)
+            if why is not None:
+                self.err(f"value {why}", w)
+                continue
+            el.constants[cname] = ir.Lit(value, ty)
+        el.function_names = frozenset(self.spec.functions)
+        for fname, fs in self.spec.functions.items():
+            w = f"function {fname!r}"
+            if not TOOL_NAME.match(fname) or keyword.iskeyword(fname):
+                self.err(f"{fname!r} cannot name a function", w)
+                continue
+            if fname in taken or fname in el.constants:
+                self.err(f"function name {fname!r} is already taken", w)
+                continue
+            params: list[tuple[str, Ty]] = []
+            for pname, ptype in fs.params.items():
+                pty = self._value_type(ptype, f"{w}, params.{pname}")
+                if pty is not None:
+                    params.append((pname, pty))
+            ret = self._value_type(fs.returns, f"{w}, returns")
+            if ret is None or len(params) != len(fs.params):
+                continue
+            try:
+                body = el.expr(fs.body, dict(params))
+            except ExprError as exc:
+                self.err(exc.message, f"{w}, body", fs.body, exc.col)
+                continue
+            bad = impure_part(body)
+            if bad is not None:
+                self.err(
+                    "a function is pure: it cannot read tables or old(...), "
+                    f"found {to_source(bad)}",
+                    f"{w}, body",
+                    fs.body,
+                )
+                continue
+            fitted = _fit(body, ret)
+            if fitted is None:
+                self.err(
+                    f"the body is {body.ty.show()}, the function returns {ret.show()}",
+                    f"{w}, body",
+                    fs.body,
+                )
+                continue
+            el.functions[fname] = FunctionDef(fname, tuple(params), ret, fitted, fs.body)
 
     def phrases(self, ents: dict[str, EntityDef], tools: dict[str, ToolDef]) -> dict[str, Phrase]:
         """The ``phrases:`` table, each key checked against the schema."""
@@ -644,11 +1014,41 @@ def message_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
     return out
 
 
+def _param_facts(facts: frozenset[ir.Expr]) -> frozenset[ir.Expr]:
+    """The not-None facts about parameters (they hold for the whole call)."""
+    return frozenset(e for e in facts if isinstance(e, ir.Var))
+
+
+def default_problem(ty: Ty, ps: ParamSpec) -> str | None:
+    """Why ``ps.default`` is not a value of ``ty`` (None when it is)."""
+    from graphgen.interp import check_value  # the one place values are checked
+
+    v = ps.default
+    if v is None:
+        return None if isinstance(ty, OptT) else f"needs the type '{ty.show()} | None'"
+    why = check_value(ty, v)
+    if why:
+        return f"is not {why}"
+    if isinstance(ps.min, int) and isinstance(v, int) and v < ps.min:
+        return f"is below the minimum {ps.min}"
+    if isinstance(ps.max, int) and isinstance(v, int) and v > ps.max:
+        return f"is above the maximum {ps.max}"
+    return None
+
+
 def _fit(e: ir.Expr, want: Ty) -> ir.Expr | None:
     """``e`` typed as ``want``: string literals become enum members, dates or ids (also
     inside ``a if c else b`` and list literals); None if it cannot be."""
     if e.ty == want:
         return e
+    if isinstance(want, OptT):
+        # As in an effect: None fits any ``T | None``, and so does a value of ``T``.
+        if isinstance(e, ir.Lit) and isinstance(e.ty, NoneT):
+            return ir.Lit(None, want)
+        if isinstance(e, ir.IfExp):
+            a, b = _fit(e.then, want), _fit(e.orelse, want)
+            return ir.IfExp(e.cond, a, b, want) if a is not None and b is not None else None
+        return _fit(e, want.inner)
     if isinstance(e, ir.Lit) and e.ty == STR and isinstance(e.value, str):
         v = e.value
         if (
@@ -669,14 +1069,17 @@ def _fit(e: ir.Expr, want: Ty) -> ir.Expr | None:
 
 
 def elaborate_domain(
-    spec: DomainSpec, source: str = "<domain>", lines: dict[tuple[str, str], int] | None = None
+    spec: DomainSpec,
+    source: str = "<domain>",
+    lines: dict[tuple[str, str], int] | None = None,
+    positions: Positions | None = None,
 ) -> Domain:
     """Type-check a :class:`DomainSpec` (from YAML or built in Python) into a Domain:
     parse every expression, resolve every type, collect every located problem.
 
     Named "elaborate", not "compile": ``graphgen compile`` turns a Domain into a package.
     """
-    return _Compiler(spec, source, lines or {}).run()
+    return _Compiler(spec, source, lines or {}, positions).run()
 
 
 def domain_from_dict(data: dict[str, Any], source: str = "<dict>") -> Domain:
@@ -685,6 +1088,22 @@ def domain_from_dict(data: dict[str, Any], source: str = "<dict>") -> Domain:
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
         raise DomainError(
-            [Located(f"{'.'.join(map(str, e['loc']))}: {e['msg']}", source) for e in exc.errors()]
+            [
+                Located(f"{'.'.join(map(str, e['loc']))}: {spec_error_message(e, data)}", source)
+                for e in exc.errors()
+            ]
         ) from None
     return elaborate_domain(spec, source)
+
+
+def _without_new_defaults(spec: DomainSpec, dumped: dict[str, Any]) -> dict[str, Any]:
+    """``dumped`` without the key options added in language v2 where they are not
+    written, so a domain that does not use them keeps its content hash
+    (and the task files and packages made from it keep their bytes)."""
+    for name, es in spec.entities.items():
+        ent = dumped["entities"][name]
+        if "type" not in es.key.model_fields_set:
+            ent["key"].pop("type", None)
+        if es.key.vocab is None:
+            ent["key"].pop("vocab", None)
+    return dumped

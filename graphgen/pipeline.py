@@ -107,6 +107,7 @@ from graphgen.synth import SynthOptions, synth_yaml
 from graphgen.tasks.backends import BACKENDS, Backend
 from graphgen.tasks.coverage import CoverageReport
 from graphgen.tasks.coverage import coverage as task_coverage
+from graphgen.tasks.domainfile import DomainFileError, manifest_domain, with_domain_file
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.fileformat import encode
 from graphgen.tasks.model import Manifest, Task
@@ -549,6 +550,7 @@ def generate(
         journal, done = _journal_for(out, header, resume)
         try:
             res = run(journal, done)
+            res.manifest = with_domain_file(res.manifest, d, out)
             text = taskset_text(res.manifest, res.tasks, compact=compact)
             journal.finish(out, encode(text, out))
         except Interrupted as exc:
@@ -582,17 +584,25 @@ def read_tasks(
     (:mod:`graphgen.tasks.validate`): the good tasks, one located problem per bad line,
     and the domain used.
 
-    ``domain`` defaults to the built-in named in the manifest; a set of another domain
-    needs it (:class:`UnknownDomainError`), unless ``need_domain`` is false: then such a
-    set is checked for its shape only and the domain returned is None. An unreadable file
-    or a bad manifest raises :class:`~graphgen.tasks.validate.TaskSetError`.
+    ``domain`` defaults to the built-in named in the manifest, or the domain file it
+    records (:func:`~graphgen.tasks.domainfile.manifest_domain`); a set whose domain cannot be
+    found so needs it (:class:`~graphgen.tasks.domainfile.DomainFileError`), unless
+    ``need_domain`` is false: then such a set is checked for its shape only and the
+    domain returned is None. An unreadable file or a bad manifest raises
+    :class:`~graphgen.tasks.validate.TaskSetError`.
     """
     used: list[Domain] = []
 
     def domain_of(manifest: Manifest) -> Domain | None:
-        if domain is None and not need_domain and manifest.domain not in builtin_names():
+        if domain is not None:
+            used.append(load_domain_ref(domain))
+            return used[0]
+        try:
+            used.append(manifest_domain(manifest, tasks_file))
+        except DomainFileError:
+            if need_domain:
+                raise
             return None
-        used.append(load_domain_ref(domain if domain is not None else manifest.domain))
         return used[0]
 
     got = scan_taskset_file(tasks_file, domain_of)
@@ -812,11 +822,15 @@ def _read_sets(tasks_files: Sequence[str | Path], domain: DomainRef | None) -> l
     return sets
 
 
-def _domains_of(sets: Sequence[TaskSet], domain: DomainRef | None) -> dict[str, Domain]:
+def _domains_of(
+    sets: Sequence[TaskSet], domain: DomainRef | None, files: Sequence[str | Path]
+) -> dict[str, Domain]:
     found: dict[str, Domain] = {}
-    for m, _ in sets:
+    for (m, _), f in zip(sets, files, strict=True):
         if m.domain not in found:
-            found[m.domain] = load_domain_ref(domain if domain is not None else m.domain)
+            found[m.domain] = (
+                load_domain_ref(domain) if domain is not None else manifest_domain(m, f)
+            )
     return found
 
 
@@ -851,7 +865,7 @@ def export_tasks(
     if fmt not in EXPORT_FORMATS:
         raise PipelineError(f"unknown export format {fmt!r}; use {', '.join(EXPORT_FORMATS)}")
     sets = _read_sets(tasks_files, domain)
-    domains = _domains_of(sets, domain)
+    domains = _domains_of(sets, domain, tasks_files)
     try:
         if fmt == "hf":
             return export_hf(sets, output)
@@ -879,7 +893,8 @@ def coverage(tasks_file: str | Path, domain: DomainRef | None = None) -> Coverag
     3
     """
     ((manifest, tasks),) = _read_sets([tasks_file], domain)
-    return task_coverage(load_domain_ref(domain if domain is not None else manifest.domain), tasks)
+    d = load_domain_ref(domain) if domain is not None else manifest_domain(manifest, tasks_file)
+    return task_coverage(d, tasks)
 
 
 # ------------------------------------------------------------------ environments

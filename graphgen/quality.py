@@ -85,7 +85,7 @@ class _Where:
         path = Path(domain.source)
         try:
             if path.is_file():
-                self.lines = _lines(path.read_text(encoding="utf-8"))
+                self.lines = _lines(path.read_text(encoding="utf-8"))[0]
         except (OSError, UnicodeDecodeError, DomainError):
             pass  # a location is a help, not a requirement
 
@@ -272,8 +272,8 @@ def _sample_arg(domain: Domain, p: ParamDef, st: State, rng: random.Random) -> A
     if isinstance(p.ty, EnumT):
         return rng.choice(p.ty.values)
     if p.ty == INT:
-        lo = p.min if p.min is not None else 0
-        hi = p.max if p.max is not None else max(lo, 100)
+        lo = int(p.min) if p.min is not None else 0
+        hi = int(p.max) if p.max is not None else max(lo, 100)
         return rng.choice([lo, hi, (lo + hi) // 2, rng.randint(lo, hi)])
     if p.ty == BOOL:
         return rng.random() < 0.5

@@ -53,10 +53,11 @@ class FieldSpec(_Strict):
     givable: bool = Field(
         default=False, description="a user can know this value without calling a tool"
     )
-    min: int | None = None
-    max: int | None = None
+    min: int | str | None = Field(default=None, description='a number; "0.00" for decimals')
+    max: int | str | None = Field(default=None, description='a number; "5000.00" for decimals')
     vocab: str | None = Field(default=None, description="value generator hint, e.g. 'email'")
     description: str = ""
+    scale: int | None = Field(default=None, ge=0, le=12, description="places, for decimal")
 
     @model_validator(mode="before")
     @classmethod
@@ -65,12 +66,37 @@ class FieldSpec(_Strict):
 
 
 class KeySpec(_Strict):
-    """The key of an entity: its name, the id prefix, and whether users know ids."""
+    """The key of an entity: its name, the id prefix, and whether users know ids.
+
+    Two kinds of key (see ``docs/domain-language.md``, "Keys"):
+
+    * a formatted counter (the default, or ``type: str``): ``prefix`` + ``width``
+      zero-padded digits (``prefix: ""`` allowed);
+    * ``type: int``: int ids, numbered from 1, a ``create`` takes the next free int;
+    * ``type: str`` with neither ``prefix`` nor ``width``: string ids given by the data
+      (an imported state; generated states draw them from ``vocab``), and a ``create``
+      names its key explicitly.
+    """
 
     name: str
     prefix: str = ""
     width: int = Field(default=4, ge=1, le=12, description="zero-padded digits in new ids")
     givable: bool = False
+    type: str = Field(default="str", description="str | int: the runtime type of the ids")
+    vocab: str | None = Field(
+        default=None, description="vocabulary generated ids are drawn from (data-given keys)"
+    )
+
+    @property
+    def kind(self) -> str:
+        """``counter`` (prefix + padded number), ``int``, or ``data`` (``type: str`` with
+        no ``prefix``/``width``: ids given by the data)."""
+        if self.type == "int":
+            return "int"
+        given = self.model_fields_set
+        if "type" in given and not given & {"prefix", "width"}:
+            return "data"
+        return "counter"
 
 
 class GenerateSpec(_Strict):
@@ -180,14 +206,24 @@ class ParamSpec(_Strict):
     values: list[str] | None = None
     enum: str | None = None
     description: str = ""
-    min: int | None = None
-    max: int | None = None
+    min: int | str | None = Field(default=None, description='a number; "0.00" for decimals')
+    max: int | str | None = Field(default=None, description='a number; "5000.00" for decimals')
     vocab: str | None = None
+    default: int | str | bool | None = Field(
+        default=None,
+        description="value an absent argument takes (null: None); makes the parameter optional",
+    )
+    scale: int | None = Field(default=None, ge=0, le=12, description="places, for decimal")
 
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, v: Any) -> Any:
         return _type_shorthand(v)  # same shorthand grammar as fields
+
+    @property
+    def has_default(self) -> bool:
+        """Whether ``default:`` was written (``default: null`` counts)."""
+        return "default" in self.model_fields_set
 
 
 class CheckSpec(_Strict):
@@ -263,8 +299,26 @@ class PhraseSpec(_Strict):
         return v
 
 
+class CaseSpec(_Strict):
+    """One case of a tool (an entry of ``cases:``): when ``when`` holds (after the
+    ``requires`` checks; a case without ``when`` always holds), its ``effects`` apply and
+    ``returns`` is the result. The first case whose ``when`` holds is the one that runs.
+    ``fails: true`` marks a soft failure: no effects, a result instead of an error."""
+
+    when: str | None = None
+    fails: bool = False
+    effects: list[str] = Field(default_factory=list)
+    returns: str | None = None
+
+    @field_validator("effects", mode="before")
+    @classmethod
+    def _one_effect(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
 class ToolSpec(_Strict):
-    """A tool: typed params, ``requires`` (all must hold), ``effects``, ``returns``."""
+    """A tool: typed params, ``requires`` (all must hold), ``effects``, ``returns``;
+    or, instead of ``effects``/``returns``, a list of ``cases``."""
 
     description: str = ""
     params: dict[str, ParamSpec] = Field(default_factory=dict)
@@ -274,6 +328,15 @@ class ToolSpec(_Strict):
     intents: list[IntentSpec] = Field(
         default_factory=list,
         description="instruction templates; {param} placeholders are filled by tasks",
+    )
+    cases: list[CaseSpec] = Field(
+        default_factory=list,
+        description="guarded outcomes (when -> effects + returns), first true wins",
+    )
+    let: dict[str, str] = Field(
+        default_factory=dict,
+        description="name -> expression on the state before the call, in order; "
+        "visible in requires, cases, effects and returns",
     )
 
     @field_validator("requires", mode="before")
@@ -287,6 +350,36 @@ class ToolSpec(_Strict):
         return [v] if isinstance(v, str) else v
 
 
+class ConstantSpec(_Strict):
+    """A named constant of the domain (``constants:``): a typed literal value that every
+    expression may use by name (``MAX_OPEN``), inlined where it is used."""
+
+    type: str = Field(description="int | str | bool | date | decimal")
+    value: Any
+    scale: int | None = Field(default=None, ge=0, le=12, description="places, for decimal")
+    description: str = ""
+
+
+class FunctionSpec(_Strict):
+    """A pure helper function (``functions:``): typed parameters, a return type and a
+    body in the expression language over its parameters, the constants and the
+    functions declared before it. No table reads, no recursion: a call is expanded
+    inline where it is written."""
+
+    params: dict[str, str] = Field(default_factory=dict, description="name -> type")
+    returns: str
+    body: str
+    description: str = ""
+
+
+class TodaySpec(_Strict):
+    """The range the state generator draws a state's today from (``today()``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    start: str = Field(alias="from", description="first date, YYYY-MM-DD")
+    end: str = Field(alias="to", description="last date, YYYY-MM-DD")
+
+
 class DomainSpec(_Strict):
     """A whole domain file."""
 
@@ -298,4 +391,13 @@ class DomainSpec(_Strict):
     tools: dict[str, ToolSpec]
     phrases: dict[str, PhraseSpec] = Field(
         default_factory=dict, description="Entity.field or tool.param -> how it is said"
+    )
+    constants: dict[str, ConstantSpec] = Field(
+        default_factory=dict, description="NAME -> typed value, usable in every expression"
+    )
+    functions: dict[str, FunctionSpec] = Field(
+        default_factory=dict, description="pure helper functions, expanded inline"
+    )
+    today: TodaySpec | None = Field(
+        default=None, description="the range a generated state's today() is drawn from"
     )

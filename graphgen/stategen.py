@@ -27,15 +27,20 @@ from __future__ import annotations
 import datetime as _dt
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any, TypeVar
 
-from graphgen.domain import Domain, EntityDef, FieldDef
+from graphgen.decimals import dec_text
+from graphgen.domain import Domain, EntityDef, FieldDef, Key
 from graphgen.errors import StateGenError
+from graphgen.keys import key_words
 from graphgen.limits import MAX_TABLE_SIZE
 from graphgen.state import State
+from graphgen.statecheck import state_issues
 from graphgen.staterules import REQUIRE_TRIES, RuleEngine
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
+from graphgen.today import draw_today, uses_today
+from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, ListT, OptT, RefT, Ty
 from graphgen.vocabulary import (
     BIRTH_WINDOW,
     DATE_WINDOW,
@@ -74,6 +79,10 @@ _COPY_RATE = 0.8
 _ROW_DISTINCT = frozenset({"airport_code", "city", "person_name"})
 
 
+#: The share of rows in which a generated optional (``T | None``) field is None.
+NONE_SHARE = 0.25
+
+
 @dataclass(frozen=True)
 class ColumnPlan:
     """How one column is derived from others (all optional)."""
@@ -90,7 +99,7 @@ class _Table:
     """Per-entity generation context: columns built so far and the row personas."""
 
     edef: EntityDef
-    keys: list[str]
+    keys: list[Key]
     cols: dict[str, list[Any]] = field(default_factory=dict)
     personas: list[tuple[str, str]] | None = None
     persona_fields: frozenset[str] = frozenset()
@@ -127,7 +136,7 @@ class StateGenerator:
                     f"{MAX_TABLE_SIZE}, not {n!r}"
                 )
             self.sizes[name] = n
-        self.keys: dict[str, list[str]] = {}
+        self.keys: dict[str, list[Key]] = {}
         self._tables: dict[str, _Table] = {}
         self._busy: set[tuple[str, str]] = set()
         self._bounds: dict[FieldDef, tuple[int, int]] = {}  # int_bounds, which is slow
@@ -146,6 +155,24 @@ class StateGenerator:
     def _where(self, edef: EntityDef, f: FieldDef) -> str:
         return f"{self.domain.source}: entity {edef.name!r}, field {f.name!r}"
 
+    def _data_keys(self, edef: EntityDef) -> list[Key]:
+        """Ids of a table whose keys are given by the data: distinct words of the key's
+        ``vocab`` word list (seeded), else (or once the list runs out) the readable
+        ``make_id`` form."""
+        n = self.sizes[edef.name]
+        words: list[str] = []
+        if edef.key_vocab and (drawn := key_words(edef.key_vocab)) is not None:
+            words = drawn
+            self.stream(edef.name, edef.key).shuffle(words)
+        out: list[Key] = list(words[:n])
+        i = 1
+        while len(out) < n:
+            k = edef.make_id(i)
+            if k not in out:
+                out.append(k)
+            i += 1
+        return out
+
     # -- entry point
 
     def generate(self) -> State:
@@ -158,14 +185,16 @@ class StateGenerator:
         (derive, then require) are applied to the finished tables.
         """
         self.keys = {
-            name: [edef.make_id(i) for i in range(1, self.sizes[name] + 1)]
+            name: self._data_keys(edef)
+            if edef.data_key
+            else [edef.make_id(i) for i in range(1, self.sizes[name] + 1)]
             for name, edef in self.domain.entities.items()
         }
         self._tables = {}
         for name, edef in self.domain.entities.items():
             t = _Table(edef, self.keys[name])
             for f in edef.fields.values():
-                if f.ty == STR:
+                if f.ty == STR or f.ty == OptT(STR):
                     t.vocabs[f.name] = resolve_vocab(edef, f)
             t.persona_fields = _persona_fields(t)
             self._tables[name] = t
@@ -184,7 +213,12 @@ class StateGenerator:
             for name, t in self._tables.items()
         }
         counters = {name: self.sizes[name] + 1 for name in self.domain.entities}
-        state = State(tables, counters)
+        # Only a domain that reads today() has one (other states keep their bytes); it is
+        # drawn from a stream of its own, so no other value of the state changes with it.
+        today = None
+        if self.domain.today_range is not None or uses_today(self.domain):
+            today = draw_today(self.stream("today"), self.domain.today_range)
+        state = State(tables, counters, today)
         if any(e.derive or e.require or e.invariants for e in self.domain.entities.values()):
             rules = RuleEngine(self, state)
             rules.derive_all()
@@ -296,6 +330,12 @@ class StateGenerator:
 
     def _column(self, t: _Table, f: FieldDef) -> list[Any]:
         ty = f.ty
+        if isinstance(ty, OptT):
+            # ``T | None``: a column of T, then about a quarter of the rows absent (from
+            # the field's own stream, so the other columns draw as before).
+            col = self._column(t, replace(f, ty=ty.inner))
+            rng = self.stream(t.edef.name, f.name, "none")
+            return [None if rng.random() < NONE_SHARE else v for v in col]
         if isinstance(ty, RefT):
             return self._ref_column(t, f, ty.entity)
         if isinstance(ty, ListT):
@@ -310,6 +350,8 @@ class StateGenerator:
             return self._date_column(t, f)
         if ty == STR:
             return self._str_column(t, f)
+        if isinstance(ty, DecT):
+            return self._decimal_column(t, f, ty)
         raise StateGenError(f"{self._where(t.edef, f)}: cannot generate values of type {ty.show()}")
 
     # -- distinctness
@@ -353,6 +395,26 @@ class StateGenerator:
         return out
 
     # -- scalars
+
+    def _decimal_column(self, t: _Table, f: FieldDef, ty: DecT) -> list[Any]:
+        """Decimals within the bounds (0 to 1000 where none are declared), at the scale,
+        in their JSON form ("12.50"); whole units or half units are drawn as often as any
+        other amount, as prices are."""
+        rng = self.stream(t.edef.name, f.name)
+        unit = 10**ty.scale
+        lo = int(Decimal(f.min if f.min is not None else 0).scaleb(ty.scale))
+        hi = int(
+            Decimal(f.max if f.max is not None else max(1000, (f.min or 0) + 1000)).scaleb(ty.scale)
+        )
+        hi = max(lo, hi)
+
+        def draw(_: int) -> str:
+            n = rng.randint(lo, hi)
+            if unit > 1 and rng.random() < 0.5:
+                n = min(hi, max(lo, n - n % unit))  # a whole amount
+            return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
+
+        return self._fill(t.n, draw, hard=f.unique, soft=False, where=self._where(t.edef, f))
 
     def _choice_column(self, t: _Table, f: FieldDef, values: list[Any]) -> list[Any]:
         """Enums and bools: every member appears once the table has room for all."""
@@ -539,7 +601,7 @@ class StateGenerator:
             )
         plan = t.plans[f.name]
         avoid = [c for g in plan.avoid if (c := self._built_column(t.edef.name, g)) is not None]
-        groups: dict[str, list[str]] | None = None
+        groups: dict[Any, list[Key]] | None = None
         gcol: list[Any] | None = None
         if plan.via is not None:
             g, y, h = plan.via
@@ -553,7 +615,7 @@ class StateGenerator:
         cover = min(n, m - m // 8)
         pending = rng.sample(targets, cover)  # parents still owed a child, popped from end
         owed = set(pending)
-        out = [""] * n
+        out: list[Any] = [""] * n
         for i in rng.sample(range(n), n):  # shuffled, so coverage is not by key order
             banned = {c[i] for c in avoid}
             if target == t.edef.name and m > 1:
@@ -581,7 +643,8 @@ class StateGenerator:
                 pick = rng.choice(fresh) if fresh else None
             if pick is None:
                 pick = _choose_not(rng, pool, banned) or _choose_not(rng, targets, banned)
-            owed.discard(pick or "")
+            if pick is not None:
+                owed.discard(pick)
             out[i] = pick or rng.choice(targets)
         return out
 
@@ -590,14 +653,14 @@ class StateGenerator:
         t: _Table,
         target: str,
         avoid: list[list[Any]],
-        groups: dict[str, list[str]] | None,
+        groups: dict[Any, list[Key]] | None,
         gcol: list[Any] | None,
         rng: random.Random,
     ) -> list[str]:
         """A one-to-one reference (n <= m checked): each target used at most once."""
         targets = self.keys[target]
-        used: set[str] = set()
-        out = [""] * t.n
+        used: set[Key] = set()
+        out: list[Any] = [""] * t.n
         for i in rng.sample(range(t.n), t.n):
             banned = {c[i] for c in avoid} | used
             if target == t.edef.name and len(targets) > 1:
@@ -627,7 +690,7 @@ class StateGenerator:
                 own = t.keys[i] if elem.entity == t.edef.name else None
                 room = len(targets) - (own is not None)
                 k = min(rng.choices(range(4), size_weights)[0], room)
-                picked: list[str] = []
+                picked: list[Key] = []
                 while k and pending and not picked:  # one not-yet-listed target first
                     p = pending.pop()
                     if p != own:
@@ -732,8 +795,8 @@ class StateGenerator:
         if ty == INT:
             lo, hi = self._bounds.get(f) or self._bounds.setdefault(f, int_bounds(f))
             if attempt > REQUIRE_TRIES * 2 // 3:
-                lo = f.min if f.min is not None else lo
-                hi = f.max if f.max is not None else hi
+                lo = int(f.min) if f.min is not None else lo
+                hi = int(f.max) if f.max is not None else hi
             if attempt % 3 != 1:
                 width = max(1, int((hi - lo + 1) * 0.7 ** ((attempt + 1) // 3)))
                 if rng.random() < 0.5:
@@ -775,7 +838,7 @@ class StateGenerator:
         return old
 
 
-def _choose_not(rng: random.Random, pool: list[str], banned: set[str]) -> str | None:
+def _choose_not(rng: random.Random, pool: list[Key], banned: set[Key]) -> Key | None:
     """A random member of ``pool`` outside ``banned`` (None if there is none)."""
     for _ in range(8):
         x = rng.choice(pool)
@@ -813,50 +876,7 @@ def generate_state(domain: Domain, seed: int, sizes: Mapping[str, int] | None = 
 
 
 def check_state(domain: Domain, state: State) -> list[str]:
-    """Schema problems of ``state`` (empty when valid): types, refs, bounds, uniques.
-
-    Also checks that list fields are sorted sets and that counters are past every key.
-    """
-    from graphgen.interp import check_value  # interp imports state; keep this lazy
-
-    problems: list[str] = []
-    if set(state.tables) != set(domain.entities):
-        problems.append(f"tables {sorted(state.tables)} != entities {sorted(domain.entities)}")
-    for ename, edef in domain.entities.items():
-        table = state.tables.get(ename, {})
-        counter = state.counters.get(ename)
-        if counter is None:
-            problems.append(f"{ename}: no counter")
-        for key, row in table.items():
-            where = f"{ename}[{key!r}]"
-            if counter is not None:
-                num = key[len(edef.prefix) :]
-                if key.startswith(edef.prefix) and num.isdigit() and int(num) >= counter:
-                    problems.append(f"{where}: counter {counter} is not past this key")
-            if set(row) != set(edef.fields):
-                problems.append(f"{where}: fields {sorted(row)} != {sorted(edef.fields)}")
-                continue
-            for fname, f in edef.fields.items():
-                v = row[fname]
-                why = check_value(f.ty, v)
-                if why:
-                    problems.append(f"{where}.{fname} = {v!r}: expected {why}")
-                    continue
-                target = domain.entity_of_ref(f.ty)
-                vals = v if isinstance(v, list) else [v]
-                if target is not None:
-                    for x in vals:
-                        if x not in state.tables.get(target, {}):
-                            problems.append(f"{where}.{fname}: {target} {x!r} does not exist")
-                if isinstance(v, list) and v != sorted(set(v)):
-                    problems.append(f"{where}.{fname}: list is not a sorted set: {v!r}")
-                if f.ty == INT and (
-                    (f.min is not None and v < f.min) or (f.max is not None and v > f.max)
-                ):
-                    problems.append(f"{where}.{fname} = {v}: outside [{f.min}, {f.max}]")
-        for fname, f in edef.fields.items():
-            if f.unique:
-                vals = [row.get(fname) for row in table.values()]
-                if len(vals) != len(set(map(repr, vals))):
-                    problems.append(f"{ename}.{fname}: unique field has repeated values")
-    return problems
+    """Schema problems of ``state`` (empty when valid): tables, keys, counters, field
+    types, bounds, list form, references and uniques, one line each
+    (:func:`graphgen.statecheck.state_issues`)."""
+    return [str(p) for p in state_issues(domain, state)]

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, assert_never
 
 from graphgen import ir
 from graphgen.domain import Derive, Domain, EntityDef
 from graphgen.errors import StateGenError, ToolError
-from graphgen.interp import evaluate
+from graphgen.interp import evaluate, stored
 from graphgen.state import State
-from graphgen.types import BOOL, EnumT, PrimT, RefT
+from graphgen.types import BOOL, DecT, EnumT, PrimT, RefT
 
 if TYPE_CHECKING:  # the generator imports this module to apply the rules
     from graphgen.stategen import StateGenerator
@@ -118,6 +119,13 @@ def rule_reads(e: ir.Expr, ent: str, domain: Domain) -> set[Read]:
                 | ir.Agg()
                 | ir.IfExp()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 pass  # reads nothing itself; its children may
             case _:
@@ -214,6 +222,13 @@ def _narrowings(e: ir.Expr, ent: str, stable: Callable[[str, str], bool]) -> tup
                 | ir.Agg()
                 | ir.IfExp()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 pass  # touches no table itself; its children may
             case _:
@@ -405,7 +420,7 @@ class RuleEngine:
                 else:
                     full = st.tables[nw.entity]
                     tables[nw.entity] = {k: full[k] for k in sorted(v) if k in full}
-            st = State(tables, st.counters)
+            st = State(tables, st.counters, st.today)
         return evaluate(e, st, env, self.domain)
 
     def _lookup(self, ent: str, fname: str) -> dict[Any, dict[str, Any]]:
@@ -436,7 +451,9 @@ class RuleEngine:
         if drawn is not None:
             row[dv.field] = drawn[key]
         try:
-            row[dv.field] = self._eval(dv.expr, self.derive_narrows[(ent, dv.field)], key)
+            value = self._eval(dv.expr, self.derive_narrows[(ent, dv.field)], key)
+            # kept in the state's form, as an effect stores it (a decimal as its text)
+            row[dv.field] = stored(self.domain.entities[ent].fields[dv.field].ty, value)
         except ToolError as exc:
             raise StateGenError(
                 f"{self._where(ent, key)}, generate.derive.{dv.field}: "
@@ -469,6 +486,10 @@ class RuleEngine:
             assert c.field is not None
             f = self.domain.entities[ent].fields[c.field]
             v = self.st.tables[ent][key][c.field]
+            if v is None:
+                return True  # an absent optional value has no bounds
+            if isinstance(f.ty, DecT):
+                v = Decimal(v)  # stored as its text
             return (f.min is None or v >= f.min) and (f.max is None or v <= f.max)
         try:
             return bool(self._eval(c.expr, c.narrows, key))
@@ -580,7 +601,7 @@ class RuleEngine:
         conds = [*failing, *(c for c in self.conds[ent] if c not in failing)]
         for attempt in range(1, REQUIRE_TRIES + 1):
             fields = stages[min(len(stages) - 1, (attempt - 1) * len(stages) // REQUIRE_TRIES)]
-            rng = self.gen.stream(ent, "#require", key, str(pass_no), str(attempt))
+            rng = self.gen.stream(ent, "#require", str(key), str(pass_no), str(attempt))
             # A re-drawn reference takes the contact details that follow it along (an
             # order that moves to another customer usually ships to their address).
             follow = [
@@ -677,7 +698,7 @@ def invariant_violations(domain: Domain, state: State, limit: int = 0) -> list[V
                             else:
                                 full = state.tables[nw.entity]
                                 tables[nw.entity] = {k: full[k] for k in sorted(v) if k in full}
-                        st = State(tables, state.counters)
+                        st = State(tables, state.counters, state.today)
                     ok = bool(evaluate(inv.expr, st, env, domain))
                 except ToolError as exc:
                     ok, error = False, exc.message

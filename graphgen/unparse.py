@@ -9,6 +9,7 @@ tables, comprehensions), so every target prints ``and``/``+``/``in`` the same wa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from types import MappingProxyType
 from typing import assert_never
 
@@ -44,6 +45,9 @@ def precedence(e: ir.Expr) -> int:
             return PRECEDENCE["neg"]
         case ir.IfExp():
             return 0
+        case ir.StrOp(op=op):
+            cmp = PRECEDENCE["cmp"] if op == "contains" else PRECEDENCE["atom"]
+            return PRECEDENCE["+"] if op == "concat" else cmp
         case (
             ir.Lit()
             | ir.Var()
@@ -54,8 +58,15 @@ def precedence(e: ir.Expr) -> int:
             | ir.Comp()
             | ir.Agg()
             | ir.DictLit()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.Index()
+            | ir.Today()
         ):
             return PRECEDENCE["atom"]
+        case ir.IsNone():
+            return PRECEDENCE["cmp"]
         case _:
             assert_never(e)
 
@@ -93,6 +104,8 @@ class Printer:
                 return f" {op} ".join(self.wrap(v, PRECEDENCE[op] + 1, rows) for v in vs)
             case ir.Not(operand=ir.Exists(entity=ent, key=k)):
                 return f"{self.wrap(k, 5, rows)} not in {self.table(ent)}"
+            case ir.Not(operand=ir.StrOp(op="contains", args=(s, t))):
+                return f"{self.wrap(t, 5, rows)} not in {self.wrap(s, 5, rows)}"
             case ir.Not(operand=o):
                 return f"not {self.wrap(o, PRECEDENCE['not'], rows)}"
             case ir.Arith(op=op, left=a, right=b):
@@ -119,6 +132,21 @@ class Printer:
                 pairs = zip(ks, vs, strict=True)
                 body = ", ".join(f"{k!r}: {self.expr(v, rows)}" for k, v in pairs)
                 return "{" + body + "}"
+            case ir.IsNone(operand=o, negated=neg):
+                return f"{self.wrap(o, 5, rows)} {'is not' if neg else 'is'} None"
+            case ir.Old():
+                return self.old(e, rows)
+            case ir.Index(operand=xs, index=i):
+                return self.index(self.wrap(xs, PRECEDENCE["atom"], rows), self.expr(i, rows))
+            case ir.DictComp(comp=c):
+                key = self.map_key(self.expr(ir.Var(c.var, RefT(c.entity)), rows | {c.var}))
+                return "{" + f"{key}: {self.comp_body(c, rows)}" + "}"
+            case ir.Round():
+                return self.rounded(e, rows)
+            case ir.StrOp():
+                return self.strop(e, rows)
+            case ir.Today():
+                return self.today()
             case _:
                 assert_never(e)
 
@@ -130,7 +158,8 @@ class Printer:
     # ------------------------------------------------------------ leaves (overridable)
 
     def lit(self, e: ir.Lit) -> str:
-        return repr(e.value)
+        # a decimal prints as written: 12.50 (its places are its scale)
+        return f"{e.value:f}" if isinstance(e.value, Decimal) else repr(e.value)
 
     def var(self, e: ir.Var, rows: frozenset[str]) -> str:
         # Inside a comprehension ``v.<key>`` elaborates to Var(v, RefT): print it back as
@@ -139,9 +168,63 @@ class Printer:
             return f"{e.name}.{self.keys[e.ty.entity]}"
         return e.name
 
+    def strop(self, e: ir.StrOp, rows: frozenset[str]) -> str:
+        a = e.args
+        match e.op:
+            case "concat":
+                rest = " + ".join(self.wrap(x, PRECEDENCE["+"] + 1, rows) for x in a[1:])
+                return f"{self.wrap(a[0], PRECEDENCE['+'], rows)} + {rest}"
+            case "fstring":
+                return self.fstring(e, rows)
+            case "str" | "len":
+                return f"{e.op}({self.expr(a[0], rows)})"
+            case "lower" | "upper":
+                return f"{self.wrap(a[0], PRECEDENCE['atom'], rows)}.{e.op}()"
+            case "startswith" | "endswith":
+                arg = self.expr(a[1], rows)
+                return f"{self.wrap(a[0], PRECEDENCE['atom'], rows)}.{e.op}({arg})"
+            case "contains":
+                return f"{self.wrap(a[1], 5, rows)} in {self.wrap(a[0], 5, rows)}"
+            case _:
+                assert_never(e.op)
+
+    def fstring(self, e: ir.StrOp, rows: frozenset[str]) -> str:
+        """``f"..."``: literal parts escaped, the rest in braces (strings inside are
+        printed with single quotes, so the f-string takes double ones)."""
+        out = []
+        for x in e.args:
+            if isinstance(x, ir.Lit) and isinstance(x.value, str):
+                text = x.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+                out.append(text.replace("{", "{{").replace("}", "}}"))
+            else:
+                out.append("{" + self.expr(x, rows) + "}")
+        return 'f"' + "".join(out) + '"'
+
+    def rounded(self, e: ir.Round, rows: frozenset[str]) -> str:
+        num = self.expr(e.num, rows)
+        if e.den is not None:
+            num = f"{self.wrap(e.num, PRECEDENCE['*'], rows)} / {self.wrap(e.den, 7, rows)}"
+        mode = "" if e.mode == "half_even" else f", {e.mode!r}"
+        return f"round({num}, {e.places}{mode})"
+
+    def old(self, e: ir.Old, rows: frozenset[str]) -> str:
+        return f"old({self.expr(e.operand, rows)})"
+
+    def today(self) -> str:
+        """The state's today (``today()``)."""
+        return "today()"
+
     def table(self, entity: str) -> str:
         """How a whole table is named (right of ``in``)."""
         return entity
+
+    def index(self, items: str, i: str) -> str:
+        """Item ``i`` of a list."""
+        return f"{items}[{i}]"
+
+    def map_key(self, key: str) -> str:
+        """The key of a dict comprehension's items (the row's id, as written)."""
+        return key
 
     def field_of(self, e: ir.FieldOf, rows: frozenset[str]) -> str:
         if isinstance(e.key, ir.Var) and e.key.name in rows:

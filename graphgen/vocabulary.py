@@ -380,6 +380,37 @@ def _vocab_from_name(entity: str, fname: str) -> str:
     return "word"
 
 
+def vocab_names() -> list[str]:
+    """Every name a ``vocab:`` hint may use: the built-in generators, their aliases and
+    the shipped vocabulary files, sorted."""
+    files = [
+        p.name[: -len(".txt")]
+        for p in resources.files("graphgen").joinpath("vocab").iterdir()
+        if p.name.endswith(".txt")
+    ]
+    return sorted(KNOWN_VOCABS | set(_VOCAB_ALIASES) | set(files))
+
+
+def vocab_problem(hint: str) -> str | None:
+    """Why ``hint`` names no vocabulary (with the closest name), or None.
+
+    >>> print(vocab_problem("emial"))  # doctest: +ELLIPSIS
+    unknown vocabulary 'emial'; did you mean 'email'? (see the vocabularies ...)
+    >>> vocab_problem("Email") is None
+    True
+    """
+    from graphgen.suggest import did_you_mean
+
+    name = hint.strip().lower()
+    name = _VOCAB_ALIASES.get(name, name)
+    if name in KNOWN_VOCABS or vocab_file_exists(name):
+        return None
+    return (
+        f"unknown vocabulary {hint!r}{did_you_mean(hint.strip().lower(), vocab_names())} "
+        "(see the vocabularies in docs/domain-language.md)"
+    )
+
+
 def resolve_vocab(entity: EntityDef | str, f: FieldDef) -> str:
     """The vocabulary a string field draws from: its hint, else a guess from its name.
 
@@ -456,12 +487,14 @@ def _int_hint(f: FieldDef) -> tuple[int, int]:
 def int_bounds(f: FieldDef) -> tuple[int, int]:
     """A realistic range inside the declared bounds (the declared ones win on conflict)."""
     hlo, hhi = _int_hint(f)
-    lo = hlo if f.min is None else max(hlo, f.min)
-    hi = hhi if f.max is None else min(hhi, f.max)
+    fmin = None if f.min is None else int(f.min)  # int fields have int bounds
+    fmax = None if f.max is None else int(f.max)
+    lo = hlo if fmin is None else max(hlo, fmin)
+    hi = hhi if fmax is None else min(hhi, fmax)
     if lo > hi:  # the guess misses the declared range entirely
         span = hhi - hlo
-        lo = f.min if f.min is not None else hi - span if f.max is None else f.max - span
-        hi = f.max if f.max is not None else lo + span
+        lo = fmin if fmin is not None else hi - span if fmax is None else fmax - span
+        hi = fmax if fmax is not None else lo + span
     return lo, hi
 
 

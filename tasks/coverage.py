@@ -27,7 +27,7 @@ import networkx as nx
 from graphgen.domain import Domain, ToolDef, canonical_json
 from graphgen.errors import ToolError
 from graphgen.graph import build_graph
-from graphgen.interp import call_tool, check_args, evaluate
+from graphgen.interp import call_or_fail, check_args, evaluate
 from graphgen.state import State
 from graphgen.tasks.model import Task
 from graphgen.types import EnumT
@@ -152,7 +152,7 @@ def failing_branches(domain: Domain, task: Task) -> list[str]:
     st = State.from_dict(task.initial_state)
     for c in task.chain:
         try:
-            call_tool(domain, st, c.tool, c.args)
+            call_or_fail(domain, st, c.tool, c.args)
         except ToolError as exc:
             raise ValueError(
                 f"task {task.id}: reference call {c.tool}({c.args}) fails: {exc.message}"

@@ -37,7 +37,7 @@ from typing import Any
 from graphgen.domain import Domain
 from graphgen.errors import ExprError, ToolError
 from graphgen.grading import changes_hold, grade, state_diff
-from graphgen.interp import call_tool, failed_check
+from graphgen.interp import call_or_fail, failed_check
 from graphgen.knowledge import Cell, Sort, facts_of_result, key_sort, param_sort, shown_cells
 from graphgen.state import State
 from graphgen.staterules import invariant_violations
@@ -53,6 +53,7 @@ from graphgen.tasks.referring import (
 )
 from graphgen.tasks.render import spoken_forms, stated, states_order
 from graphgen.tasks.shortcuts import echo_answer, hedge_answer
+from graphgen.tasks.softrefusal import soft_reason
 
 REASONS = (
     "bad_chain",
@@ -175,7 +176,7 @@ def replay(
     initial: State,
     givens: list[Given],
     chain: list[Call],
-    execute: Executor = call_tool,
+    execute: Executor = call_or_fail,
 ) -> Replay:
     """Replay ``chain`` on a copy of ``initial``, recording each step's outcome.
 
@@ -222,7 +223,7 @@ def call_dependencies(
     initial: State,
     givens: list[Given],
     chain: list[Call],
-    execute: Executor = call_tool,
+    execute: Executor = call_or_fail,
 ) -> list[set[int]]:
     """For each call of ``chain``, the earlier calls it depends on.
 
@@ -279,7 +280,7 @@ def permitted_orders(
     givens: list[Given],
     chain: list[Call],
     limit: int = ORDER_LIMIT,
-    execute: Executor = call_tool,
+    execute: Executor = call_or_fail,
     ordered: bool = False,
 ) -> list[list[int]]:
     """The orders (lists of indices into ``chain``) in which an agent may make its calls:
@@ -358,7 +359,7 @@ def order_problem(
     goal: Goal | dict[str, Any],
     *,
     ordered: bool = False,
-    execute: Executor = call_tool,
+    execute: Executor = call_or_fail,
     limit: int = ORDER_LIMIT,
 ) -> OrderCheck:
     """Does every order of ``chain`` the instruction permits work out?
@@ -488,7 +489,7 @@ def stale_description(
     initial: State,
     chain: list[Call],
     targets: list[Target],
-    execute: Executor = call_tool,
+    execute: Executor = call_or_fail,
 ) -> str:
     """A target whose description no longer singles out its row when a write of the
     chain acts on it ("" if none).
@@ -542,7 +543,7 @@ def check_candidate(
     instruction: str,
     goal: Goal,
     refused_call: Call | None = None,
-    execute: Executor = call_tool,
+    execute: Executor = call_or_fail,
     ordered: bool = False,
 ) -> GateResult:
     """Dry-run a candidate task and return the first failing reason (or ok).
@@ -654,6 +655,7 @@ def check_candidate(
     else:
         if state_diff(s0, s1):
             return GateResult(False, "state_changed", f"a {kind} task must change nothing")
+        soft: str | None = None
         if kind == "refusal":  # first: is there anything to refuse at all?
             if refused_call is None:
                 return GateResult(False, "bad_chain", "a refusal task names its refused call")
@@ -662,12 +664,25 @@ def check_candidate(
             except ToolError as exc:
                 return GateResult(False, "bad_chain", f"refused call is malformed: {exc.message}")
             if chk is None:
-                return GateResult(
-                    False,
-                    "refusal_succeeds",
-                    f"{refused_call.tool} would succeed: nothing to refuse",
-                )
+                # passing its requires, the call may still soft-fail: then the message
+                # it returns is the one true reason (tasks/softrefusal.py)
+                soft = soft_reason(domain, run.final, refused_call.tool, refused_call.args)
+                if soft is None:
+                    return GateResult(
+                        False,
+                        "refusal_succeeds",
+                        f"{refused_call.tool} would succeed: nothing to refuse",
+                    )
+                if not goal.answer_any or any(g != [soft] for g in goal.answer_any):
+                    return GateResult(
+                        False,
+                        "refusal_reason_wrong",
+                        f"{refused_call.tool} soft-fails with {soft!r}, the one reason to "
+                        f"give, not {goal.answer_any!r}",
+                    )
         revealed = {repr(v) for _, v in know.facts_items()} | {repr(r) for r in run.results}
+        if soft is not None:
+            revealed.add(repr(soft))  # the refused call shows it and changes nothing
         for v in [*goal.answer, *(x for group in goal.answer_any for x in group)]:
             if stated(instruction, v):
                 # A value the user already said is no answer (nor a reason to refuse).
@@ -695,7 +710,7 @@ def check_candidate(
 
 
 def check_task(
-    domain: Domain, task: Task, execute: Executor = call_tool, **override: Any
+    domain: Domain, task: Task, execute: Executor = call_or_fail, **override: Any
 ) -> GateResult:
     """:func:`check_candidate` on a task's own fields; ``override`` replaces some of them
     by name (``instruction=`` a rewrite, ``givens=`` …)."""

@@ -28,14 +28,14 @@ from graphgen.domain import Domain, Intent, ToolDef
 from graphgen.errors import ToolError
 from graphgen.interp import (
     apply_unchecked,
-    call_tool,
+    call_or_fail,
     check_args,
     evaluate,
     failed_check,
     footprint,
     precheck,
 )
-from graphgen.knowledge import Cell, Sort, param_sort, parse_sort, shown_cells
+from graphgen.knowledge import Cell, Sort, param_sort, parse_sort, row_lookup, shown_cells
 from graphgen.state import State, diff
 from graphgen.tasks.dryrun import call_dependencies, order_problem
 from graphgen.tasks.identity import identified_principals, principal_entity
@@ -63,8 +63,10 @@ from graphgen.tasks.render import (
     unsaid_givens,
 )
 from graphgen.tasks.shortcuts import contradicting, said, scalars
+from graphgen.tasks.softrefusal import soft_reason
 from graphgen.tasks.values import free_value
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT
+from graphgen.today import tool_uses_today
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, strip_opt
 
 WRITE_TRIES = 60
 #: The most writes one action task may chain (``GenOptions.max_intents``).
@@ -113,7 +115,7 @@ class Expander:
     """Produces candidates; keeps per-tool usage counts for coverage-guided choice."""
 
     def __init__(
-        self, domain: Domain, options: GenOptions | None = None, execute: Executor = call_tool
+        self, domain: Domain, options: GenOptions | None = None, execute: Executor = call_or_fail
     ) -> None:
         self.domain = domain
         self.options = options or GenOptions()
@@ -171,7 +173,7 @@ class Expander:
                 known = [v for v in planner.know.values(s) if v in vals] if s.kind == "key" else []
                 rng.shuffle(vals)
                 pools[name] = known + vals if rng.random() < 0.5 else vals + known
-        return pools
+        return _with_absent(tool, pools)
 
     def _bind(
         self,
@@ -180,13 +182,15 @@ class Expander:
         planner: Planner,
         rng: random.Random,
         want_fail: bool = False,
+        want_soft: bool = False,
     ) -> dict[str, Any] | None:
-        """Arguments for ``tool`` whose precondition holds (or fails, ``want_fail``)."""
+        """Arguments for ``tool`` whose precondition holds (or fails, ``want_fail``; or
+        holds but the call soft-fails with a message, ``want_soft``)."""
         pools = self._pools(tool, st, planner, rng)
         if any(not v for v in pools.values()):
             return None
         for _ in range(WRITE_TRIES):
-            args = {n: rng.choice(vals) for n, vals in pools.items()}
+            args = _drop_absent({n: rng.choice(vals) for n, vals in pools.items()})
             # A customer acts on their own rows: the user id follows the rows the call
             # names. Drawn freely it would almost always be a stranger's, so writes that
             # check ownership would rarely bind and refusals would all be "not yours".
@@ -198,6 +202,8 @@ class Expander:
                     return args
                 continue
             if not want_fail:
+                return args
+            if want_soft and soft_reason(self.domain, st, tool.name, args) is not None:
                 return args
         return None
 
@@ -335,11 +341,11 @@ class Expander:
     def _reveal(self, planner: Planner, entity: str, key: Any) -> None:
         """Add a read that shows the whole row (so the agent can match the description)."""
         for t in self._pick_tool(self.domain.read_tools, planner.rng):
-            if not (isinstance(t.returns, ir.RowOf) and isinstance(t.returns.key, ir.Var)):
+            row = row_lookup(t.returns)
+            if row is None or row.entity != entity or len(t.params) != 1:
                 continue
-            if t.returns.entity != entity or len(t.params) != 1:
-                continue
-            pname = t.returns.key.name
+            assert isinstance(row.key, ir.Var)
+            pname = row.key.name
             if any(c.tool == t.name and c.args.get(pname) == key for c in planner.chain):
                 return
             planner.call(t.name, {pname: key})
@@ -454,7 +460,12 @@ class Expander:
             depends = [False] + [True] * (len(intents) - 1)
         body = join_intents(sentences, rng, depends)
         text = _with_opener(
-            self.domain, planner.givens, rng, body, self.principal, _today(self.domain, intents)
+            self.domain,
+            planner.givens,
+            rng,
+            body,
+            self.principal,
+            _today(self.domain, intents, self.today),
         )
         return Candidate(
             "action",
@@ -537,13 +548,14 @@ class Expander:
             elif s.kind == "free":
                 pools[name] = [free_value(self.domain, tool, p, rng, st) for _ in range(3)]
             elif s.kind == "enum" and tool.is_write:
-                pools[name] = list(p.ty.values)  # type: ignore[attr-defined]
+                pools[name] = list(strip_opt(p.ty).values)  # type: ignore[attr-defined]
             else:
                 pools[name] = planner.know.values(s)
-            if not pools[name]:
+            if not pools[name] and not p.has_default:
                 return None
+        pools = _with_absent(tool, pools)
         for _ in range(WRITE_TRIES // 2):
-            args = {n: rng.choice(v) for n, v in pools.items()}
+            args = _drop_absent({n: rng.choice(v) for n, v in pools.items()})
             try:
                 precheck(self.domain, st, tool.name, args)
             except ToolError:
@@ -641,12 +653,9 @@ class Expander:
         """Per entity, a read that shows a whole row given its id (the first such tool)."""
         out: dict[str, ToolDef] = {}
         for t in self.domain.read_tools:
-            if (
-                isinstance(t.returns, ir.RowOf)
-                and isinstance(t.returns.key, ir.Var)
-                and len(t.params) == 1
-            ):
-                out.setdefault(t.returns.entity, t)
+            row = row_lookup(t.returns)
+            if row is not None and len(t.params) == 1:
+                out.setdefault(row.entity, t)
         return out
 
     def _related_question(self, initial: State, rng: random.Random) -> Candidate:
@@ -764,15 +773,14 @@ class Expander:
         row_tools = [
             t
             for t in self.domain.read_tools
-            if isinstance(t.returns, ir.RowOf)
-            and isinstance(t.returns.key, ir.Var)
-            and len(t.params) == 1
+            if row_lookup(t.returns) is not None and len(t.params) == 1
         ]
         snap: tuple[Any, int, int] | None = None
         for tool in self._pick_tool(row_tools, rng):
-            assert isinstance(tool.returns, ir.RowOf) and isinstance(tool.returns.key, ir.Var)
-            ent = tool.returns.entity
-            pname = tool.returns.key.name
+            row = row_lookup(tool.returns)
+            assert row is not None and isinstance(row.key, ir.Var)
+            ent = row.entity
+            pname = row.key.name
             keys = sorted(initial.tables[ent])
             rng.shuffle(keys)
             for key in keys[:5]:
@@ -878,21 +886,30 @@ class Expander:
             self.domain, st, rng, self.execute, self.usage, shared_reads=self._reads(initial)
         )
         uncitable = hedged = unseen = stated = False
-        for tool in self._pick_tool([t for t in self.domain.write_tools if t.requires], rng):
-            args = self._bind(tool, st, planner, rng, want_fail=True)
+        refusable = [t for t in self.domain.write_tools if t.requires or t.soft_fails]
+        for tool in self._pick_tool(refusable, rng):
+            args = self._bind(tool, st, planner, rng, want_fail=True, want_soft=tool.soft_fails)
             if args is None:
                 continue
+            # A call that passes its requires but soft-fails is refused for the message
+            # it returns (tasks/softrefusal.py); the agent sees it by making the call.
+            soft: str | None = None
             if failed_check(self.domain, st, tool.name, args) is None:
-                continue
-            blocking = _blocking_values(self.domain, st, tool, args)
-            if not blocking:
-                continue
-            if _uncitable(self.domain, st, tool, args):
-                # A true reason a grader cannot recognise as a value ("that variant is
-                # out of stock": a flag) would fail a careful agent that gives it.
-                uncitable = True
-                continue
-            counted = _aggregate_reasons(self.domain, st, tool, args)
+                soft = soft_reason(self.domain, st, tool.name, args)
+                if soft is None:
+                    continue
+                blocking: list[tuple[str, Any, str, Any]] = []
+                counted: list[list[Any]] = []
+            else:
+                blocking = _blocking_values(self.domain, st, tool, args)
+                if not blocking:
+                    continue
+                if _uncitable(self.domain, st, tool, args):
+                    # A true reason a grader cannot recognise as a value ("that variant
+                    # is out of stock": a flag) would fail a careful agent that gives it.
+                    uncitable = True
+                    continue
+                counted = _aggregate_reasons(self.domain, st, tool, args)
             probe = st.copy()
             try:
                 apply_unchecked(self.domain, probe, tool.name, args)
@@ -942,7 +959,7 @@ class Expander:
                 rng,
                 body,
                 self.principal,
-                _today(self.domain, [Call(tool=tool.name, args=args)]),
+                _today(self.domain, [Call(tool=tool.name, args=args)], self.today),
             )
             shown = {repr(v) for _, v in planner.know.facts_items()}
             shown |= {repr(x) for r in planner.results for x in scalars(r)}
@@ -951,6 +968,13 @@ class Expander:
                 # A count ("only 2 seats left", "1 flown trip") is a reason too.
                 values += group
             values = list({repr(v): v for v in values if not said(text, v)}.values())
+            if soft is not None:
+                if said(text, soft):
+                    planner.restore(snap)
+                    stated = True
+                    continue
+                values = [soft]
+                shown.add(repr(soft))  # the refused call shows it and changes nothing
             if not any(repr(v) in shown for v in values):
                 planner.restore(snap)
                 # Every reason already said ("buy a gift card with my gift card"): this
@@ -963,7 +987,7 @@ class Expander:
             wrong = contradicting(
                 self.domain, initial, planner.know, values, text, principal, [tool], planner.chain
             )
-            if not wrong:
+            if not wrong and soft is None:
                 # Nothing a careful agent would never say: a hedge naming every value
                 # passes (the gate's hedge_passes). Try another tool, uncounted.
                 planner.restore(snap)
@@ -988,6 +1012,32 @@ class Expander:
         if stated:
             raise NoCandidate("refusal_reason_in_instruction")
         raise NoCandidate("refusal_reason_uncitable" if uncitable else "no_refusal_target")
+
+
+class _Absent:
+    """A pool entry meaning "leave this argument out" (it takes its default)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = _Absent()
+
+
+def _with_absent(tool: ToolDef, pools: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """``pools`` where a parameter with a default may also be left out, about as often as
+    given (a partial update names only what it changes). A left-out argument is never
+    said: the call omits it and no template that names it is used."""
+    out = dict(pools)
+    for name, p in tool.params.items():
+        if p.has_default:
+            vals = [v for v in out.get(name, []) if v is not None]
+            out[name] = vals + [ABSENT] * max(1, len(vals))
+    return out
+
+
+def _drop_absent(args: dict[str, Any]) -> dict[str, Any]:
+    return {n: v for n, v in args.items() if v is not ABSENT}
 
 
 def prune_reads(domain: Domain, planner: Planner, removable: set[int]) -> list[Call]:
@@ -1062,12 +1112,15 @@ def _with_opener(
     return (head + " " + body).strip() if head else body
 
 
-def _today(domain: Domain, calls: list[Call]) -> Any:
-    """The date the requests give as today (their ``now`` arguments), if any."""
+def _today(domain: Domain, calls: list[Call], today: str | None = None) -> Any:
+    """The date the requests give as today (their ``now`` arguments), if any; else
+    ``today`` (the state's) when a request's tool reads ``today()``."""
     for c in calls:
         for p in sorted(now_params(domain, domain.tools[c.tool])):
             if p in c.args:
                 return c.args[p]
+    if any(tool_uses_today(domain.tools[c.tool]) for c in calls):
+        return today
     return None
 
 
@@ -1251,6 +1304,13 @@ def _culprits(e: ir.Expr, st: State, env: dict[str, Any], domain: Domain) -> lis
             | ir.Agg()
             | ir.IfExp()
             | ir.DictLit()
+            | ir.IsNone()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Index()
+            | ir.Today()
         ):
             return [e]
         case _:
@@ -1280,6 +1340,13 @@ def _fields_read(e: ir.Expr) -> list[ir.FieldOf]:
             | ir.ListLit()
             | ir.IfExp()
             | ir.DictLit()
+            | ir.IsNone()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Index()
+            | ir.Today()
         ):
             return [f for c in ir.children(e) for f in _fields_read(c)]
         case _:

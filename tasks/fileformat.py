@@ -53,8 +53,11 @@ def state_id(state: dict[str, Any]) -> str:
 def taskset_lines(manifest: Manifest, tasks: Sequence[Task], *, compact: bool) -> list[str]:
     """The lines of a task-set file (without newlines), plain or compact."""
     # Sets made without a paraphrase model keep the manifest they always had.
-    skip = {"paraphrase"} if manifest.paraphrase is None else None
-    lines = [dumps({"manifest": manifest.model_dump(mode="json", exclude=skip)})]
+    skip = {"paraphrase"} if manifest.paraphrase is None else set()
+    # Likewise sets of built-in domains record no domain file.
+    if manifest.domain_file is None:
+        skip.add("domain_file")
+    lines = [dumps({"manifest": manifest.model_dump(mode="json", exclude=skip or None)})]
     written: set[str] = set()
     for t in tasks:
         body = t.model_dump(mode="json")

@@ -93,7 +93,7 @@ def identified_principals(domain: Domain, state: State, givens: list[Given]) -> 
         if not said:
             continue
         if not any(all(r.get(f) == v for f, v in said) for k, r in rows.items() if k != key):
-            out.append(key)
+            out.append(str(key))  # as owner_of names owners: int keys too
     return out
 
 

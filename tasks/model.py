@@ -49,7 +49,7 @@ class Change(_Strict):
     """
 
     entity: str
-    key: str
+    key: str | int  # int for a table with ``type: int`` keys
     field: str
     before: Any = None
     after: Any = None
@@ -59,7 +59,7 @@ class Target(_Strict):
     """An entity the instruction refers to, and how (the referring expression)."""
 
     entity: str
-    key: str
+    key: str | int  # int for a table with ``type: int`` keys
     phrase: str
     description: str = Field(description="the expression (IR source) that picks it out")
 
@@ -207,6 +207,13 @@ class ParaphraseCounts(_Strict):
     )
 
 
+class DomainFile(_Strict):
+    """The domain file a task set of a domain that is not built in was made from."""
+
+    path: str = Field(description="relative to the task-set file's folder (or absolute)")
+    sha256: str = Field(description="sha256 of the file's bytes when the set was made")
+
+
 class Manifest(_Strict):
     """First line of a task-set file: how it was made and what it holds."""
 
@@ -222,4 +229,7 @@ class Manifest(_Strict):
     rejected: dict[str, int]
     paraphrase: ParaphraseCounts | None = Field(
         default=None, description="only in sets made with a paraphrase model"
+    )
+    domain_file: DomainFile | None = Field(
+        default=None, description="only in sets of a domain that is not built in"
     )

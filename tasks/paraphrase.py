@@ -57,7 +57,7 @@ from typing import Any
 
 from graphgen.domain import Domain, domain_enum_members
 from graphgen.files import write_atomic
-from graphgen.interp import call_tool
+from graphgen.interp import call_or_fail
 from graphgen.llm import openai_client
 from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.model import ParaphraseCounts, Task
@@ -426,7 +426,9 @@ class Paraphraser:
         write_atomic(path, json.dumps(entry, sort_keys=True, ensure_ascii=False))
         return got
 
-    def apply(self, domain: Domain, task: Task, execute: Executor = call_tool) -> tuple[Task, str]:
+    def apply(
+        self, domain: Domain, task: Task, execute: Executor = call_or_fail
+    ) -> tuple[Task, str]:
         """``task`` with its instruction rewritten, and ""; or ``task`` itself and the
         reason the rewrite was refused (see the module docstring). A reply equal to the
         instruction gives ``task`` itself and ""."""

@@ -15,11 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
 from graphgen.footprint import FieldRef, cells_read, cells_written
-from graphgen.interp import call_tool
+from graphgen.interp import call_or_fail
 from graphgen.knowledge import (
     Cell,
     Sort,
@@ -29,10 +28,12 @@ from graphgen.knowledge import (
     param_sort,
     parse_sort,
     produced_sorts,
+    row_lookup,
     shown_cells,
 )
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given
+from graphgen.types import strip_opt
 
 MAX_BINDINGS = 400  # candidate argument tuples tried per producer tool
 MAX_DEPTH = 4  # nested lookups allowed to reveal one value
@@ -132,8 +133,8 @@ def _echoes(tool: ToolDef, s: Sort) -> bool:
     ``get_order(order_id)`` shows an order id only when given it: as a producer of
     ``key:Order`` it is circular, and trying every row would only waste reads.
     """
-    r = tool.returns
-    return isinstance(r, ir.RowOf) and isinstance(r.key, ir.Var) and s == Sort("key", r.entity)
+    r = row_lookup(tool.returns)
+    return r is not None and s == Sort("key", r.entity)
 
 
 def _hashable(v: Any) -> Any:
@@ -148,7 +149,7 @@ class Planner:
         domain: Domain,
         state: State,
         rng: random.Random,
-        execute: Executor = call_tool,
+        execute: Executor = call_or_fail,
         usage: dict[str, int] | None = None,
         explore: float = 0.25,
         shared_reads: ReadCache | None = None,
@@ -258,12 +259,12 @@ class Planner:
         if s.kind == "field":
             ent, _, f = s.name.partition(".")
             vals = {_hashable(r[f]) for r in self.state.tables[ent].values()}
-            return sorted(vals, key=repr)
+            return sorted((v for v in vals if v is not None), key=repr)  # None is never said
         if s.kind == "enum":
             for t in self.domain.tools.values():
                 for p in t.params.values():
                     if param_sort(p) == s:
-                        return list(p.ty.values)  # type: ignore[attr-defined]
+                        return list(strip_opt(p.ty).values)  # type: ignore[attr-defined]
             return []
         return []
 

@@ -22,7 +22,7 @@ from graphgen.parse import Elaborator
 from graphgen.state import State
 from graphgen.tasks.identity import principal_entity
 from graphgen.tasks.model import Call, Target
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT
+from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT, strip_opt
 
 MAX_ATOMS = 3
 # Most candidates an agent is expected to read one by one to recognise a described
@@ -63,10 +63,10 @@ def _is_enum(domain: Domain, where: str) -> bool:
     owner, _, member = where.partition(".")
     if owner in domain.entities:
         fd = domain.entities[owner].fields.get(member)
-        return fd is not None and isinstance(fd.ty, EnumT)
+        return fd is not None and isinstance(strip_opt(fd.ty), EnumT)
     tool = domain.tools.get(owner)
     p = tool.params.get(member) if tool is not None else None
-    return p is not None and isinstance(p.ty, EnumT)
+    return p is not None and isinstance(strip_opt(p.ty), EnumT)
 
 
 def field_name(domain: Domain, entity: str, field: str) -> str:

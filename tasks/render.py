@@ -23,6 +23,7 @@ from graphgen.knowledge import Sort, param_sort, parse_sort
 from graphgen.state import State
 from graphgen.tasks.model import Given, Target
 from graphgen.tasks.referring import given_phrase, humanize, plural, words
+from graphgen.today import today_of_state, uses_today
 from graphgen.types import EnumT
 
 # Each opener ends a sentence: what follows is capitalised ("Hi there. My email ...").
@@ -116,15 +117,26 @@ def _fill(template: str, values: dict[str, str], raw: dict[str, Any] | None = No
 def _true_intents(domain: Domain, tool: ToolDef, args: dict[str, Any], state: State) -> list[str]:
     """The templates of ``tool`` whose guard holds for ``args`` on ``state``."""
     out = []
+    # A guard reads a left-out argument as the call does: its default ("priority is None").
+    env = {n: args.get(n, p.default) for n, p in tool.params.items()}
     for it in tool.intents:
         if it.when is not None:
             try:
-                if evaluate(it.when, state, args, domain) is not True:
+                if evaluate(it.when, state, env, domain) is not True:
                     continue
             except ToolError:  # a guard that cannot be evaluated is not known to be true
                 continue
         out.append(it.text)
     return out
+
+
+def _names_absent(tmpl: str, tool: ToolDef, args: dict[str, Any]) -> bool:
+    """Whether template ``tmpl`` has a placeholder for a parameter the call leaves out
+    (or passes None: an absent value is never said)."""
+    return any(
+        ("{" + n + "}" in tmpl or "{" + n + ":" in tmpl) and (n not in args or args[n] is None)
+        for n in tool.params
+    )
 
 
 def now_params(domain: Domain, tool: ToolDef) -> set[str]:
@@ -136,7 +148,13 @@ def today_of(domain: Domain, state: State) -> str | None:
     """Today's date for a task on ``state``: the day after the latest date stored in any
     field a ``now`` parameter is written to (an order placed today is placed after every
     order on file), or None if the domain has no ``now`` parameter. One value per state,
-    so every request of a task shares it and no date runs backwards."""
+    so every request of a task shares it and no date runs backwards.
+
+    A state that carries its today (``State.today``; graphgen.today) has that one, and a
+    domain that reads ``today()`` always has one: what the instructions call today is
+    what the tools compute with."""
+    if state.today is not None or uses_today(domain):
+        return today_of_state(state)
     fields: set[tuple[str, str]] = set()
     for tool in domain.tools.values():
         nows = now_params(domain, tool)
@@ -193,6 +211,8 @@ def intent_text(
         usable = _true_intents(domain, tool, args, state) if state is not None else []
         if state is None:
             usable = [it.text for it in tool.intents if it.when is None]
+        # A template that names a left-out argument would have to say an absent value.
+        usable = [t for t in usable if not _names_absent(t, tool, args)]
         if not usable:
             raise NoTrueIntent(tool.name)
         tmpl = rng.choice(usable)
@@ -239,6 +259,8 @@ def speak(
         t = targets.get((s.name, v))
         if t is not None:
             return t.phrase
+        if isinstance(v, int) and not isinstance(v, bool):
+            return f"{humanize(s.name)} {v}"  # an int id alone ("close 5") names nothing
     if s.kind == "enum":
         return words(domain, where, v)
     if s.kind == "field" and isinstance(v, str):

@@ -26,7 +26,7 @@ from graphgen.tasks.model import Call
 from graphgen.tasks.plan import Knowledge
 from graphgen.tasks.referring import humanize
 from graphgen.tasks.render import stated
-from graphgen.types import EnumT, ListT, RefT
+from graphgen.types import EnumT, ListT, RefT, strip_opt
 
 
 def echo_answer(instruction: str) -> str:
@@ -192,8 +192,9 @@ def chain_rows(domain: Domain, chain: Iterable[Call]) -> list[tuple[str, Any]]:
             continue
         for name, v in call.args.items():
             p = tool.params.get(name)
-            if p is not None and isinstance(p.ty, RefT) and (p.ty.entity, v) not in out:
-                out.append((p.ty.entity, v))
+            ty = strip_opt(p.ty) if p is not None else None
+            if isinstance(ty, RefT) and v is not None and (ty.entity, v) not in out:
+                out.append((ty.entity, v))
     return out
 
 

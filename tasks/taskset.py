@@ -18,7 +18,7 @@ from typing import Any
 from graphgen import __version__
 from graphgen.domain import Domain
 from graphgen.files import write_atomic
-from graphgen.interp import call_tool
+from graphgen.interp import call_or_fail
 from graphgen.journal import Journal
 from graphgen.state import State
 from graphgen.stategen import generate_state
@@ -86,7 +86,7 @@ def generate(
     options: GenOptions | None = None,
     *,
     progress: Progress | None = None,
-    execute: Executor = call_tool,
+    execute: Executor = call_or_fail,
     task_checks: Sequence[TaskCheck] = (),
     max_attempts: int | None = None,
     jobs: int = 1,

@@ -36,12 +36,14 @@ from pydantic import BaseModel, ValidationError
 from graphgen.domain import Domain, domain_enums
 from graphgen.errors import GraphgenError
 from graphgen.interp import argument_problem, check_value
+from graphgen.keys import key_problem
 from graphgen.knowledge import parse_sort
 from graphgen.state import State, StateModel
 from graphgen.stategen import check_state
+from graphgen.suggest import did_you_mean
 from graphgen.tasks.fileformat import FormatError, StateTable, decode, is_state_line
 from graphgen.tasks.model import Call, Manifest, Task
-from graphgen.types import PRIMS
+from graphgen.types import free_type
 
 #: The longest task line read, in bytes (a large retail task is about 40 KB).
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -215,7 +217,10 @@ def state_problem(task: Task, domain: Domain) -> State:
     """The initial state has exactly the domain's tables, counters and fields, each
     value of its field's type, every reference to an existing row."""
     _validated(StateModel, task.initial_state, "initial_state")  # strictly: "7" is no counter
-    st = State.from_dict(task.initial_state)
+    try:  # the domain says which tables have int ids ("3" is id 3 there)
+        st = State.from_dict(task.initial_state, domain)
+    except ValueError as exc:
+        raise _Bad("initial_state.tables", str(exc).splitlines()[0]) from None
     if set(st.counters) != set(domain.entities):
         raise _Bad(
             "initial_state.counters",
@@ -231,8 +236,9 @@ def state_problem(task: Task, domain: Domain) -> State:
 def _call_problem(call: Call, domain: Domain, path: str) -> None:
     tool = domain.tools.get(call.tool)
     if tool is None:
-        raise _Bad(f"{path}.tool", f"{call.tool!r} is not a tool of {domain.name!r}")
-    why = argument_problem(tool, call.args)
+        near = did_you_mean(call.tool, domain.tools)
+        raise _Bad(f"{path}.tool", f"{call.tool!r} is not a tool of {domain.name!r}{near}")
+    why = argument_problem(tool, call.args, int_keys=domain.int_keys)
     if why is not None:
         raise _Bad(f"{path}.args", why[1])
 
@@ -251,22 +257,24 @@ def calls_problem(task: Task, domain: Domain) -> None:
 def _sort_type_problem(sort: str, value: Any, domain: Domain) -> str | None:
     s = parse_sort(sort)
     if s.kind == "key":
-        return None if s.name in domain.entities and isinstance(value, str) else "an id"
+        edef = domain.entities.get(s.name)
+        return None if edef is not None and key_problem(edef, value) is None else "an id"
     if s.kind == "field":
         ent, _, fname = s.name.partition(".")
         edef = domain.entities.get(ent)
         if edef is None or edef.field_type(fname) is None:
             return f"a field of the domain (no field {s.name!r})"
         if fname == edef.key:
-            return None if isinstance(value, str) else "an id"
-        return check_value(edef.fields[fname].ty, value)
+            return None if key_problem(edef, value) is None else "an id"
+        return check_value(edef.fields[fname].ty, value, domain.int_keys)
     if s.kind == "enum":
         enum = domain_enums(domain).get(s.name)
         if enum is None:
             return f"an enum of the domain (no enum {s.name!r})"
         return check_value(enum, value)
-    if s.kind == "free" and s.name in PRIMS:
-        return check_value(PRIMS[s.name], value)
+    free = free_type(s.name) if s.kind == "free" else None
+    if free is not None:
+        return check_value(free, value)
     return f"a sort key:, field:, enum: or free: of the domain, not {sort!r}"
 
 
@@ -293,7 +301,7 @@ def goal_problem(task: Task, domain: Domain, st: State) -> None:
                 if not isinstance(row, dict) or set(row) != set(edef.fields):
                     raise _Bad(f"{path}.{side}", f"a whole {c.entity} row with its fields")
                 for fname, v in row.items():
-                    why = check_value(edef.fields[fname].ty, v)
+                    why = check_value(edef.fields[fname].ty, v, domain.int_keys)
                     if why:
                         raise _Bad(f"{path}.{side}.{fname}", f"{v!r} must be {why}")
             if c.before is None and c.after is None:
@@ -305,7 +313,7 @@ def goal_problem(task: Task, domain: Domain, st: State) -> None:
         if f is None:
             raise _Bad(f"{path}.field", f"{c.entity} has no field {c.field!r}")
         for side, v in (("before", c.before), ("after", c.after)):
-            why = check_value(f.ty, v)
+            why = check_value(f.ty, v, domain.int_keys)
             if why:
                 raise _Bad(f"{path}.{side}", f"{v!r} must be {why}")
         row = st.tables[c.entity].get(c.key)

@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
+from graphgen.decimals import dec_text
 from graphgen.domain import Domain, FieldDef, ParamDef, ToolDef
 from graphgen.errors import GraphgenError
 from graphgen.state import State
-from graphgen.types import BOOL, DATE, INT, STR
+from graphgen.types import BOOL, DATE, INT, STR, DecT, OptT
 from graphgen.vocabulary import load_vocab, resolve_vocab
 
 
 def free_value(domain: Domain, tool: ToolDef, p: ParamDef, rng: random.Random, st: State) -> Any:
-    """A realistic value for free parameter ``p`` of ``tool`` (seeded by ``rng``)."""
+    """A realistic value for free parameter ``p`` of ``tool`` (seeded by ``rng``); for a
+    ``T | None`` parameter a value of ``T`` (None is never said)."""
+    if isinstance(p.ty, OptT):
+        p = replace(p, ty=p.ty.inner)
+    if isinstance(p.ty, DecT):
+        # an everyday amount at the parameter's scale, in its JSON form ("12.50")
+        lo_d = Decimal(p.min if p.min is not None else 1)
+        hi_d = min(Decimal(p.max if p.max is not None else lo_d + 500), lo_d + 500)
+        n = rng.randint(int(lo_d.scaleb(p.ty.scale)), int(hi_d.scaleb(p.ty.scale)))
+        return dec_text(Decimal(n).scaleb(-p.ty.scale), p.ty.scale)
     if p.ty == INT:
-        lo = p.min if p.min is not None else 1
-        hi = p.max if p.max is not None else lo + 500
+        lo = int(p.min) if p.min is not None else 1
+        hi = int(p.max) if p.max is not None else lo + 500
         hi = min(hi, lo + 500)  # users ask for everyday amounts
         return rng.randint(lo, hi)
     if p.ty == BOOL:

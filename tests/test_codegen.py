@@ -19,13 +19,15 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from graphgen.decimals import dec_text
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs.codegen import CodegenError, compile_domain_source, write_package
@@ -38,9 +40,10 @@ from graphgen.envs.schemas import (
 )
 from graphgen.errors import DomainError, ToolError
 from graphgen.interp import call_tool
-from graphgen.load import loads_domain
+from graphgen.load import load_domain, loads_domain
 from graphgen.state import State
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
+from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, ListT, OptT, RefT, Ty
+from tests.cases_domain import CASES, cases_domain
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = ROOT / ".venv" / "bin"
@@ -186,6 +189,12 @@ tools:
 # ============================================================================ domains
 
 
+# Int ticket ids, a record return, dict comprehensions keyed by id, literal int ids.
+TICKETS = Path(__file__).parent / "data" / "lang" / "tickets.yaml"
+# Airport codes given by the data (key type str, no prefix), creates naming their key.
+AIRPORTS = Path(__file__).parent / "data" / "lang" / "airports.yaml"
+
+
 def _sink() -> Domain:
     return loads_domain(SINK, source="<sink>")
 
@@ -205,6 +214,9 @@ DOMAINS: dict[str, Callable[[], Domain]] = {
     "retail": lambda: _builtin("retail"),
     "airline": lambda: _builtin("airline"),
     "sink": _sink,
+    "desk": cases_domain,  # optional values, defaults, cases and soft failures
+    "tickets": lambda: load_domain(TICKETS),
+    "airports": lambda: load_domain(AIRPORTS),
 }
 
 _unique = itertools.count()
@@ -268,6 +280,8 @@ _DATES = ["2024-01-01", "2024-06-15", "2024-12-31", "2026-03-01"]
 def _random_value(
     ty: Ty, keys: dict[str, list[str]], rng: random.Random, lo: int | None, hi: int | None
 ) -> Any:
+    if isinstance(ty, OptT):
+        return None if rng.random() < 0.3 else _random_value(ty.inner, keys, rng, lo, hi)
     if ty == INT:
         a = lo if lo is not None else -5
         b = hi if hi is not None else 60
@@ -282,6 +296,10 @@ def _random_value(
         return rng.choice(ty.values)
     if isinstance(ty, RefT):
         return rng.choice(keys[ty.entity])
+    if isinstance(ty, DecT):  # the JSON form, within the bounds
+        a = int(Decimal(lo if lo is not None else -5).scaleb(ty.scale))
+        b = int(Decimal(hi if hi is not None else 60).scaleb(ty.scale))
+        return dec_text(Decimal(rng.choice([a, b, rng.randint(a, b)])).scaleb(-ty.scale), ty.scale)
     if isinstance(ty, ListT):
         pool = (
             keys[ty.elem.entity]
@@ -347,10 +365,20 @@ def random_args(dom: Domain, tool: str, st: State, rng: random.Random) -> Any:
         if roll < 0.05:
             args[p.name] = rng.choice([None, 1.5, [1], {"a": 1}, True, "7", -1])
             continue
+        if isinstance(p.ty, OptT):  # left out (takes its default), None, or a value
+            if p.has_default and roll < 0.35:
+                continue
+            if roll < 0.5:
+                args[p.name] = None
+                continue
+            p = replace(p, ty=p.ty.inner)
         if isinstance(p.ty, RefT):
             keys = list(st.tables[p.ty.entity])
             if roll < 0.12 or not keys:
-                args[p.name] = rng.choice(["NOPE", keys[0].lower() if keys else "x", 3])
+                near = (
+                    (keys[0].lower() if isinstance(keys[0], str) else str(keys[0])) if keys else "x"
+                )
+                args[p.name] = rng.choice(["NOPE", near, 3])  # for int ids, near is "1"
             else:
                 args[p.name] = rng.choice(keys)
         elif p.source is not None and roll < 0.8:
@@ -363,6 +391,10 @@ def random_args(dom: Domain, tool: str, st: State, rng: random.Random) -> Any:
             args[p.name] = rng.choice(pool)
         elif p.ty == DATE:
             args[p.name] = rng.choice([*_DATES, "2024-02-30", "2024-1-1", "20240101", ""])
+        elif isinstance(p.ty, DecT):
+            args[p.name] = rng.choice(
+                ["12.50", "0.01", "7", 3, 0.5, "0.015", "-1.00", "1000.00", "abc", "1e3", 2.25]
+            )
         elif isinstance(p.ty, EnumT):
             args[p.name] = rng.choice([*p.ty.values, "bogus"]) if roll < 0.9 else "LOW"
         elif p.ty == BOOL:
@@ -560,6 +592,12 @@ def test_generated_code_ignores_hash_seed() -> None:
 def _source_text(name: str) -> str:
     if name == "sink":
         return SINK
+    if name == "desk":
+        return CASES
+    if name == "tickets":
+        return TICKETS.read_text(encoding="utf-8")
+    if name == "airports":
+        return AIRPORTS.read_text(encoding="utf-8")
     from graphgen.domains import builtin_path
 
     return builtin_path(name).read_text(encoding="utf-8")
@@ -567,7 +605,7 @@ def _source_text(name: str) -> str:
 
 _FORBIDDEN = re.compile(
     r"^\s*(import|from)\s+(time|uuid|random|secrets|graphgen|envs)\b"
-    r"|datetime\.now|date\.today|time\.time|uuid\d|os\.urandom",
+    r"|datetime\.now|date\.today|\btime\.time\b|uuid\d|os\.urandom",
     re.M,
 )
 
@@ -657,12 +695,18 @@ def test_schemas_are_strict(compiled: Compiled) -> None:
         assert set(t) == {"type", "function"} and t["type"] == "function"
         f = t["function"]
         assert set(f) == {"name", "description", "strict", "parameters"}
-        assert TOOL_NAME.match(f["name"]) and f["strict"] is True and f["description"]
         params = f["parameters"]
+        # A parameter with a default may be left out: such a tool cannot be strict.
+        defaulted = [n for n, p in params["properties"].items() if "default" in p]
+        assert TOOL_NAME.match(f["name"]) and f["strict"] is not defaulted and f["description"]
         assert params["type"] == "object" and params["additionalProperties"] is False
-        assert params["required"] == list(params["properties"])
+        assert params["required"] == [n for n in params["properties"] if n not in defaulted]
         for prop in params["properties"].values():
-            assert set(prop) <= ALLOWED_KEYWORDS[prop["type"]], prop
+            base = prop["type"]
+            if isinstance(base, list):  # T | None
+                assert len(base) == 2 and base[1] == "null", prop
+                base = base[0]
+            assert set(prop) - {"default"} <= ALLOWED_KEYWORDS[base], prop
             if "enum" in prop:
                 assert prop["enum"] and all(isinstance(v, str) for v in prop["enum"])
             if "minimum" in prop and "maximum" in prop:

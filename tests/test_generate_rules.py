@@ -3,6 +3,7 @@ state generator (retail and airline business rules included)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -156,7 +157,11 @@ def test_bad_derive_and_require_are_located() -> None:
     p = _one(problems, "generate.require[3]")
     assert "syntax error" in p.message
     text = str(DomainError(problems))
-    assert "rules.yaml: entity 'Order' (line 4), generate.require[1]" in text
+    # the problem leads with the line and column of its own rule, not the entity's
+    assert re.search(
+        r"rules\.yaml:\d+:\d+: entity 'Order' \(line 4\), generate\.require\[1\]", text
+    )
+    assert p.line is not None and p.line > 4
     assert "in: x.nope > 1 (col 3)" in text
 
 

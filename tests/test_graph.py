@@ -13,6 +13,7 @@ import pytest
 
 from graphgen import ir
 from graphgen.analysis import (
+    fixed_tables,
     report,
     strongly_connected,
     unreachable_tools,
@@ -438,7 +439,8 @@ def test_enables_covers_every_enabling_seen_on_builtins(name: str) -> None:
 def test_mock_analyses(mock: Domain, mg: nx.MultiDiGraph) -> None:
     assert unreachable_tools(mock, mg) == []
     assert unread_fields(mock, mg) == ["Payment.*", "Payment.account_id", "Payment.amount"]
-    assert unwritten_fields(mock, mg) == ["Account.*", "Account.email", "Account.owner"]
+    assert unwritten_fields(mock, mg) == ["Account.email", "Account.owner"]
+    assert fixed_tables(mock, mg) == ["Account"]
     assert strongly_connected(mg, ("enables",)) == [["deposit", "pay"]]
     # data alone: get_account's row reveals the email that find_account takes
     assert ["find_account", "get_account"] in strongly_connected(mg, ("data",))

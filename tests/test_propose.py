@@ -134,8 +134,8 @@ REPAIRS = [
         "broken_unknown_keys.reply.md",
         GOOD,
         [
-            "tool 'confirm_appointment' (line 62), preconditions: Extra inputs are not permitted",
-            "entity 'Patient' (line 13), indexes: Extra inputs are not permitted",
+            "unknown key 'preconditions' in tool 'confirm_appointment'",
+            "'indexes'",
         ],
     ),
     (

@@ -44,14 +44,17 @@ from typing import Any, Protocol
 import z3
 
 from graphgen import ir
-from graphgen.domain import Domain, ToolDef
+from graphgen.domain import Domain, Key, ToolDef
 from graphgen.footprint import ROWS, FieldRef, cells_read, cells_written
+from graphgen.keys import key_order
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort, parse_sort
 from graphgen.state import State
+from graphgen.strings import message_parts
 from graphgen.tasks.model import Call, Change, Given, Inconclusive
-from graphgen.types import PRIMS, EnumT, ListT, RecordT, RefT, RowT, Ty
+from graphgen.types import PRIMS, EnumT, ListT, MapT, RecordT, RefT, RowT, Ty, free_type
 from graphgen.verify.calls import creates_per_call
 from graphgen.verify.slicing import Flow, analyze_flow
+from graphgen.verify.strings import TextChoice, TextVal
 from graphgen.verify.symstate import SymState, read_field
 from graphgen.verify.templates import Substitution, ToolTemplate
 from graphgen.verify.terms import (
@@ -74,7 +77,7 @@ from graphgen.verify.terms import (
     or_,
 )
 from graphgen.verify.universe import Universe
-from graphgen.verify.values import ListVal, RecVal, RowVal, SymVal, leaves
+from graphgen.verify.values import ListVal, MapVal, RecVal, RowVal, SymVal, leaves
 
 Status = str  # "sat" | "unsat" | "unknown"
 
@@ -93,7 +96,7 @@ def sort_type(domain: Domain, s: Sort) -> Ty | None:
             return None
         return edef.field_type(f)
     if s.kind == "free":
-        return PRIMS.get(s.name)
+        return free_type(s.name)
     if s.kind == "enum":
         if s.name in domain.enums:
             return domain.enums[s.name]
@@ -141,6 +144,18 @@ def reveal_sites(
     """What an output ``v`` of expression ``e`` (type ``t``) reveals, as guarded
     (guard, sort, value) sites: the symbolic mirror of ``knowledge._facts``, plus the
     enum sort of every enum value shown (:func:`shown_sorts`)."""
+    if isinstance(v, TextChoice):  # cases with different messages: each under its guard
+        for cg, x in v.choices:
+            reveal_sites(domain, None, t, x, and_(g, cg), out)
+        return
+    if isinstance(v, TextVal) and not isinstance(e, ir.StrOp):
+        # a message whose expression is not at hand (one case's of several): each value
+        # written into it is shown, as its type says
+        for pv, pty in v.parts:
+            reveal_sites(domain, None, pty, pv, g, out)
+        return
+    if isinstance(e, ir.Index):  # one item of a list, as knowledge._facts reads it
+        e = e.operand.proj if isinstance(e.operand, ir.Comp) else None
     if isinstance(e, ir.FieldOf) and not isinstance(t, ListT):
         for s in shown_sorts(domain, e.entity, e.field):
             out.append((g, s, v))
@@ -171,6 +186,18 @@ def reveal_sites(
             if name in v.fields:
                 reveal_sites(domain, exprs.get(name), ft, v.fields[name], g, out)
         return
+    if isinstance(t, MapT) and isinstance(v, MapVal):
+        proj = e.comp.proj if isinstance(e, ir.DictComp) else None
+        for p, k, x in v.items:
+            reveal_sites(domain, None, t.key, k, and_(g, p), out)
+            reveal_sites(domain, proj, t.value, x, and_(g, p), out)
+    if isinstance(e, ir.StrOp) and isinstance(v, TextVal):
+        # every value written into a message is shown ("Ticket T0003 created")
+        parts = message_parts(e)
+        if len(parts) == len(v.parts):
+            for part, (pv, pty) in zip(parts, v.parts, strict=True):
+                reveal_sites(domain, part, pty, pv, g, out)
+        return
     if isinstance(t, RefT):
         out.append((g, key_sort(t.entity), v))
     elif (es := enum_sort(t)) is not None:
@@ -185,9 +212,14 @@ def search_sites(
     non-empty result shows that value at ``field:E.f``. Used for recognising targets
     only (the agent passed the value itself; it learns nothing new to pass on)."""
     e = tool.returns
-    if not isinstance(e, ir.Comp) or e.cond is None or not isinstance(ret, ListVal):
+    if isinstance(e, ir.DictComp) and isinstance(ret, MapVal):
+        e, some = e.comp, or_(*(p for p, _, _ in ret.items))  # keyed by id: the same rows
+    elif isinstance(e, ir.Comp) and isinstance(ret, ListVal):
+        some = or_(*(p for p, _ in ret.items))
+    else:
         return []
-    some = or_(*(p for p, _ in ret.items))
+    if e.cond is None:
+        return []
     out: list[tuple[Term, Sort, Term]] = []
     for atom in _conjuncts(e.cond):
         if not (isinstance(atom, ir.Compare) and atom.op == "=="):
@@ -220,7 +252,7 @@ class Recognition:
     do not count, the user's words do not say which id fits."""
 
     entity: str
-    key: str
+    key: Key
     atoms: tuple[tuple[str, str, Any], ...]
 
 
@@ -305,17 +337,17 @@ class GoalView:
         self.horizon = bmc.k if horizon is None else horizon
         self.final = bmc.state_at(self.horizon)
 
-    def key(self, ent: str, key: str) -> Term | None:
+    def key(self, ent: str, key: Key) -> Term | None:
         """The index term of ``ent`` key ``key`` (None if outside the universe)."""
         i = self.uni.index.get(ent, {}).get(key)
         return None if i is None else self.uni.index_term(i)
 
-    def exists(self, ent: str, key: str) -> Term:
+    def exists(self, ent: str, key: Key) -> Term:
         """Row ``ent``/``key`` exists in the final state."""
         i = self.uni.index.get(ent, {}).get(key)
         return FALSE if i is None else self.final.exists[ent][i]
 
-    def field_is(self, ent: str, key: str, f: str, value: Any) -> Term:
+    def field_is(self, ent: str, key: Key, f: str, value: Any) -> Term:
         """Row ``ent``/``key`` exists and its field ``f`` equals ``value`` at the end."""
         edef = self.uni.domain.entities.get(ent)
         k = self.key(ent, key)
@@ -381,7 +413,7 @@ class GoalPredicate(Protocol):
 
     def build(self, view: GoalView) -> Term: ...
 
-    def seeds(self) -> set[str]: ...
+    def seeds(self) -> set[Any]: ...
 
     def typed_values(self, domain: Domain) -> list[tuple[Ty, Any]]: ...
 
@@ -413,14 +445,15 @@ class ChangesGoal:
         parts.extend(view.known(a) for a in self.answers)
         return and_(*parts)
 
-    def seeds(self) -> set[str]:
-        out: set[str] = set()
+    def seeds(self) -> set[Any]:
+        # Ints too: they may be ids (``type: int`` keys); callers drop them otherwise.
+        out: set[Any] = set()
         for c in self.changes:
             out.add(c.key)
             for v in (c.before, c.after):
-                out.update(strings_in(v))
+                out.update(strings_in(v, ints=True))
         for a in self.answers:
-            out.update(strings_in(a))
+            out.update(strings_in(a, ints=True))
         return out
 
     def relevance(self, domain: Domain) -> tuple[set[FieldRef], bool] | None:
@@ -464,7 +497,7 @@ class AnyGoal:
     def build(self, view: GoalView) -> Term:
         return or_(*(g.build(view) for g in self.goals))
 
-    def seeds(self) -> set[str]:
+    def seeds(self) -> set[Any]:
         return set().union(*(g.seeds() for g in self.goals))
 
     def typed_values(self, domain: Domain) -> list[tuple[Ty, Any]]:
@@ -515,9 +548,14 @@ def scalars(v: Any) -> Iterator[Any]:
         yield v
 
 
-def strings_in(v: Any) -> Iterable[str]:
-    """The strings among :func:`scalars` of ``v``."""
-    return (x for x in scalars(v) if isinstance(x, str))
+def strings_in(v: Any, ints: bool = False) -> Iterable[Any]:
+    """The strings among :func:`scalars` of ``v``; with ``ints``, the ints too (which
+    may be ids, in a domain with ``type: int`` keys)."""
+    return (
+        x
+        for x in scalars(v)
+        if isinstance(x, str) or (ints and isinstance(x, int) and not isinstance(x, bool))
+    )
 
 
 # ------------------------------------------------------------------ the unrolling
@@ -593,7 +631,7 @@ class Bmc:
             rows = [
                 (e, s)
                 for e in domain.entities
-                for s in sorted(seeds)
+                for s in sorted(seeds, key=key_order)
                 if s in state.tables.get(e, {})
             ]
             self.flow = analyze_flow(
@@ -1057,10 +1095,11 @@ class Bmc:
                 return None
             j = names.index(c.tool)
             tool = self.tools[j]
-            if set(c.args) != set(tool.params):
+            full = tool.full_args(c.args)
+            if set(full) != set(tool.params):
                 return None
             parts.append(self.steps[t].chosen[j])
-            for p, v in c.args.items():
+            for p, v in full.items():
                 term = self.uni.encode_value(tool.params[p].ty, v)
                 if term is None:
                     return None
@@ -1128,7 +1167,7 @@ class Bmc:
                 )
                 for p in tool.params.values()
             }
-            out.append(Call(tool=tool.name, args=args))
+            out.append(Call(tool=tool.name, args=tool.given_args(args)))
         return out
 
     def final_state(self, m: z3.ModelRef, horizon: int | None = None) -> State:
@@ -1164,10 +1203,11 @@ class Bmc:
         tool = self.tools[j]
         out: list[Term] = []
         for c in calls:
-            if c.tool != tool.name or set(c.args) != set(tool.params):
+            full = tool.full_args(c.args)
+            if c.tool != tool.name or set(full) != set(tool.params):
                 continue
             parts: list[Term] = []
-            for p, v in c.args.items():
+            for p, v in full.items():
                 t = self.uni.encode_value(tool.params[p].ty, v)
                 if t is None:
                     break
@@ -1225,13 +1265,13 @@ class Bmc:
         ids creates can make (to compare with decoded states). Other universe keys are
         ids that rows of the slice refer to; their rows never change, so the encoding
         holds them as absent constants and does not decode them."""
-        tables: dict[str, dict[str, dict[str, Any]]] = {}
+        tables: dict[str, dict[Key, dict[str, Any]]] = {}
         for e in self.domain.entities:
             rows = st.tables.get(e, {})
             # walk the tracked keys, not the whole table: the slice is small
             tracked = set(self.state.tables.get(e, {})) | self._created[e]
-            tables[e] = {k: dict(rows[k]) for k in sorted(tracked) if k in rows}
-        return State(tables, dict(st.counters))
+            tables[e] = {k: dict(rows[k]) for k in sorted(tracked, key=key_order) if k in rows}
+        return State(tables, dict(st.counters), st.today)
 
 
 def search(
@@ -1265,7 +1305,7 @@ def search(
         givens,
         max(k, length or 0),
         tools=tools,
-        seeds=goal.seeds(),
+        seeds={x for x in goal.seeds() if domain.int_keys or isinstance(x, str)},
         extra=goal.typed_values(domain),
     )
     assume = [bmc.lit("goal", bmc.goal_term(goal))]

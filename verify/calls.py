@@ -16,8 +16,8 @@ inside by construction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, assert_never
 
 import z3
@@ -25,8 +25,10 @@ import z3
 from graphgen import ir
 from graphgen.domain import ToolDef
 from graphgen.interp import check_value
-from graphgen.types import INT, EnumT, ListT, RefT, Ty
+from graphgen.types import INT, DecT, EnumT, ListT, OptT, RefT, Ty, strip_opt
+from graphgen.verify import strings
 from graphgen.verify.evaluator import Evaluator
+from graphgen.verify.numbers import bound_term, rescale
 from graphgen.verify.symstate import SymState, exists_at, read_field
 from graphgen.verify.terms import (
     FALSE,
@@ -40,12 +42,13 @@ from graphgen.verify.terms import (
     implies,
     int_val,
     is_f,
+    is_t,
     ite,
     not_,
     or_,
 )
-from graphgen.verify.universe import OUT, Universe
-from graphgen.verify.values import ListVal, SymVal
+from graphgen.verify.universe import NONE_VALUE, OUT, Universe
+from graphgen.verify.values import ListVal, SymVal, merge
 
 
 @dataclass
@@ -58,6 +61,9 @@ class CallEncoding:
     ret: SymVal | None
     ret_ty: Ty | None
     valid_args: Term = TRUE
+    # The call ran a soft-failure case (``fails: true``): no state change, a result; it is
+    # not ``ok`` (tasks and proofs count it as failed), this tells it from a hard failure.
+    soft: Term = FALSE
 
 
 def _membership(uni: Universe, ent: str, f: str, v: SymVal, where: str) -> tuple[list[Term], Term]:
@@ -86,11 +92,14 @@ def _membership(uni: Universe, ent: str, f: str, v: SymVal, where: str) -> tuple
 def _param_valid(uni: Universe, st: SymState, tool: ToolDef, p: Any, v: Term) -> Term:
     parts = []
     ty = p.ty
-    if ty == INT:
+    if isinstance(ty, OptT):  # None, or a valid value of the inner type
+        inner = _param_valid(uni, st, tool, replace(p, ty=ty.inner), v)
+        return or_(eq(v, int_val(NONE_VALUE)), inner)
+    if ty == INT or isinstance(ty, DecT):
         if p.min is not None:
-            parts.append(compare(">=", v, int_val(p.min)))
+            parts.append(compare(">=", v, bound_term(ty, p.min)))
         if p.max is not None:
-            parts.append(compare("<=", v, int_val(p.max)))
+            parts.append(compare("<=", v, bound_term(ty, p.max)))
     elif isinstance(ty, EnumT):
         parts.append(compare(">=", v, int_val(0)))
         parts.append(compare("<", v, int_val(len(ty.values))))
@@ -113,18 +122,85 @@ def encode_call(
         pre.where = f"tool {tool.name!r}, requires[{i}]"
         v, err = pre.evaluate(chk.expr, env)
         conds.append(and_(not_(err), v))
-    cur = st
-    touched: dict[str, list[Term]] = {}
-    for i, stmt in enumerate(tool.effects):
-        where = f"{src}: tool {tool.name!r}, effects[{i}] ({stmt.source})"
-        cur, fail = _apply(uni, cur, stmt.effect, env, touched, where)
-        conds.append(not_(fail))
-    conds.append(_invariants(uni, cur, touched))
-    ret = None
-    if tool.returns is not None:
-        ret, rerr = Evaluator(uni, cur, f"tool {tool.name!r}, returns").evaluate(tool.returns, env)
-        conds.append(not_(rerr))
-    return CallEncoding(and_(*conds), cur, ret, tool.return_ty, valid)
+    # Cases: the first whose ``when`` holds (on the state after the checks) runs; a
+    # ``when`` that raises fails the call if no earlier case applied; no case is a hard
+    # failure; a soft failure (``fails``) leaves the state and counts as not ok.
+    earlier: Term = FALSE  # some earlier case applied
+    picked: list[tuple[Term, SymState, Term, SymVal | None, bool]] = []
+    when_errs: list[Term] = []
+    for ci, case in enumerate(tool.branches):
+        if case.when is None:
+            applies = not_(earlier)
+        else:
+            pre.where = f"tool {tool.name!r}, cases[{ci}].when"
+            wv, werr = pre.evaluate(case.when, env)
+            when_errs.append(and_(not_(earlier), werr))
+            applies = and_(not_(earlier), not_(werr), wv)
+        if is_f(applies):
+            continue
+        cenv = dict(env)
+        cur = st
+        touched: dict[str, list[Term]] = {}
+        fails: list[Term] = []
+        label = f"cases[{ci}].effects" if tool.cases else "effects"
+        for i, stmt in enumerate(case.effects):
+            where = f"{src}: tool {tool.name!r}, {label}[{i}] ({stmt.source})"
+            cur, fail = _apply(uni, cur, stmt.effect, cenv, touched, where, pre)
+            fails.append(fail)
+        fails.append(not_(_invariants(uni, cur, touched)))
+        ret = None
+        if case.returns is not None:
+            rwhere = f"tool {tool.name!r}, " + (f"cases[{ci}].returns" if tool.cases else "returns")
+            ret, rerr = Evaluator(uni, cur, rwhere, pre).evaluate(case.returns, cenv)
+            fails.append(rerr)
+        picked.append((applies, cur, or_(*fails), ret, case.fails))
+        earlier = or_(earlier, applies)
+        if is_t(earlier):
+            break
+    conds.append(earlier)  # some case applies
+    conds.extend(not_(w) for w in when_errs)
+    post, ret_all = st, None
+    soft = FALSE
+    for applies, cur, fail, ret, soft_case in reversed(picked):
+        conds.append(implies(applies, not_(fail)))
+        if soft_case:
+            soft = or_(soft, applies)
+        post = merge_states(applies, cur, post)
+        ret_all = ret if ret_all is None else merge(applies, ret, ret_all)
+    conds.append(not_(soft))
+    return CallEncoding(and_(*conds), post, ret_all, tool.return_ty, valid, and_(*conds[:-1], soft))
+
+
+def merge_states(c: Term, a: SymState, b: SymState) -> SymState:
+    """The state ``a`` where ``c`` holds, else ``b`` (cells that are the same object are
+    shared, so a case that writes little costs little)."""
+    if is_t(c) or a is b:
+        return a
+    out = b.copy()
+    for ent in a.exists:
+        if a.exists[ent] is not b.exists[ent]:
+            out.exists[ent] = [
+                x if x is y else ite(c, x, y)
+                for x, y in zip(a.exists[ent], b.exists[ent], strict=True)
+            ]
+        for f, col in a.cells[ent].items():
+            old = b.cells[ent][f]
+            if col is old:
+                continue
+            new_col: list[Any] = []
+            for x, y in zip(col, old, strict=True):
+                if x is y:
+                    new_col.append(x)
+                elif isinstance(x, list):
+                    new_col.append(
+                        [p if p is q else ite(c, p, q) for p, q in zip(x, y, strict=True)]
+                    )
+                else:
+                    new_col.append(ite(c, x, y))
+            out.cells[ent] = {**out.cells[ent], f: new_col}
+        if a.created[ent] is not b.created[ent]:
+            out.created[ent] = ite(c, a.created[ent], b.created[ent])
+    return out
 
 
 def _touch(uni: Universe, touched: dict[str, list[Term]], ent: str, u: int, c: Term) -> None:
@@ -139,14 +215,17 @@ def _apply(
     env: dict[str, SymVal],
     touched: dict[str, list[Term]],
     where: str,
+    pre: Evaluator | None = None,
 ) -> tuple[SymState, Term]:
-    """Apply one effect; return the new state and the condition under which it raises."""
-    evaluator = Evaluator(uni, st, where)
+    """Apply one effect; return the new state and the condition under which it raises.
+    ``pre`` evaluates ``old(...)`` on the state before the call."""
+    evaluator = Evaluator(uni, st, where, pre)
     new = st.copy()
     match eff:
         case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
             key_term, key_err = evaluator.evaluate(k, env)
             value, value_err = evaluator.evaluate(v, env)
+            value = strings.index_of(uni, value, where)
             candidates = uni.key_candidates(k, ent)
             fd = uni.domain.entities[ent].fields[f]
             old = st.cells[ent][f]
@@ -162,6 +241,8 @@ def _apply(
                 if isinstance(fd.ty, ListT):
                     col[u] = [ite(hit, m, o) for m, o in zip(mem, old[u], strict=True)]
                 else:
+                    if isinstance(fd.ty, DecT):  # to the field's scale (never fewer places)
+                        value = rescale(value, v.ty, fd.ty)
                     new_value = (
                         value if op == "=" else arith("+" if op == "+=" else "-", old[u], value)
                     )
@@ -173,6 +254,7 @@ def _apply(
         case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
             key_term, key_err = evaluator.evaluate(k, env)
             value, value_err = evaluator.evaluate(v, env)
+            value = strings.index_of(uni, value, where)
             candidates = uni.key_candidates(k, ent)
             fd = uni.domain.entities[ent].fields[f]
             assert isinstance(fd.ty, ListT)
@@ -197,9 +279,21 @@ def _apply(
             unrep = not_(or_(*is_item)) if op == "append" else FALSE
             missing = not_(exists_at(uni, st, ent, key_term, candidates))
             return new, or_(key_err, missing, value_err, bad, unrep)
-        case ir.Create(entity=ent, bind=b, values=vs):
+        case ir.Create(entity=ent, bind=b, values=vs, key=given):
+            if given is not None:
+                # A named key would have to join the entity's id universe from every value
+                # the argument can take; until that is encoded the proof is refused, so a
+                # task that needs this tool is rejected, never accepted unproven.
+                raise EncodeError(
+                    f"{where}: {ent}.create(...) names its key, which the proofs do not encode"
+                )
             edef = uni.domain.entities[ent]
             vals: dict[str, tuple[SymVal, Term]] = {f: evaluator.evaluate(x, env) for f, x in vs}
+            for f, x in vs:
+                vals[f] = (strings.index_of(uni, vals[f][0], where), vals[f][1])
+                fty = edef.fields[f].ty
+                if isinstance(fty, DecT):  # to the field's scale (never fewer places)
+                    vals[f] = (rescale(vals[f][0], x.ty, fty), vals[f][1])
             mems: dict[str, list[Term]] = {}
             for f, fd in edef.fields.items():
                 if isinstance(fd.ty, ListT):
@@ -265,27 +359,40 @@ def _invariants(uni: Universe, st: SymState, touched: dict[str, list[Term]]) -> 
             conds = []
             for fd in bounded:
                 v = st.cells[ent][fd.name][u]
+                absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else FALSE
                 if fd.min is not None:
-                    conds.append(compare(">=", v, int_val(fd.min)))
+                    conds.append(
+                        or_(absent, compare(">=", v, bound_term(strip_opt(fd.ty), fd.min)))
+                    )
                 if fd.max is not None:
-                    conds.append(compare("<=", v, int_val(fd.max)))
+                    conds.append(
+                        or_(absent, compare("<=", v, bound_term(strip_opt(fd.ty), fd.max)))
+                    )
             for fd in unique:
                 v = st.cells[ent][fd.name][u]
+                absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else FALSE
                 for u2, x2 in enumerate(ex):
                     if u2 != u and not is_f(x2):
-                        conds.append(implies(x2, not_(eq(v, st.cells[ent][fd.name][u2]))))
+                        clash = eq(v, st.cells[ent][fd.name][u2])
+                        conds.append(implies(x2, or_(absent, not_(clash))))
             parts.append(implies(and_(t, ex[u]), and_(*conds)))
     return and_(*parts)
 
 
-def static_arg_error(tool: ToolDef, args: Mapping[str, Any]) -> str | None:
-    """The state-independent part of check_args (names and types), or None."""
+def static_arg_error(
+    tool: ToolDef, args: Mapping[str, Any], int_keys: Collection[str] | None = None
+) -> str | None:
+    """The state-independent part of check_args (names and types), or None.
+    ``int_keys``: the domain's entities with int ids (:func:`graphgen.interp.check_value`)."""
     if not isinstance(args, Mapping):
         return "arguments must be an object"
-    if set(args) != set(tool.params):
+    required = {n for n, p in tool.params.items() if not p.has_default}
+    if not required <= set(args) <= set(tool.params):
         return "unknown or missing arguments"
     for name, p in tool.params.items():
-        why = check_value(p.ty, args[name])
+        if name not in args:
+            continue
+        why = check_value(p.ty, args[name], int_keys)
         if why:
             return f"{name} must be {why}"
     return None
@@ -294,7 +401,7 @@ def static_arg_error(tool: ToolDef, args: Mapping[str, Any]) -> str | None:
 def creates_per_call(tool: ToolDef) -> dict[str, int]:
     """How many rows of each entity one call of ``tool`` creates."""
     out: dict[str, int] = {}
-    for s in tool.effects:
+    for s in tool.effects:  # every case's creates: an upper bound for any one call
         match s.effect:
             case ir.Create(entity=ent):
                 out[ent] = out.get(ent, 0) + 1

@@ -26,6 +26,7 @@ from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.model import Certificate, Inconclusive, ProofResult, ProofStatus, Task
 from graphgen.verify import CHECKER_VERSION
 from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS, Prover
+from graphgen.verify.terms import EncodeError
 
 
 def rejection_reason(results: list[ProofResult]) -> str:
@@ -68,8 +69,13 @@ def certify(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS) ->
 
 
 def proof_check(domain: Domain, task: Task) -> Task | str:
-    """The generator's extra check (see :func:`graphgen.tasks.taskset.generate`)."""
-    return certify(domain, task)
+    """The generator's extra check (see :func:`graphgen.tasks.taskset.generate`). A task
+    whose proofs need a construct the encoding refuses (``EncodeError``, such as a create
+    that names its key) is rejected as ``not_encodable``, never accepted unproven."""
+    try:
+        return certify(domain, task)
+    except EncodeError:
+        return "not_encodable"
 
 
 def recheck(

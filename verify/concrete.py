@@ -39,18 +39,19 @@ def run_concrete(
             continue
         for e, n in creates_per_call(tool).items():
             creates[e] = creates.get(e, 0) + n
-        if static_arg_error(tool, args) is None:
-            extra.extend((tool.params[p].ty, v) for p, v in args.items())
+        if static_arg_error(tool, args, domain.int_keys) is None:
+            extra.extend((tool.params[p].ty, v) for p, v in tool.full_args(args).items())
     uni = Universe.build(domain, state, creates, extra)
     st = SymState.from_state(uni, state)
     templates: dict[str, ToolTemplate] = {}
     oks: list[bool] = []
     for name, args in calls:
         tool = domain.tools.get(name)
-        if tool is None or static_arg_error(tool, args) is not None:
+        if tool is None or static_arg_error(tool, args, domain.int_keys) is not None:
             oks.append(False)
             continue
-        terms = {p: uni.encode_arg(tool.params[p].ty, v) for p, v in args.items()}
+        full = tool.full_args(args)
+        terms = {p: uni.encode_arg(tool.params[p].ty, v) for p, v in full.items()}
         if via_template:
             tpl = templates.get(name) or templates.setdefault(name, ToolTemplate(uni, tool))
             ok, post_terms, _ = tpl.instantiate(st, terms)

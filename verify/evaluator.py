@@ -11,7 +11,10 @@ from dataclasses import fields
 from typing import Any, assert_never
 
 from graphgen import ir
-from graphgen.types import RefT
+from graphgen.today import DEFAULT_TODAY
+from graphgen.types import BOOL, DecT, ListT, MapT, RecordT, RefT, RowT, scale_of
+from graphgen.verify import strings
+from graphgen.verify.numbers import rescale, round_terms
 from graphgen.verify.symstate import SymState, exists_at, read_field
 from graphgen.verify.terms import (
     FALSE,
@@ -22,6 +25,7 @@ from graphgen.verify.terms import (
     arith,
     compare,
     count,
+    eq,
     implies,
     int_val,
     is_f,
@@ -29,8 +33,8 @@ from graphgen.verify.terms import (
     not_,
     or_,
 )
-from graphgen.verify.universe import OUT, Universe
-from graphgen.verify.values import ListVal, RecVal, RowVal, SymVal, merge, sym_eq
+from graphgen.verify.universe import NONE_VALUE, OUT, Universe, date_ordinal
+from graphgen.verify.values import ListVal, MapVal, RecVal, RowVal, SymVal, merge, sym_eq
 
 _FREE_VARS: dict[int, tuple[ir.Expr, frozenset[str]]] = {}
 
@@ -63,6 +67,13 @@ def free_vars(e: ir.Expr) -> frozenset[str]:
             | ir.Agg()
             | ir.IfExp()
             | ir.DictLit()
+            | ir.IsNone()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Index()
+            | ir.Today()
         ):
             # binds nothing: the variables of its sub-expressions
             out = frozenset().union(*(free_vars(c) for c in ir.children(e)))
@@ -101,6 +112,13 @@ def canon(e: ir.Expr) -> int:
             | ir.Agg()
             | ir.IfExp()
             | ir.DictLit()
+            | ir.IsNone()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Index()
+            | ir.Today()
         ):
             # Each of these is a frozen dataclass whose fields are sub-expressions, tuples
             # of sub-expressions, or plain values: its fields spell out its structure. A
@@ -136,10 +154,15 @@ class Evaluator:
     structurally equal ones (the same lookup written in two preconditions).
     """
 
-    def __init__(self, uni: Universe, st: SymState, where: str = "") -> None:
+    def __init__(
+        self, uni: Universe, st: SymState, where: str = "", old: Evaluator | None = None
+    ) -> None:
         self.uni = uni
         self.st = st
         self.where = where
+        # the evaluator of the state before the call's effects, read by ``old(...)``;
+        # None where there is no earlier state (preconditions: ``old(x)`` is ``x``)
+        self.old = old
         self._active: set[str] = set()
         self._memo: dict[int, tuple[SymVal, Term]] = {}
 
@@ -194,6 +217,10 @@ class Evaluator:
             case ir.Compare(op=op, left=a, right=b):
                 x, ex = self.evaluate(a, env)
                 y, ey = self.evaluate(b, env)
+                x, y = strings.index_of(uni, x, self.where), strings.index_of(uni, y, self.where)
+                if isinstance(a.ty, DecT) or isinstance(b.ty, DecT):
+                    top = max(scale_of(a.ty), scale_of(b.ty))
+                    x, y = rescale(x, a.ty, top), rescale(y, b.ty, top)
                 if op == "==":
                     r = sym_eq(x, y)
                 elif op == "!=":
@@ -219,6 +246,8 @@ class Evaluator:
             case ir.Arith(op=op, left=a, right=b):
                 x, ex = self.evaluate(a, env)
                 y, ey = self.evaluate(b, env)
+                if isinstance(e.ty, DecT) and op != "*":  # a product's scales add up
+                    x, y = rescale(x, a.ty, e.ty), rescale(y, b.ty, e.ty)
                 return arith(op, x, y), or_(ex, ey)
             case ir.Neg(operand=o):
                 v, err = self.evaluate(o, env)
@@ -252,6 +281,8 @@ class Evaluator:
                 cv, ce = self.evaluate(c, env)
                 tv, te = self.evaluate(t, env)
                 ov, oe = self.evaluate(o, env)
+                if isinstance(e.ty, DecT):
+                    tv, ov = rescale(tv, t.ty, e.ty), rescale(ov, o.ty, e.ty)
                 return merge(cv, tv, ov), or_(ce, and_(cv, te), and_(not_(cv), oe))
             case ir.DictLit(keys=ks, values=vs):
                 rec: dict[str, SymVal] = {}
@@ -261,6 +292,55 @@ class Evaluator:
                     rec[name] = v
                     errs.append(err)
                 return RecVal(rec), or_(*errs)
+            case ir.IsNone(operand=o, negated=neg):
+                v, err = self.evaluate(o, env)
+                r = eq(v, int_val(NONE_VALUE))
+                return (not_(r) if neg else r), err
+            case ir.Old(operand=o):
+                before = self.old
+                if before is None:
+                    return self.evaluate(o, env)
+                # The loop variables active here are active there too, so its memo never
+                # keeps a value that depends on the row being visited.
+                saved = before._active
+                before._active = saved | self._active
+                try:
+                    return before.evaluate(o, env)
+                finally:
+                    before._active = saved
+            case ir.Index(operand=xs, index=i):
+                return self.index(e, xs, i, env)
+            case ir.Today():
+                # the initial state's today: no call changes it, so one constant serves
+                # every step of a chain
+                return int_val(date_ordinal(uni.today or DEFAULT_TODAY)), FALSE
+            case ir.DictComp(comp=c):
+                # Two scans of the same rows in the same order: the ids, then the values.
+                ids = ir.Comp(c.var, c.entity, c.cond, ir.Var(c.var, RefT(c.entity)), c.ty)
+                keys, _ = self.comp(ids, env)
+                vals, err = self.comp(c, env)
+                kv = zip(keys, vals, strict=True)
+                return MapVal(c.entity, [(p, k, v) for (p, k), (_, v) in kv]), err
+            case ir.Round(num=a, den=b, places=places, mode=mode):
+                x, ex = self.evaluate(a, env)
+                if b is None:
+                    y, ey, sd = int_val(1), FALSE, 0
+                else:
+                    y, ey = self.evaluate(b, env)
+                    sd = scale_of(b.ty)
+                # (x / 10^sa) / (y / 10^sd) * 10^places = x * 10^(sd + places - sa) / y
+                shift = sd + places - scale_of(a.ty)
+                if shift < 0:
+                    y = arith("*", y, int_val(10**-shift))
+                    shift = 0
+                zero = eq(y, int_val(0))
+                value = round_terms(x, ite(zero, int_val(1), y), shift, mode)
+                return value, or_(ex, ey, zero)
+            case ir.StrOp(op=op, args=args):
+                vals = [self.evaluate(a, env) for a in args]
+                where = f"{self.uni.domain.source}: {self.where}"
+                pairs = [(v, a.ty) for (v, _), a in zip(vals, args, strict=True)]
+                return strings.evaluate(uni, op, pairs, where), or_(*(err for _, err in vals))
             case _:
                 assert_never(e)
 
@@ -298,6 +378,31 @@ class Evaluator:
             items.append((take, pv))
             errs.append(and_(ex, ce))
             errs.append(and_(take, pe))
+
+    def index(
+        self, e: ir.Index, xs: ir.Expr, i: ir.Expr, env: Mapping[str, SymVal]
+    ) -> tuple[SymVal, Term]:
+        """Item ``i`` of a guarded list: the present item whose position (among present
+        items) is ``i``, or ``len + i`` for a negative ``i``; an error when there is none."""
+        lst, el = self.evaluate(xs, env)
+        iv, ie = self.evaluate(i, env)
+        if not isinstance(lst, ListVal):
+            raise self.fail("indexing needs a list")
+        total = count([p for p, _ in lst.items])
+        idx = ite(compare("<", iv, int_val(0)), arith("+", total, iv), iv)
+        inside = and_(compare(">=", idx, int_val(0)), compare("<", idx, total))
+        if not lst.items:
+            if e.ty == BOOL:
+                return FALSE, or_(el, ie, TRUE)
+            if isinstance(e.ty, ListT | RowT | RecordT | MapT):
+                raise self.fail("indexing a list that is always empty")
+            return int_val(0), or_(el, ie, TRUE)
+        value = lst.items[-1][1]  # any value: it is never read where the index is outside
+        for k in range(len(lst.items) - 1, -1, -1):
+            p, x = lst.items[k]
+            at = and_(p, sym_eq(count([q for q, _ in lst.items[:k]]), idx))
+            value = merge(at, x, value)
+        return value, or_(el, ie, not_(inside))
 
     def agg(self, fn: str, c: ir.Comp, env: Mapping[str, SymVal]) -> tuple[SymVal, Term]:
         items, err = self.comp(c, env)

@@ -147,7 +147,7 @@ def renamed_goals(initial: State, goal: ChangesGoal) -> AnyGoal:
     changes = [c.model_dump() for c in goal.changes]
     s0 = initial.to_dict()
     # the rows the goal's final state has (renamings look at keys only)
-    keys: dict[str, dict[str, Any]] = {e: {k: {} for k in t} for e, t in initial.tables.items()}
+    keys: dict[str, dict[Any, Any]] = {e: {k: {} for k in t} for e, t in initial.tables.items()}
     for c in goal.changes:
         keys.setdefault(c.entity, {})[c.key] = {}
     want = {"tables": keys}
@@ -185,7 +185,7 @@ def renamed_states(initial: State, final: State) -> list[State]:
             e: {names.get(k, k) if e in new else k: _renamed(r, names) for k, r in t.items()}
             for e, t in final.tables.items()
         }
-        out.append(State(tables, dict(final.counters)))
+        out.append(State(tables, dict(final.counters), final.today))
     return out
 
 
@@ -314,6 +314,8 @@ def _hashable(v: Any) -> Any:
 def _search_facts(tool: Any, args: dict[str, Any], result: Any) -> list[tuple[str, Any]]:
     """The concrete mirror of :func:`graphgen.verify.bmc.search_sites`."""
     e = tool.returns
+    if isinstance(e, ir.DictComp):
+        e = e.comp  # keyed by id: the same rows as the list form
     if not isinstance(e, ir.Comp) or e.cond is None or not result:
         return []
     out = []
@@ -388,22 +390,23 @@ class Prover:
         self._reads: Bmc | None = None
 
     def _seeds_and_extra(self) -> tuple[set[str], list[tuple[Ty, Any]]]:
-        seeds = set(self.goal_pred.seeds())
+        ints = bool(self.domain.int_keys)  # int values may be ids only there
+        seeds = {s for s in self.goal_pred.seeds() if ints or isinstance(s, str)}
         extra = list(self.goal_pred.typed_values(self.domain))
         calls = list(self.task.chain) + ([self.task.refused_call] if self.task.refused_call else [])
         for c in calls:
             tool = self.domain.tools.get(c.tool)
             for p, v in c.args.items():
-                seeds.update(strings_in(v))
+                seeds.update(strings_in(v, ints))
                 if tool is not None and p in tool.params:
                     extra.append((tool.params[p].ty, v))
         for r in self.recognize:
             for e, f, v in r.atoms:
                 extra.append((self.domain.entities[e].fields[f].ty, v))
-                seeds.update(strings_in(v))
+                seeds.update(strings_in(v, ints))
         if isinstance(self.requested, list):
             rg = ChangesGoal(self.requested)
-            seeds |= rg.seeds()
+            seeds |= {s for s in rg.seeds() if ints or isinstance(s, str)}
             extra += rg.typed_values(self.domain)
         return seeds, extra
 
@@ -858,7 +861,7 @@ class Prover:
             bmc.ensure(t + 1)
             step = bmc.steps[t]
             parts = [step.chosen[j]]
-            for p, v in call.args.items():
+            for p, v in tool.full_args(call.args).items():
                 term = bmc.uni.encode_value(tool.params[p].ty, v)
                 if term is None:
                     return None  # a value outside the universe: the call cannot be made

@@ -17,6 +17,7 @@ go unreported).
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any, assert_never
 
 import z3
@@ -24,7 +25,7 @@ import z3
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef
 from graphgen.parse import is_iso_date
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, Ty
+from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, Ty
 from graphgen.unparse import to_source
 from graphgen.verify.universe import date_ordinal
 
@@ -37,10 +38,15 @@ class _Abstraction:
         self.side: list[Any] = []  # schema constraints on the variables made
         self.strings: dict[str, int] = {}
 
-    def _fresh(self, name: str, ty: Ty, lo: int | None = None, hi: int | None = None) -> Any:
+    def _fresh(self, name: str, ty: Ty, lo: Any = None, hi: Any = None) -> Any:
         if name in self.vars:
             return self.vars[name]
-        v = z3.Bool(name) if ty == BOOL else z3.Int(name)
+        # decimals are reals here: every decimal is one, so the abstraction stays sound
+        v = z3.Bool(name) if ty == BOOL else z3.Real(name) if isinstance(ty, DecT) else z3.Int(name)
+        if isinstance(lo, Decimal):
+            lo = z3.RealVal(str(lo))
+        if isinstance(hi, Decimal):
+            hi = z3.RealVal(str(hi))
         if isinstance(ty, EnumT):
             self.side.append(z3.And(v >= 0, v < len(ty.values)))
         if lo is not None:
@@ -54,6 +60,8 @@ class _Abstraction:
         v = e.value
         if isinstance(v, bool):
             return z3.BoolVal(v)
+        if isinstance(v, Decimal):
+            return z3.RealVal(str(v))
         if isinstance(e.ty, EnumT):
             return z3.IntVal(e.ty.values.index(str(v)))
         if isinstance(v, int):
@@ -115,6 +123,13 @@ class _Abstraction:
                 | ir.Comp()
                 | ir.Agg()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 return self._opaque(e)
             case _:
@@ -122,7 +137,7 @@ class _Abstraction:
 
     def _opaque(self, e: ir.Expr) -> Any:
         """A value the abstraction does not model: free, of the right type."""
-        ty = BOOL if e.ty == BOOL else INT
+        ty = BOOL if e.ty == BOOL else e.ty if isinstance(e.ty, DecT) else INT
         return self._fresh(f"opaque:{to_source(e)}", ty)
 
 

@@ -72,15 +72,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Never, NoReturn
+from typing import Any, Never, NoReturn, TypeGuard
 
 from graphgen import ir
-from graphgen.domain import Domain, ToolDef
+from graphgen.domain import Domain, Key, ToolDef
 from graphgen.errors import ToolError
 from graphgen.interp import evaluate
+from graphgen.keys import next_counter
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
-from graphgen.types import DATE, STR, ListT, RecordT, RefT, RowT, Ty
+from graphgen.strings import TEXT_OPS
+from graphgen.strings import apply as str_apply
+from graphgen.types import DATE, STR, ListT, MapT, RecordT, RefT, RowT, Ty, strip_opt
 from graphgen.verify.evaluator import free_vars
 
 # (field, is a list field); field "#key" is the key, "r>g" field g behind reference r
@@ -89,8 +92,18 @@ CellKey = tuple[str, str]  # (entity, field); field '*' is the row's existence
 Alt = tuple[str, bool, ir.Expr, bool]  # (field, is a list field, X, X is a list)
 
 
+_MAX_TEXTS = 1000  # computed texts tracked per expression; more is "unbounded"
+
+
 def _stringish(t: Ty) -> bool:
+    t = strip_opt(t)  # None is no string: an optional value's strings are its present ones
     return t in (STR, DATE) or isinstance(t, RefT)
+
+
+def _atom(v: object) -> TypeGuard[Any]:
+    """A value the analysis tracks as a finite set: a str (strings, dates, ids) or an
+    int id (``type: int`` keys; other ints are never bounded, by their type)."""
+    return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
 
 
 def _mentions(e: ir.Expr, var: str) -> bool:
@@ -115,7 +128,7 @@ class ARow:
     """A whole row of ``entity`` whose key is one of ``keys``."""
 
     entity: str
-    keys: set[str]
+    keys: set[Key]
 
 
 @dataclass
@@ -123,6 +136,14 @@ class ARec:
     """A dict literal's value, per field."""
 
     fields: dict[str, Any]
+
+
+@dataclass
+class AMap:
+    """A dict comprehension's value: the ids it can be keyed by, what each value can be."""
+
+    keys: Any
+    value: Any
 
 
 class _GiveUp(Exception):
@@ -159,6 +180,13 @@ def _check_modelled(e: ir.Expr) -> None:
             | ir.Agg()
             | ir.IfExp()
             | ir.DictLit()
+            | ir.IsNone()
+            | ir.Old()
+            | ir.DictComp()
+            | ir.Round()
+            | ir.StrOp()
+            | ir.Index()
+            | ir.Today()
         ):
             for sub in ir.children(e):
                 _check_modelled(sub)
@@ -170,6 +198,9 @@ def _check_tool_modelled(tool: ToolDef) -> None:
     """:func:`_check_modelled` over every expression and effect of ``tool``."""
     for chk in tool.requires:
         _check_modelled(chk.expr)
+    for case in tool.cases:
+        if case.when is not None:
+            _check_modelled(case.when)
     for stmt in tool.effects:
         match stmt.effect:
             case ir.Assign() | ir.Create() | ir.Delete() | ir.ListEdit():
@@ -199,7 +230,7 @@ def _join(a: Any, b: Any) -> Any:
     raise _GiveUp(f"cannot join {type(a).__name__} and {type(b).__name__}")
 
 
-def _strings(av: Any) -> set[str]:
+def _strings(av: Any) -> set[Key]:
     """The strings of a scalar value (a set), or give up."""
     if isinstance(av, set):
         return av
@@ -214,34 +245,34 @@ class Flow:
     """What :func:`analyze_flow` found (see the module docstring)."""
 
     state: State
-    know: dict[Sort, frozenset[str]] | None
+    know: dict[Sort, frozenset[Key]] | None
     """Every id/str/date value knowable at each sort (None: not bounded)."""
-    written: dict[CellKey, frozenset[str]] | None
+    written: dict[CellKey, frozenset[Key]] | None
     """Rows (keys) whose field can change, per (entity, field); None: any row may."""
-    key_vals: dict[int, tuple[ir.Expr, frozenset[str]]] = field(default_factory=dict)
+    key_vals: dict[int, tuple[ir.Expr, frozenset[Key]]] = field(default_factory=dict)
     """Per key expression that reads no loop variable (by ``id``), the keys it can
     evaluate to, with the node itself (ids are only meaningful while it lives)."""
     whole: bool = False
     """True when the analysis gave up and the state was kept whole."""
 
-    everywhere: frozenset[str] = frozenset()
+    everywhere: frozenset[Key] = frozenset()
     """Strings known at every sort."""
     callable: frozenset[str] = frozenset()
     """The tools some chain can call (every argument can be known): no other tool can
     appear in a chain the slice is for."""
-    values: dict[CellKey, frozenset[str]] = field(default_factory=dict)
+    values: dict[CellKey, frozenset[Key]] = field(default_factory=dict)
     """Per (entity, field) of id/str/date values (or list items), every value a call
     can write there (rows created included)."""
-    params: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    params: dict[tuple[str, str], frozenset[Key]] = field(default_factory=dict)
     """Per (tool, parameter) whose preconditions rule out some known values for every
     reachable state, the values left (see ``_fixed_checks``)."""
 
-    def keys_of(self, e: ir.Expr) -> frozenset[str] | None:
+    def keys_of(self, e: ir.Expr) -> frozenset[Key] | None:
         """The keys ``e`` can evaluate to, if bounded."""
         hit = self.key_vals.get(id(e))
         return hit[1] if hit is not None and hit[0] is e else None
 
-    def param_keys(self, tool: str, p: Any) -> frozenset[str] | None:
+    def param_keys(self, tool: str, p: Any) -> frozenset[Key] | None:
         """The values parameter ``p`` (an id) of ``tool`` can be given in a call that can
         succeed: those known at its sort, less those a fixed precondition rules out."""
         if self.know is None:
@@ -262,7 +293,7 @@ class _Flow:
         state: State,
         tools: Sequence[ToolDef],
         creates: Mapping[str, int],
-        everywhere: set[str],
+        everywhere: set[Key],
         all_known: bool = False,
     ) -> None:
         self.domain = domain
@@ -280,7 +311,7 @@ class _Flow:
         }
         self._fixed: dict[str, dict[str, list[ir.Expr]]] = {}
         self._passed: dict[tuple[int, str], bool] = {}
-        self.param_values: dict[tuple[str, str], set[str]] = {}  # filtered arguments
+        self.param_values: dict[tuple[str, str], set[Key]] = {}  # filtered arguments
         self.deleted = {
             s.effect.entity
             for t in self.tools
@@ -289,7 +320,7 @@ class _Flow:
         }
         self.total = self._total_refs()
         self.tables = {e: state.tables.get(e, {}) for e in domain.entities}
-        self.created: dict[str, list[str]] = {}
+        self.created: dict[str, list[Key]] = {}
         made = {
             s.effect.entity
             for t in self.tools
@@ -297,17 +328,17 @@ class _Flow:
             if isinstance(s.effect, ir.Create)
         }
         for ent, edef in domain.entities.items():
-            n0 = state.counters.get(ent, 1)
+            n0 = next_counter(edef, state.tables.get(ent, {}), state.counters.get(ent, 1))
             n = int(creates.get(ent, 0)) if ent in made else 0
             self.created[ent] = [edef.make_id(n0 + i) for i in range(n)]
-        self.kept_rows: dict[str, set[str]] = {e: set() for e in domain.entities}
+        self.kept_rows: dict[str, set[Key]] = {e: set() for e in domain.entities}
         self.full: set[str] = set()
-        self.know: dict[Sort, set[str]] = {}
-        self.written_keys: dict[CellKey, set[str]] = {}
-        self.written_values: dict[CellKey, set[str]] = {}
-        self.key_vals: dict[int, tuple[ir.Expr, set[str]]] = {}
+        self.know: dict[Sort, set[Key]] = {}
+        self.written_keys: dict[CellKey, set[Key]] = {}
+        self.written_values: dict[CellKey, set[Key]] = {}
+        self.key_vals: dict[int, tuple[ir.Expr, set[Key]]] = {}
         self.changed = False
-        self._index: dict[CellKey, dict[str, list[str]]] = {}
+        self._index: dict[CellKey, dict[Key, list[Key]]] = {}
         self._sel: dict[int, tuple[ir.Comp, list[list[Alt]] | None]] = {}
         self._loops = 0  # depth of comprehensions being evaluated
         self._loop_vars: set[str] = set()
@@ -373,6 +404,13 @@ class _Flow:
                 | ir.Comp()
                 | ir.Agg()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 return False  # not shown to name a row: the reference is not total
             case _:
@@ -409,6 +447,13 @@ class _Flow:
                 | ir.Comp()
                 | ir.Agg()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 return False  # not shown to name an existing row: the read may raise
             case _:
@@ -423,6 +468,10 @@ class _Flow:
                 return self._safe_key(ent, k, loops) and self.error_free(k, loops)
             case ir.Agg(fn=fn, comp=c):
                 return fn not in ("min", "max") and self.error_free(c, loops)
+            case ir.Round(den=den) if den is not None:
+                return False  # the divisor may be zero
+            case ir.Index():
+                return False  # an index past the end raises
             case ir.Comp(var=v, cond=c, proj=p):
                 inner = loops | {v}
                 return (c is None or self.error_free(c, inner)) and self.error_free(p, inner)
@@ -438,6 +487,12 @@ class _Flow:
                 | ir.ListLit()
                 | ir.IfExp()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Today()
             ):
                 # these raise only through a sub-expression
                 return all(self.error_free(x, loops) for x in ir.children(e))
@@ -491,6 +546,13 @@ class _Flow:
                 | ir.Agg()
                 | ir.IfExp()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 return None  # reads no field of the loop row that the analysis follows
             case _:
@@ -567,6 +629,13 @@ class _Flow:
                 | ir.Agg()
                 | ir.IfExp()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 return None  # no requirement: the scan keeps every row it can reach
             case _:
@@ -584,7 +653,7 @@ class _Flow:
 
     # ------------------------------------------------------------ rows and fields
 
-    def index(self, ent: str, f: str) -> dict[str, list[str]]:
+    def index(self, ent: str, f: str) -> dict[Key, list[Key]]:
         """Value → keys of the state rows holding it in field ``f`` (list items too)."""
         idx = self._index.get((ent, f))
         if idx is None:
@@ -592,12 +661,12 @@ class _Flow:
             for k, row in self.tables[ent].items():
                 v = row.get(f)
                 for x in v if isinstance(v, list) else [v]:
-                    if isinstance(x, str):
+                    if _atom(x):
                         idx.setdefault(x, []).append(k)
             self._index[(ent, f)] = idx
         return idx
 
-    def include(self, ent: str, keys: Iterable[str]) -> None:
+    def include(self, ent: str, keys: Iterable[Key]) -> None:
         kept = self.kept_rows[ent]
         table = self.tables[ent]
         for k in keys:
@@ -611,22 +680,22 @@ class _Flow:
             self.include(ent, list(self.tables[ent]))
             self.changed = True
 
-    def probe(self, ent: str, keys: Any) -> set[str]:
+    def probe(self, ent: str, keys: Any) -> set[Key]:
         ks = _strings(keys)
         self.include(ent, ks)
         return ks
 
-    def all_keys(self, ent: str) -> set[str]:
+    def all_keys(self, ent: str) -> set[Key]:
         return set(self.tables[ent]) | set(self.created[ent])
 
-    def _add(self, store: dict[Any, set[str]], key: Any, vals: Iterable[str]) -> None:
+    def _add(self, store: dict[Any, set[Key]], key: Any, vals: Iterable[Key]) -> None:
         cur = store.setdefault(key, set())
         n = len(cur)
         cur.update(vals)
         if len(cur) != n:
             self.changed = True
 
-    def field_values(self, ent: str, f: str, keys: set[str]) -> Any:
+    def field_values(self, ent: str, f: str, keys: set[Key]) -> Any:
         """What field ``f`` of a row keyed in ``keys`` can hold."""
         fd = self.domain.entities[ent].fields[f]
         ty = fd.ty
@@ -634,15 +703,15 @@ class _Flow:
         elem = ty.elem if isinstance(ty, ListT) else ty
         if not _stringish(elem):
             return AList(None) if is_list else None
-        out: set[str] = set()
+        out: set[Key] = set()
         table = self.tables[ent]
         for k in keys:
             row = table.get(k)
             if row is not None:
                 v = row.get(f)
                 if isinstance(v, list):
-                    out.update(x for x in v if isinstance(x, str))
-                elif isinstance(v, str):
+                    out.update(x for x in v if _atom(x))
+                elif _atom(v):
                     out.add(v)
         wk = self.written_keys.get((ent, f))
         if wk and not wk.isdisjoint(keys):
@@ -661,7 +730,9 @@ class _Flow:
         """The abstract value of ``e``, recording every probe it makes."""
         match e:
             case ir.Lit(value=v, ty=t):
-                return {v} if _stringish(t) and isinstance(v, str) else None
+                if v is None and _stringish(t):
+                    return set()  # None names no row and is no string
+                return {v} if _stringish(t) and _atom(v) else None
             case ir.Var(name=n):
                 if n not in env:
                     raise _GiveUp(f"unbound name {n!r}")
@@ -692,6 +763,36 @@ class _Flow:
                 return AList(out)
             case ir.DictLit(keys=ks, values=vs):
                 return ARec({k: self.value_of(v, env) for k, v in zip(ks, vs, strict=True)})
+            case ir.Old(operand=o):
+                # the state before a call is a reachable state: what the operand can be
+                # on any reachable state bounds it
+                return self.value_of(o, env)
+            case ir.DictComp(comp=c):
+                ids = ir.Comp(c.var, c.entity, c.cond, ir.Var(c.var, RefT(c.entity)), c.ty)
+                return AMap(self.comp(ids, env).elem, self.comp(c, env).elem)
+            case ir.Round():
+                for x in ir.children(e):  # a number, never tracked; operands probe rows
+                    self.value_of(x, env)
+                return None
+            case ir.StrOp(op=op, args=args):
+                vals = [self.value_of(x, env) for x in args]
+                if op not in TEXT_OPS:
+                    return None  # a bool or an int
+                # the texts it can make, when every part is a bounded set of strings
+                texts: set[str] = {""}
+                for x, v in zip(args, vals, strict=True):
+                    if not (isinstance(v, set) and _stringish(x.ty)):
+                        return None
+                    if len(texts) * len(v) > _MAX_TEXTS:
+                        return None
+                    texts = {t + str(s) for t in texts for s in v}  # an id may be an int
+                if op in ("lower", "upper"):
+                    return {str_apply(op, [t], [STR]) for t in texts}
+                return texts
+            case ir.Index(operand=xs, index=i):
+                self.value_of(i, env)
+                lst = self.value_of(xs, env)
+                return lst.elem if isinstance(lst, AList) else None  # any item of the list
             case (
                 ir.Compare()
                 | ir.BoolOp()
@@ -700,6 +801,8 @@ class _Flow:
                 | ir.Neg()
                 | ir.Contains()
                 | ir.Len()
+                | ir.IsNone()
+                | ir.Today()
             ):
                 # bool or int values, never tracked; their operands still probe rows
                 for x in ir.children(e):
@@ -708,7 +811,7 @@ class _Flow:
             case _:
                 _unmodelled(e)
 
-    def key(self, k: ir.Expr, env: Mapping[str, Any], ent: str) -> set[str]:
+    def key(self, k: ir.Expr, env: Mapping[str, Any], ent: str) -> set[Key]:
         """Evaluate a key expression and probe the rows it can name."""
         ks = self.probe(ent, self.value_of(k, env))
         if self._loops == 0 or not (free_vars(k) & self._loop_vars):
@@ -719,9 +822,9 @@ class _Flow:
                 self.key_vals[id(k)] = (k, set(ks))
         return ks
 
-    def matching(self, ent: str, alts: list[Alt], env: Mapping[str, Any]) -> set[str]:
+    def matching(self, ent: str, alts: list[Alt], env: Mapping[str, Any]) -> set[Key]:
         """The rows (state rows and created ones) that can match some alternative."""
-        rows: set[str] = set()
+        rows: set[Key] = set()
         for f, _is_list, x, x_list in alts:
             xv = self.value_of(x, env)
             if x_list:
@@ -742,10 +845,10 @@ class _Flow:
             rows |= self._holding(ent, f, want)
         return rows
 
-    def _holding(self, ent: str, f: str, want: set[str]) -> set[str]:
+    def _holding(self, ent: str, f: str, want: set[Key]) -> set[Key]:
         """The rows (state rows and created ones) whose field ``f`` (an item of it, for
         a list) can be one of ``want``: now, or after a write."""
-        rows: set[str] = set()
+        rows: set[Key] = set()
         idx = self.index(ent, f)
         for v in want:
             got = idx.get(v)
@@ -761,7 +864,7 @@ class _Flow:
         ent = c.entity
         loops = frozenset(n for n, v in env.items() if n in self._loop_vars)
         reqs = self.requirements(c, loops)
-        rows: set[str] = set()
+        rows: set[Key] = set()
         if reqs is None:
             self.whole(ent)
             rows = self.all_keys(ent)
@@ -827,6 +930,10 @@ class _Flow:
                 if name in av.fields:
                     self.reveal(exprs.get(name), ft, av.fields[name])
             return
+        if isinstance(t, MapT) and isinstance(av, AMap):
+            self.reveal(None, t.key, av.keys)
+            self.reveal(e.comp.proj if isinstance(e, ir.DictComp) else None, t.value, av.value)
+            return
         if isinstance(t, RefT):
             self._learn(key_sort(t.entity), av)
 
@@ -887,7 +994,7 @@ class _Flow:
         match n:
             case ir.FieldOf(entity=ent, field=f):
                 return (ent, f) not in self.static_writes
-            case ir.Comp() | ir.Agg() | ir.Exists() | ir.RowOf():
+            case ir.Comp() | ir.Agg() | ir.Exists() | ir.RowOf() | ir.DictComp():
                 return False  # scans and existence see rows created or deleted
             case (
                 ir.Lit()
@@ -902,6 +1009,12 @@ class _Flow:
                 | ir.ListLit()
                 | ir.IfExp()
                 | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
             ):
                 return True
             case _:
@@ -931,7 +1044,10 @@ class _Flow:
                 self.probe(p.ty.entity, env[p.name])
         for chk in t.requires:
             self.value_of(chk.expr, env)
-        for stmt in t.effects:
+        for case in t.cases:  # every case's guard may probe rows
+            if case.when is not None:
+                self.value_of(case.when, env)
+        for stmt in t.effects:  # the union of the cases' effects
             self.effect(stmt.effect, env)
         if t.returns is not None:
             self._memo = {}
@@ -972,7 +1088,9 @@ class _Flow:
                 self._add(self.written_keys, (ent, f), keys & self.all_keys(ent))
                 if op == "append":
                     self._write(ent, f, AList(val))
-            case ir.Create(entity=ent, bind=b, values=vs):
+            case ir.Create(entity=ent, bind=b, values=vs, key=given):
+                if given is not None:  # ids from an argument: no bound on the new rows
+                    raise _GiveUp(f"{ent}.create(...) names its key")
                 made = self.created[ent]
                 vals = {f: self.value_of(x, env) for f, x in vs}
                 for f in self.domain.entities[ent].fields:
@@ -1002,7 +1120,7 @@ class _Flow:
     def invariants(self) -> None:
         """Rule 3: rows a touched row's unique field can clash with."""
         for ent, edef in self.domain.entities.items():
-            touched: set[str] = set()
+            touched: set[Key] = set()
             for f in edef.fields:
                 touched |= self.written_keys.get((ent, f), set())
             if not touched:
@@ -1022,12 +1140,12 @@ class _Flow:
     def run(
         self,
         givens: Iterable[tuple[Sort, Any]],
-        rows: Iterable[tuple[str, str]],
+        rows: Iterable[tuple[str, Key]],
         extra_scans: Sequence[ir.Comp],
     ) -> None:
         for s, v in givens:
             self.some.add(s)
-            self._add(self.know, s, [x for x in _flat(v) if isinstance(x, str)])
+            self._add(self.know, s, [x for x in _flat(v) if _atom(x)])
         for ent, k in rows:
             if ent in self.kept_rows:
                 self.include(ent, [k])
@@ -1064,9 +1182,9 @@ def analyze_flow(
     *,
     tools: Sequence[ToolDef] | None = None,
     givens: Iterable[tuple[Sort, Any]] = (),
-    everywhere: Iterable[str] = (),
+    everywhere: Iterable[Key] = (),
     all_known: bool = False,
-    rows: Iterable[tuple[str, str]] = (),
+    rows: Iterable[tuple[str, Key]] = (),
     creates: Mapping[str, int] | None = None,
     extra_scans: Sequence[ir.Comp] = (),
 ) -> Flow:
@@ -1086,7 +1204,7 @@ def analyze_flow(
             state,
             chosen,
             creates or {},
-            {s for s in everywhere if isinstance(s, str)},
+            {s for s in everywhere if _atom(s)},
             all_known,
         )
         analysis.run(list(givens), list(rows), extra_scans)
@@ -1107,7 +1225,7 @@ def analyze_flow(
     params = {k: frozenset(v) for k, v in analysis.param_values.items()}
     values = {ck: frozenset(v) for ck, v in analysis.written_values.items()}
     return Flow(
-        State(tables, dict(state.counters)),
+        State(tables, dict(state.counters), state.today),
         know,
         written,
         key_vals,
@@ -1121,14 +1239,14 @@ def analyze_flow(
 def slice_state(
     domain: Domain,
     state: State,
-    seeds: Iterable[str],
+    seeds: Iterable[Key],
     creates: Mapping[str, int] | None = None,
     extra_scans: Sequence[ir.Comp] = (),
 ) -> State:
     """The slice of ``state`` for chains of any tools whose string arguments are among
     ``seeds`` (each known at every sort); rows keyed by a seed are kept too.
     ``creates[E]`` is how many E rows a chain may create."""
-    seeds = {s for s in seeds if isinstance(s, str)}
+    seeds = {s for s in seeds if _atom(s)}
     rows = [(e, s) for e in domain.entities for s in seeds if s in state.tables.get(e, {})]
     return analyze_flow(
         domain,

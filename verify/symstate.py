@@ -12,8 +12,9 @@ from typing import Any
 
 import z3
 
+from graphgen.domain import Key
 from graphgen.state import State
-from graphgen.types import BOOL, ListT, RefT, Ty
+from graphgen.types import BOOL, ListT, OptT, RefT, Ty
 from graphgen.verify.terms import (
     FALSE,
     TRUE,
@@ -145,10 +146,10 @@ class SymState:
         """The concrete state (the universe's rows only). ``value`` maps a term to a
         literal term (a model's ``eval``); by default terms are simplified."""
         value_of = value or (lambda t: z3.simplify(t))
-        tables: dict[str, dict[str, dict[str, Any]]] = {}
+        tables: dict[str, dict[Key, dict[str, Any]]] = {}
         counters: dict[str, int] = {}
         for ent, edef in uni.domain.entities.items():
-            rows: dict[str, dict[str, Any]] = {}
+            rows: dict[Key, dict[str, Any]] = {}
             for i, k in enumerate(uni.keys[ent]):
                 if not is_t(value_of(self.exists[ent][i])):
                     continue
@@ -164,10 +165,10 @@ class SymState:
             tables[ent] = rows
             n = int_const(value_of(self.created[ent]))
             counters[ent] = uni.counter0[ent] + (n or 0)
-        return State(tables, counters)
+        return State(tables, counters, uni.today)
 
 
-def _const_cell(uni: Universe, ent: str, key: str, f: str, ty: Ty, v: Any) -> Cell:
+def _const_cell(uni: Universe, ent: str, key: Key, f: str, ty: Ty, v: Any) -> Cell:
     if isinstance(ty, ListT):
         el = uni.field_elements(ent, f)
         if v is None:
@@ -184,11 +185,11 @@ def _const_cell(uni: Universe, ent: str, key: str, f: str, ty: Ty, v: Any) -> Ce
                 f"the field's element universe"
             )
         return [TRUE if x in vs else FALSE for x in el]
-    if v is None:  # no row at this key: any value does, it is never read
+    if v is None and not isinstance(ty, OptT):  # no row here: any value does, never read
         return FALSE if ty == BOOL else uni.index_term(0)
     t = uni.encode_value(ty, v)
     if t is None:
-        if isinstance(ty, RefT):
+        if isinstance(ty, RefT) or (isinstance(ty, OptT) and isinstance(ty.inner, RefT)):
             return int_val(OUT)
         raise EncodeError(f"{ent} {key!r} {f}: value {v!r} is not a valid {ty.show()}")
     return t

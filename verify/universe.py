@@ -10,8 +10,9 @@ the finite, sorted set of strings that can occur. Scalars are encoded as:
   their ordinals do, and consecutive days are consecutive ints);
 * ``str``           → z3 Int, the index in the sorted string table (order preserving);
 * enum              → z3 Int, the index of the member;
-* ``E`` id (RefT)   → z3 Int, the index in E's sorted key list; :data:`OUT` (-1) for an
-  id outside the universe (such an id never names a row).
+* ``E`` id (RefT)   → z3 Int, the index in E's sorted key list (int ids sorted as
+  numbers); :data:`OUT` (-1) for an id outside the universe (such an id never names a
+  row).
 
 Reads and writes through a symbolic key only look at the keys it can be: by default the
 *live* keys (rows of the state the universe was built from and ids creates make; no
@@ -25,13 +26,17 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Protocol
 
 from graphgen import ir
-from graphgen.domain import Domain, ToolDef
+from graphgen.decimals import dec_text, parse_decimal, places
+from graphgen.domain import Domain, Key, ToolDef
+from graphgen.keys import key_order, next_counter
 from graphgen.parse import is_iso_date
 from graphgen.state import State
-from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, Ty
+from graphgen.today import today_of_state, uses_today
+from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, ListT, NoneT, OptT, RefT, Ty
 from graphgen.verify.terms import (
     FALSE,
     TRUE,
@@ -45,6 +50,10 @@ from graphgen.verify.terms import (
 )
 
 OUT = -1  # the index of an id outside the universe: it never names a row
+# ``None`` of every optional type (``T | None``): an Int far below any index, day number
+# or int the data and the limits allow (ints have at most MAX_INT_DIGITS digits), so a
+# present value never equals it. See docs/verify.md ("Optional values").
+NONE_VALUE = -(10**30)
 
 
 def date_ordinal(iso: str) -> int:
@@ -65,11 +74,11 @@ class KeyBounds(Protocol):
     Exact whenever the analysis is sound, since a key outside the bound is never the
     value of an evaluation that counts (see :mod:`graphgen.verify.slicing`)."""
 
-    def keys_of(self, e: ir.Expr) -> frozenset[str] | None:
+    def keys_of(self, e: ir.Expr) -> frozenset[Key] | None:
         """Every key ``e`` (an id expression reading no loop variable) can evaluate to
         in a call with known arguments on a reachable state; None if not bounded."""
 
-    def param_keys(self, tool: str, p: Any) -> frozenset[str] | None:
+    def param_keys(self, tool: str, p: Any) -> frozenset[Key] | None:
         """Every key id parameter ``p`` of ``tool`` can be given (known ids)."""
 
 
@@ -78,21 +87,24 @@ class Universe:
     """The finite world an encoding ranges over, and the value codec."""
 
     domain: Domain
-    keys: dict[str, list[str]]
+    keys: dict[str, list[Key]]
     strings: list[str]
     dates: list[str]
     ints: list[int]
     counter0: dict[str, int]
-    created: dict[str, list[str]]  # entity → ids the 0th, 1st, ... create would make
+    created: dict[str, list[Key]]  # entity → ids the 0th, 1st, ... create would make
     live: dict[str, list[int]] = field(default_factory=dict)
     bounds: KeyBounds | None = None
     list_elements: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
     _field_terms: dict[tuple[str, str], list[Term]] = field(default_factory=dict)
-    index: dict[str, dict[str, int]] = field(default_factory=dict)
+    index: dict[str, dict[Key, int]] = field(default_factory=dict)
     str_index: dict[str, int] = field(default_factory=dict)
     _index_terms: list[Term] = field(default_factory=list)
     _candidate_cache: dict[int, tuple[ir.Expr, list[int]]] = field(default_factory=dict)
     _live_set: dict[str, set[int]] = field(default_factory=dict)
+    # The state's today (graphgen.today; None: the default date), a constant here: no
+    # call changes it, so one value serves every step of a chain.
+    today: str | None = None
 
     def __post_init__(self) -> None:
         self.index = {e: {k: i for i, k in enumerate(ks)} for e, ks in self.keys.items()}
@@ -112,18 +124,21 @@ class Universe:
     ) -> Universe:
         """The universe of ``state`` plus ``creates[E]`` future ids of E and ``extra``
         typed values (givens, arguments, goal values) that must be representable."""
-        refs: dict[str, set[str]] = {e: set() for e in domain.entities}
+        refs: dict[str, set[Key]] = {e: set() for e in domain.entities}
         strings: set[str] = set()
         dates: set[str] = set()
         ints: set[int] = set()
 
         def add(ty: Ty, v: Any) -> None:
-            if isinstance(ty, ListT):
+            if isinstance(ty, OptT):
+                if v is not None:
+                    add(ty.inner, v)
+            elif isinstance(ty, ListT):
                 if isinstance(v, list):
                     for x in v:
                         add(ty.elem, x)
             elif isinstance(ty, RefT):
-                if isinstance(v, str) and ty.entity in refs:
+                if is_key(v) and ty.entity in refs:
                     refs[ty.entity].add(v)
             elif ty == STR:
                 if isinstance(v, str):
@@ -147,20 +162,42 @@ class Universe:
                         add(n.ty, n.value)
         for ty, v in extra:
             add(ty, v)
-        created: dict[str, list[str]] = {}
-        counter0 = {e: int(state.counters.get(e, 1)) for e in domain.entities}
+        # texts the tools compute from literals, and the case mappings they apply, are
+        # strings of the table too (see graphgen.verify.strings)
+        from graphgen.verify.strings import close, closure_ops, constant_texts
+
+        if state.today is not None or uses_today(domain):
+            dates.add(today_of_state(state))
+        strings |= constant_texts(domain)
+        strings = close(strings, closure_ops(domain))
+        created: dict[str, list[Key]] = {}
+        counter0 = {
+            e: next_counter(d, state.tables.get(e, {}), int(state.counters.get(e, 1)))
+            for e, d in domain.entities.items()
+        }
         for ent, edef in domain.entities.items():
             n_new = int((creates or {}).get(ent, 0))
             created[ent] = [edef.make_id(counter0[ent] + i) for i in range(n_new)]
             refs[ent].update(created[ent])
-        keys = {e: sorted(r) for e, r in refs.items()}
+        # Int keys sort numerically, so index order is id order (the order comprehensions
+        # visit rows in). A table's ids are all of one type; a value of the other type
+        # (a stray given) never names a row and sorts after them.
+        keys = {e: sorted(r, key=key_order) for e, r in refs.items()}
         live = {}
         for ent, ks in keys.items():
             table = state.tables.get(ent, {})
             made = set(created[ent])
             live[ent] = [i for i, k in enumerate(ks) if k in table or k in made]
         return cls(
-            domain, keys, sorted(strings), sorted(dates), sorted(ints), counter0, created, live
+            domain,
+            keys,
+            sorted(strings),
+            sorted(dates),
+            sorted(ints),
+            counter0,
+            created,
+            live,
+            today=state.today,
         )
 
     # -------------------------------------------------------------- codec
@@ -173,6 +210,10 @@ class Universe:
 
     def encode_value(self, ty: Ty, v: Any) -> Term | None:
         """The term of Python value ``v`` at type ``ty``; None if it cannot occur here."""
+        if isinstance(ty, OptT | NoneT):
+            if v is None:
+                return int_val(NONE_VALUE)
+            return self.encode_value(ty.inner, v) if isinstance(ty, OptT) else None
         if ty == INT:
             ok = isinstance(v, int) and not isinstance(v, bool)
             return int_val(v) if ok else None
@@ -186,8 +227,13 @@ class Universe:
         if isinstance(ty, EnumT):
             return self.index_term(ty.values.index(v)) if v in ty.values else None
         if isinstance(ty, RefT):
-            i = self.index[ty.entity].get(v) if isinstance(v, str) else None
+            i = self.index[ty.entity].get(v) if is_key(v) else None
             return None if i is None else self.index_term(i)
+        if isinstance(ty, DecT):  # the scaled integer (see graphgen.verify.numbers)
+            d = v if isinstance(v, Decimal) else parse_decimal(v)
+            if d is None or places(d) > ty.scale:
+                return None
+            return int_val(int(d.scaleb(ty.scale)))
         return None
 
     def encode_arg(self, ty: Ty, v: Any) -> Term:
@@ -195,7 +241,7 @@ class Universe:
         t = self.encode_value(ty, v)
         if t is not None:
             return t
-        if isinstance(ty, RefT):
+        if isinstance(ty, RefT) or (isinstance(ty, OptT) and isinstance(ty.inner, RefT)):
             return int_val(OUT)
         raise EncodeError(f"value {v!r} of type {ty.show()} is outside the universe")
 
@@ -206,6 +252,10 @@ class Universe:
         n = int_const(t)
         if n is None:
             raise EncodeError(f"not a literal: {t}")
+        if isinstance(ty, OptT | NoneT):
+            if n == NONE_VALUE or isinstance(ty, NoneT):
+                return None
+            return self.decode_value(ty.inner, t)
         if ty == INT:
             return n
         if ty == DATE:
@@ -216,6 +266,8 @@ class Universe:
             return ty.values[n]
         if isinstance(ty, RefT):
             return self.keys[ty.entity][n] if n >= 0 else None
+        if isinstance(ty, DecT):
+            return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
         raise EncodeError(f"cannot decode a {ty.show()}")
 
     def elements(self, ty: Ty) -> list[Any]:
@@ -291,16 +343,24 @@ class Universe:
         keys = self.bounds.param_keys(tool, p)
         return self.live_indices(ent) if keys is None else self._live_among(ent, keys)
 
-    def _live_among(self, ent: str, keys: Iterable[str]) -> list[int]:
+    def _live_among(self, ent: str, keys: Iterable[Key]) -> list[int]:
         idx = self.index[ent]
         ok = self._live_set.setdefault(ent, set(self.live_indices(ent)))
         return sorted(i for k in keys if (i := idx.get(k)) is not None and i in ok)
 
 
+def is_key(v: object) -> bool:
+    """A value that can be a row id: a str, or an int for ``type: int`` keys."""
+    return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
+
+
 def _tool_exprs(tool: ToolDef) -> list[ir.Expr]:
     out = [c.expr for c in tool.requires]
-    for s in tool.effects:
-        out.extend(ir.effect_exprs(s.effect))
-    if tool.returns is not None:
-        out.append(tool.returns)
+    for case in tool.branches:
+        if case.when is not None:
+            out.append(case.when)
+        for s in case.effects:
+            out.extend(ir.effect_exprs(s.effect))
+        if case.returns is not None:
+            out.append(case.returns)
     return out

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphgen.domain import Domain
-from graphgen.types import ListT, RecordT, RefT, Ty
+from graphgen.types import ListT, MapT, RecordT, RefT, Ty
 from graphgen.verify.terms import (
     FALSE,
     TRUE,
@@ -51,14 +51,39 @@ class RecVal:
     fields: dict[str, Any]
 
 
-SymVal = Any  # a scalar Term, ListVal, RowVal or RecVal
+@dataclass
+class MapVal:
+    """A dict comprehension's value: per row in key order, whether it is kept, its id (a
+    key term of ``entity``) and its value."""
+
+    entity: str
+    items: list[tuple[Term, Term, Any]]
+
+
+SymVal = Any  # a scalar Term, ListVal, RowVal, RecVal or MapVal
+
+
+def _scalar(v: SymVal) -> SymVal:
+    """A computed text as its string index (see graphgen.verify.strings)."""
+    from graphgen.verify.strings import TextChoice, TextVal, index_of
+
+    return index_of(None, v, "a comparison") if isinstance(v, TextVal | TextChoice) else v
+
+
+def _is_text(v: SymVal) -> bool:
+    from graphgen.verify.strings import TextChoice, TextVal
+
+    return isinstance(v, TextVal | TextChoice)
 
 
 def sym_eq(a: SymVal, b: SymVal) -> Term:
     """Python ``a == b`` for encoded values (lists compare in order, as Python does)."""
+    a, b = _scalar(a), _scalar(b)
     if isinstance(a, ListVal) and isinstance(b, ListVal):
         return _seq_eq(a, b)
-    if isinstance(a, ListVal | RowVal | RecVal) or isinstance(b, ListVal | RowVal | RecVal):
+    if isinstance(a, ListVal | RowVal | RecVal | MapVal) or isinstance(
+        b, ListVal | RowVal | RecVal | MapVal
+    ):
         raise EncodeError("only scalars and lists can be compared")
     return eq(a, b)
 
@@ -99,7 +124,19 @@ def merge(c: Term, a: SymVal, b: SymVal) -> SymVal:
         )
     if isinstance(a, RecVal) and isinstance(b, RecVal):
         return RecVal({f: merge(c, a.fields[f], b.fields[f]) for f in a.fields})
-    return ite(c, a, b)
+    if isinstance(a, MapVal) and isinstance(b, MapVal):
+        return MapVal(
+            a.entity,
+            [(and_(c, p), k, x) for p, k, x in a.items]
+            + [(and_(not_(c), p), k, x) for p, k, x in b.items],
+        )
+    if _is_text(a) or _is_text(b):
+        # Cases returning different messages: keep each message's shown parts (an index
+        # is made only where the text is compared or stored).
+        from graphgen.verify.strings import text_choice
+
+        return text_choice(c, a, b)
+    return ite(c, _scalar(a), _scalar(b))
 
 
 def leaves(domain: Domain, v: SymVal, ty: Ty, guard: Term = TRUE) -> list[tuple[Term, Ty, Term]]:
@@ -119,6 +156,17 @@ def leaves(domain: Domain, v: SymVal, ty: Ty, guard: Term = TRUE) -> list[tuple[
         types = dict(ty.fields)
         for name, x in v.fields.items():
             out.extend(leaves(domain, x, types[name], guard))
+    elif isinstance(v, MapVal):
+        assert isinstance(ty, MapT)
+        for p, k, x in v.items:
+            out.append((and_(guard, p), ty.key, k))
+            out.extend(leaves(domain, x, ty.value, and_(guard, p)))
+    elif hasattr(v, "choices"):  # a text that differs by case: each under its guard
+        for g, x in v.choices:
+            out.extend(leaves(domain, x, ty, and_(guard, g)))
+    elif hasattr(v, "parts"):  # a computed text shows each value written into it
+        for part, part_ty in v.parts:
+            out.extend(leaves(domain, part, part_ty, guard))
     else:
         out.append((guard, ty, v))
     return out

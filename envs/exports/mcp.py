@@ -32,7 +32,7 @@ def mcp_tools(domain: Domain) -> dict[str, Any]:
     """
     out = []
     for tool in domain.tools.values():
-        fn = tool_schema(tool)["function"]
+        fn = tool_schema(tool, domain.int_keys)["function"]
         write = tool.is_write
         out.append(
             {

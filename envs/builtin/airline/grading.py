@@ -16,9 +16,14 @@ from typing import Any
 GradeItem = dict[str, Any]
 
 
-def _rows(state: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
-    tables: dict[str, dict[str, dict[str, Any]]] = state["tables"]
-    return tables
+def _rows(state: dict[str, Any]) -> dict[str, dict[Any, dict[str, Any]]]:
+    """The tables of ``state``, with the ids of the tables its ``int_keys`` lists as
+    ints: JSON writes int id 3 as the object key "3", goals name it 3."""
+    tables: dict[str, dict[Any, dict[str, Any]]] = state["tables"]
+    ints = state.get("int_keys") or ()
+    if not ints:
+        return tables
+    return {e: ({int(k): r for k, r in t.items()} if e in ints else t) for e, t in tables.items()}
 
 
 Diff = list[tuple[str, str, str, Any, Any]]
@@ -177,10 +182,10 @@ def answer_items(goal: dict[str, Any], answer: str | None) -> list[GradeItem]:
 # are tried (a task creating more than 5 rows of one entity would be needed to hit it).
 MAX_RENAMINGS = 720
 
-Renaming = dict[tuple[str, str], str]  # (entity, expected new key) -> actual new key
+Renaming = dict[tuple[str, Any], Any]  # (entity, expected new key) -> actual new key
 
 
-def _new_keys(initial: dict[str, Any], keys: dict[str, set[str]]) -> dict[str, list[str]]:
+def _new_keys(initial: dict[str, Any], keys: dict[str, set[Any]]) -> dict[str, list[Any]]:
     """Per entity, the sorted keys in ``keys`` that the initial state does not have."""
     old = _rows(initial)
     out = {e: sorted(k for k in ks if k not in old.get(e, {})) for e, ks in keys.items()}
@@ -198,7 +203,7 @@ def renamings(
     then reports the missing or extra rows); likewise when there would be more than
     :data:`MAX_RENAMINGS` of them.
     """
-    wanted: dict[str, set[str]] = {}
+    wanted: dict[str, set[Any]] = {}
     for c in changes:
         wanted.setdefault(c["entity"], set()).add(c["key"])
     expected = _new_keys(initial, wanted)
@@ -219,8 +224,10 @@ def renamings(
             yield ren
 
 
-def _renamed_value(v: Any, names: dict[str, str]) -> Any:
-    if isinstance(v, str):
+def _renamed_value(v: Any, names: dict[Any, Any]) -> Any:
+    # Int ids (``type: int`` keys) are renamed like string ids; a bool is no id even
+    # though True == 1.
+    if isinstance(v, str | int) and not isinstance(v, bool):
         return names.get(v, v)
     if isinstance(v, list):
         return [_renamed_value(x, names) for x in v]
@@ -236,7 +243,7 @@ def rename_changes(changes: list[dict[str, Any]], ren: Renaming) -> list[dict[st
     Values carry no type here, so a string is renamed wherever it equals a renamed key;
     None when one string is a new key of two entities renamed differently (ambiguous).
     """
-    names: dict[str, str] = {}
+    names: dict[Any, Any] = {}
     for (_, k), v in ren.items():
         if names.setdefault(k, v) != v:
             return None

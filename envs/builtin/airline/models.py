@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .runtime import ToolError, check_bounds, check_unique
+from .runtime import ToolError, check_bounds, check_loaded, check_unique
 
 
 class UserRow(BaseModel):
@@ -147,7 +147,62 @@ class Db(BaseModel):
             {"tables": {entity: {id: row}}, "counters": {entity: next id number}}
         """
         tables = {entity: dict(sorted(rows.items())) for entity, rows in data["tables"].items()}
-        return cls.model_validate({**tables, "counters": dict(data["counters"])})
+        db = cls.model_validate({**tables, "counters": dict(data["counters"])})
+        problems = [
+            *check_loaded(
+                "User",
+                db.User,
+                {
+                    "travel_credit": (0, 100000),
+                },
+                (
+                    "email",
+                ),
+            ),
+            *check_loaded(
+                "PaymentMethod",
+                db.PaymentMethod,
+                {
+                    "available": (0, 1000000),
+                },
+                (),
+            ),
+            *check_loaded(
+                "Airport",
+                db.Airport,
+                {},
+                (
+                    "code",
+                ),
+            ),
+            *check_loaded(
+                "Flight",
+                db.Flight,
+                {
+                    "economy_capacity": (0, 30),
+                    "business_capacity": (0, 8),
+                    "baggage_capacity": (0, 60),
+                    "economy_price": (50, 900),
+                    "business_price": (150, 3000),
+                },
+                (
+                    "flight_number",
+                ),
+            ),
+            *check_loaded(
+                "Reservation",
+                db.Reservation,
+                {
+                    "passengers": (1, 9),
+                    "bags": (0, 30),
+                    "amount_paid": (0, None),
+                },
+                (),
+            ),
+        ]
+        if problems:
+            raise ValueError("the state breaks rules of the domain: " + "; ".join(problems))
+        return db
 
     def to_state(self) -> dict[str, Any]:
         """This state as plain JSON data in graphgen's State.to_dict shape, tables and rows in

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .runtime import ToolError, check_bounds, check_unique
+from .runtime import ToolError, check_bounds, check_loaded, check_unique
 
 
 class AccountRow(BaseModel):
@@ -55,7 +55,30 @@ class Db(BaseModel):
             {"tables": {entity: {id: row}}, "counters": {entity: next id number}}
         """
         tables = {entity: dict(sorted(rows.items())) for entity, rows in data["tables"].items()}
-        return cls.model_validate({**tables, "counters": dict(data["counters"])})
+        db = cls.model_validate({**tables, "counters": dict(data["counters"])})
+        problems = [
+            *check_loaded(
+                "Account",
+                db.Account,
+                {
+                    "balance": (0, 100000),
+                },
+                (
+                    "email",
+                ),
+            ),
+            *check_loaded(
+                "Payment",
+                db.Payment,
+                {
+                    "amount": (1, 100000),
+                },
+                (),
+            ),
+        ]
+        if problems:
+            raise ValueError("the state breaks rules of the domain: " + "; ".join(problems))
+        return db
 
     def to_state(self) -> dict[str, Any]:
         """This state as plain JSON data in graphgen's State.to_dict shape, tables and rows in

@@ -13,9 +13,10 @@ from __future__ import annotations
 import datetime
 import math
 from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
 from typing import Any, TypeVar
 
-Item = TypeVar("Item", str, int)
+Item = TypeVar("Item", str, int, Decimal)
 T = TypeVar("T")
 
 # ------------------------------------------------------------------ limits
@@ -176,10 +177,11 @@ def is_iso_date(value: str) -> bool:
     if len(value) != 10:
         return False
     try:
-        datetime.date.fromisoformat(value)
+        # fromisoformat also reads week dates ('2026-W09-1' is 2026-02-23): only the
+        # YYYY-MM-DD spelling of the date it reads is that date.
+        return datetime.date.fromisoformat(value).isoformat() == value
     except ValueError:
         return False
-    return True
 
 
 def check_date(tool: str, name: str, value: object) -> None:
@@ -199,6 +201,16 @@ def check_ref(
 ) -> None:
     """The id of an existing row of ``entity``."""
     check_str(tool, name, value)
+    if value not in table:
+        raise ToolError(f"{tool}: {entity} {value!r} not found", tool=tool, kind="not_found")
+
+
+def check_int_ref(
+    tool: str, name: str, value: object, table: Mapping[int, object], entity: str
+) -> None:
+    """The int id of an existing row of ``entity`` (a table with ``type: int`` keys)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _bad(tool, name, f"an integer ({entity} id)", value)
     if value not in table:
         raise ToolError(f"{tool}: {entity} {value!r} not found", tool=tool, kind="not_found")
 
@@ -226,9 +238,7 @@ def check_call(tool: str, params: tuple[str, ...], arguments: object) -> Mapping
 # ------------------------------------------------------------------ failed preconditions
 
 
-def fact(
-    table: Mapping[str, object], entity: str, field: str, key: str | Callable[[], str]
-) -> str | None:
+def fact(table: Mapping[Any, object], entity: str, field: str, key: Any) -> str | None:
     """``Entity 'id' has field = value`` for a failure message, or None if unreadable."""
     try:
         k = key() if callable(key) else key
@@ -281,6 +291,14 @@ def min_of(values: list[Item], entity: str) -> Item:
     return min(values)
 
 
+def item_of(values: list[T], index: int) -> T:
+    """``values[index]`` (from the end when negative); an index outside the list is a
+    ToolError, not an IndexError."""
+    if not -len(values) <= index < len(values):
+        raise ToolError(f"index {index} is outside a list of {len(values)}", kind="empty")
+    return values[index]
+
+
 def max_of(values: list[Item], entity: str) -> Item:
     """``max(...)`` over a comprehension; no rows is an error, not a default."""
     if not values:
@@ -298,18 +316,18 @@ class Journal:
     def __init__(self, counters: dict[str, int]) -> None:
         self.counters = counters
         self.undo: list[Callable[[], None]] = []
-        self.touched: set[tuple[str, str]] = set()
+        self.touched: set[tuple[str, Any]] = set()
         self.fields: list[tuple[object, str]] = []  # (row, field) changed, for commit()
         self.created: list[object] = []  # rows created, for commit()
 
-    def set(self, entity: str, key: str, row: object, field: str) -> None:
+    def set(self, entity: str, key: Any, row: object, field: str) -> None:
         """Record the current value of ``row.field`` before it is overwritten."""
         old = getattr(row, field)
         self.undo.append(lambda: setattr(row, field, old))
         self.touched.add((entity, key))
         self.fields.append((row, field))
 
-    def append(self, entity: str, key: str, row: object, field: str, value: Item) -> None:
+    def append(self, entity: str, key: Any, row: object, field: str, value: Item) -> None:
         """Add ``value`` to a list field (a set kept sorted); a member already there is an
         error."""
         old: list[Item] = getattr(row, field)
@@ -320,7 +338,7 @@ class Journal:
         self.set(entity, key, row, field)
         setattr(row, field, sorted([*old, value]))
 
-    def remove(self, entity: str, key: str, row: object, field: str, value: Item) -> None:
+    def remove(self, entity: str, key: Any, row: object, field: str, value: Item) -> None:
         """Take ``value`` out of a list field; a value that is not there is an error."""
         old: list[Item] = getattr(row, field)
         if value not in old:
@@ -334,23 +352,34 @@ class Journal:
         """Insert ``row`` under the next id (``id_format`` of the table's counter)."""
         n = self.counters[entity]
         key = id_format.format(n)
+        self._insert(table, entity, key, n, row)
+        return key
+
+    def create_int(self, table: dict[int, Any], entity: str, row: object) -> int:
+        """Insert ``row`` under the next int id (a ``type: int`` key): the table's counter,
+        never below the largest id + 1."""
+        n = max(self.counters[entity], max(table, default=0) + 1)
+        self._insert(table, entity, n, n, row)
+        return n
+
+    def _insert(self, table: dict[Any, Any], entity: str, key: Any, n: int, row: object) -> None:
         if key in table:
             raise ToolError(
                 f"{entity} id {key!r} already exists (the id counter is behind)", kind="invariant"
             )
+        before = self.counters[entity]
 
         def undo() -> None:
             del table[key]
-            self.counters[entity] = n
+            self.counters[entity] = before
 
         self.undo.append(undo)
         self.touched.add((entity, key))
         self.created.append(row)
         table[key] = row
         self.counters[entity] = n + 1
-        return key
 
-    def delete(self, table: dict[str, Any], entity: str, key: str) -> None:
+    def delete(self, table: dict[Any, Any], entity: str, key: Any) -> None:
         """Delete a row; undoing puts it back (at the end of the table's order)."""
         row = table.get(key)
         if row is None:
@@ -391,9 +420,14 @@ class Journal:
 
 
 def check_bounds(
-    entity: str, key: str, field: str, value: int, minimum: int | None, maximum: int | None
+    entity: str,
+    key: Any,
+    field: str,
+    value: int | Decimal,
+    minimum: int | Decimal | None,
+    maximum: int | Decimal | None,
 ) -> None:
-    """An int field stays within its declared bounds."""
+    """An int or decimal field stays within its declared bounds."""
     if minimum is not None and value < minimum:
         raise ToolError(
             f"{entity} {key!r} {field} would be {value}, below the minimum {minimum}",
@@ -407,7 +441,7 @@ def check_bounds(
 
 
 def check_unique(
-    entity: str, key: str, field: str, value: object, others: Iterable[tuple[str, object]]
+    entity: str, key: Any, field: str, value: object, others: Iterable[tuple[Any, object]]
 ) -> None:
     """No other row of the table has the same value in a ``unique`` field."""
     for other_key, other_value in sorted(others, key=lambda kv: kv[0]):
@@ -415,3 +449,57 @@ def check_unique(
             raise ToolError(
                 f"{entity} {field} {value!r} is already used by {other_key!r}", kind="invariant"
             )
+
+
+# ------------------------------------------------------------------ dates
+
+
+def date_add(day: str, days: int) -> str:
+    """``day + days`` (a negative count goes back); a ToolError past the calendar's ends."""
+    try:  # by day numbers, as the interpreter and the z3 encoding count
+        return datetime.date.fromordinal(
+            datetime.date.fromisoformat(day).toordinal() + days
+        ).isoformat()
+    except (OverflowError, ValueError):
+        raise ToolError(f"the date {day} plus {days} days is out of range") from None
+
+
+def date_diff(a: str, b: str) -> int:
+    """The days from ``b`` to ``a`` (``a - b``)."""
+    return (datetime.date.fromisoformat(a) - datetime.date.fromisoformat(b)).days
+
+
+def check_loaded(
+    entity: str,
+    rows: Mapping[Any, Any],
+    bounds: Mapping[str, tuple[Any, Any]],
+    uniques: Iterable[str],
+) -> list[str]:
+    """Problems of the rows of a loaded state: values outside their field's bounds and
+    repeated values of a unique field, in key order.
+
+    Writes check only the rows they touch, so a bad loaded value would otherwise surface
+    later, as the failure of some unrelated call.
+    """
+    out: list[str] = []
+    for key in sorted(rows):
+        row = rows[key]
+        for field, (low, high) in bounds.items():
+            value = getattr(row, field)
+            if value is None:  # an absent optional value has no bounds
+                continue
+            if low is not None and value < low:
+                out.append(f"{entity} {key!r} {field} is {value}, below the minimum {low}")
+            elif high is not None and value > high:
+                out.append(f"{entity} {key!r} {field} is {value}, above the maximum {high}")
+    for field in uniques:
+        seen: dict[object, Any] = {}  # value -> the key (a str or, int keys, an int)
+        for key in sorted(rows):
+            value = getattr(rows[key], field)
+            if value is None:  # absent values clash with none
+                continue
+            if value in seen:
+                out.append(f"{entity} {key!r} {field} {value!r} is already used by {seen[value]!r}")
+            else:
+                seen[value] = key
+    return out

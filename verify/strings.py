@@ -1,0 +1,220 @@
+"""Strings in the z3 encoding: a finite, exact encoding over the universe's string table.
+
+A ``str`` is the Int index of its text in the universe's sorted string table
+(:mod:`graphgen.verify.universe`). The string operations (:mod:`graphgen.strings`) are
+encoded without z3's string theory:
+
+* text-producing ``concat``/``fstring``/``str`` give a :class:`TextVal`: the parts
+  themselves (each a term of its own type). Shown to the agent, every part is a value
+  it sees (an id in "Ticket T0003 created" is revealed); used as a string (compared,
+  stored, an argument of another operation) it needs its index, which exists when every
+  part is a constant and the text is in the table, and is refused (EncodeError) otherwise;
+* ``lower``/``upper``, ``startswith``/``endswith``/``contains`` and ``len`` on a symbolic
+  index are tabulated over the finite table: the result is an if-then-else over the
+  strings the index can be, computed in Python with the interpreter's own function.
+  The table is closed under ``lower``/``upper`` when it is built (the results are added),
+  so the tabulated result is always a string of the table.
+
+Soundness: a string term only ever denotes an index of the table (the values of the
+state, of arguments and of the domain's literals, plus the closure above), so an
+if-then-else over every index is the operation's exact graph on the values that can
+occur; every other case raises EncodeError, which makes the caller refuse the proof
+rather than approximate it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from graphgen import ir
+from graphgen.domain import Domain
+from graphgen.strings import TEXT_OPS, apply
+from graphgen.types import INT, STR, Ty
+from graphgen.verify.terms import (
+    FALSE,
+    TRUE,
+    EncodeError,
+    Term,
+    and_,
+    eq,
+    int_const,
+    int_val,
+    ite,
+    not_,
+    or_,
+)
+
+#: Most string-table entries a tabulated operation enumerates (pairs count as product).
+MAX_TABLE = 200_000
+
+
+@dataclass
+class TextVal:
+    """A computed text: its parts as (term, type) and its index term, when it has one."""
+
+    parts: list[tuple[Term, Ty]]
+    index: Term | None
+
+
+def closure_ops(domain: Domain) -> set[str]:
+    """The case-mapping operations the domain's tools use (the table is closed under
+    them), and every constant text the tools compute from literals only."""
+    out: set[str] = set()
+    for tool in domain.tools.values():
+        exprs = [c.expr for c in tool.requires]
+        exprs += [x for s in tool.effects for x in ir.effect_exprs(s.effect)]
+        exprs += [tool.returns] if tool.returns is not None else []
+        for x in exprs:
+            for n in ir.walk(x):
+                if isinstance(n, ir.StrOp) and n.op in ("lower", "upper"):
+                    out.add(n.op)
+    return out
+
+
+def constant_texts(domain: Domain) -> set[str]:
+    """Texts of string operations over literals only (``'a' + 'b'``), folded here."""
+    out: set[str] = set()
+    for tool in domain.tools.values():
+        exprs = [c.expr for c in tool.requires]
+        exprs += [x for s in tool.effects for x in ir.effect_exprs(s.effect)]
+        exprs += [tool.returns] if tool.returns is not None else []
+        for x in exprs:
+            for n in ir.walk(x):
+                if (
+                    isinstance(n, ir.StrOp)
+                    and n.op in TEXT_OPS
+                    and all(isinstance(a, ir.Lit) for a in n.args)
+                ):
+                    vals = [a.value for a in n.args if isinstance(a, ir.Lit)]
+                    out.add(apply(n.op, vals, [a.ty for a in n.args]))
+    return out
+
+
+def close(strings: set[str], ops: set[str]) -> set[str]:
+    """``strings`` closed under the case mappings ``ops`` (two rounds reach a fixpoint:
+    lower(upper(s)) is lower(s) for every text the table holds in practice, and a third
+    round is added if not)."""
+    out = set(strings)
+    for _ in range(3):
+        new = {s.lower() for s in out} if "lower" in ops else set()
+        new |= {s.upper() for s in out} if "upper" in ops else set()
+        if new <= out:
+            break
+        out |= new
+    return out
+
+
+@dataclass
+class TextChoice:
+    """A text that differs by case: a tool's cases return different messages, and the
+    call's value is the one whose guard holds (guards exclusive, in case order). Each
+    choice is a :class:`TextVal` or a plain string term."""
+
+    choices: list[tuple[Term, Any]]
+
+
+def text_choice(c: Term, a: Any, b: Any) -> TextChoice:
+    """The text ``a if c else b`` (either may itself be a choice)."""
+
+    def under(g: Term, v: Any) -> list[tuple[Term, Any]]:
+        if isinstance(v, TextChoice):
+            return [(and_(g, h), x) for h, x in v.choices]
+        return [(g, v)]
+
+    return TextChoice(under(c, a) + under(not_(c), b))
+
+
+def index_of(uni: Any, v: Any, where: str) -> Term:
+    """The string index of value ``v`` (an index term, or a TextVal that has one)."""
+    if isinstance(v, TextChoice):
+        *rest, (_, last) = v.choices
+        out = index_of(uni, last, where)
+        for g, x in reversed(rest):
+            out = ite(g, index_of(uni, x, where), out)
+        return out
+    if isinstance(v, TextVal):
+        if v.index is None:
+            raise EncodeError(
+                f"{where}: a computed string is used as a value (compared or stored); "
+                "only its shown parts are encoded"
+            )
+        return v.index
+    return v
+
+
+def _decode(uni: Any, t: Term, ty: Ty) -> Any:
+    return uni.decode_value(ty, t)
+
+
+def evaluate(uni: Any, op: str, args: Sequence[tuple[Any, Ty]], where: str) -> Any:
+    """The encoding of string operation ``op`` on evaluated ``args`` (value, type)."""
+    if op in TEXT_OPS - {"lower", "upper"}:
+        parts: list[tuple[Term, Ty]] = []
+        for v, t in args:  # nested texts are spliced in, as graphgen.strings.message_parts
+            parts.extend(v.parts if isinstance(v, TextVal) else [(v, t)])
+        index: Term | None = None
+        if all(_is_const(v, t) for v, t in parts):
+            text = apply(op, [_decode(uni, v, t) for v, t in parts], [t for _, t in parts])
+            i = uni.str_index.get(text)
+            index = None if i is None else uni.index_term(i)
+        return TextVal(parts, index)
+    terms = [index_of(uni, v, where) for v, _ in args]
+    cands = [_candidates(uni, t, ty) for t, (_, ty) in zip(terms, args, strict=True)]
+    size = 1
+    for c in cands:
+        size *= len(c)
+    if size > MAX_TABLE:
+        raise EncodeError(f"{where}: string operation {op} over too many strings ({size})")
+    result_ty = STR if op in ("lower", "upper") else INT if op == "len" else None
+    # an if-then-else over every combination of the arguments' possible strings
+    rows: list[tuple[Term, Any]] = []
+    combos: list[list[tuple[Term, Any]]] = [[]]
+    for c in cands:
+        combos = [[*acc, x] for acc in combos for x in c]
+    for combo in combos:
+        cond = TRUE
+        conds = [eq(t, term) for t, (term, _) in zip(terms, combo, strict=True)]
+        cond = conds[0] if len(conds) == 1 else _and(conds)
+        value = apply(op, [text for _, text in combo], [STR] * len(combo))
+        rows.append((cond, value))
+    if result_ty == STR:
+        out: Term = int_val(-1)
+        for cond, text in reversed(rows):
+            i = uni.str_index.get(text)
+            if i is None:
+                raise EncodeError(f"{where}: {op} of a string gives one outside the table")
+            out = ite(cond, uni.index_term(i), out)
+        return out
+    if result_ty == INT:
+        out = int_val(0)
+        for cond, n in reversed(rows):
+            out = ite(cond, int_val(n), out)
+        return out
+    return or_(*(cond for cond, b in rows if b)) if rows else FALSE
+
+
+def _and(conds: list[Term]) -> Term:
+    from graphgen.verify.terms import and_
+
+    return and_(*conds)
+
+
+def _is_const(v: Term, ty: Ty) -> bool:
+    from graphgen.types import BOOL
+    from graphgen.verify.terms import is_f, is_t
+
+    if ty == BOOL:
+        return bool(is_t(v) or is_f(v))
+    return int_const(v) is not None
+
+
+def _candidates(uni: Any, t: Term, ty: Ty) -> list[tuple[Term, str]]:
+    """(index term, text) of every string a string term can be: itself when constant."""
+    if ty != STR:
+        raise EncodeError(f"a string operation on a {ty.show()} is not encoded")
+    c = int_const(t)
+    if c is not None:
+        return [(uni.index_term(c), uni.strings[c])] if 0 <= c < len(uni.strings) else []
+    return [(uni.index_term(i), s) for i, s in enumerate(uni.strings)]
