@@ -354,10 +354,8 @@ def py_type(t: Ty, int_keys: Collection[str] = ()) -> str:
         return "int" if t == INT else "bool"
     if isinstance(t, RefT) and t.entity in int_keys:
         return "int"
-    if t in (STR, DATE) or isinstance(t, RefT):
-        return "str"
     if t in (STR, DATE) or isinstance(t, RefT | DecT):
-        return "str"  # a decimal's JSON form: "12.50"
+        return "str"  # a decimal's JSON form is a string: "12.50"
     if isinstance(t, EnumT):
         return "Literal[" + ", ".join(py_str(v) for v in t.values) + "]"
     if isinstance(t, ListT):
@@ -365,7 +363,8 @@ def py_type(t: Ty, int_keys: Collection[str] = ()) -> str:
     if isinstance(t, RowT | RecordT):
         return "dict[str, Any]"
     if isinstance(t, MapT):
-        return f"dict[{py_type(t.key, int_keys)}, {py_type(t.value, int_keys)}]"
+        # JSON object keys are strings, so an int id becomes "3" in the result
+        return f"dict[str, {py_type(t.value, int_keys)}]"
     raise CodegenError(f"no Python type for {t.show()}")
 
 

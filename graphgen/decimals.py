@@ -53,9 +53,15 @@ def decimal_problem(value: object, scale: int) -> str | None:
 
 
 def parse_decimal(value: object) -> Decimal | None:
-    """The Decimal a JSON string (``"12.50"``) or number (``12.5``) stands for, or None."""
+    """The Decimal a JSON string (``"12.50"``) or number (``12.5``) stands for, or None.
+
+    >>> parse_decimal("12.50"), parse_decimal(3), parse_decimal("1e3"), parse_decimal(True)
+    (Decimal('12.50'), Decimal('3'), None, None)
+    """
     if isinstance(value, bool):
         return None
+    if isinstance(value, Decimal):  # already parsed (a checked argument passed on)
+        return value if value.is_finite() else None
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):

@@ -1,6 +1,9 @@
 """Domain-level ``constants:`` and pure ``functions:``, expanded at elaboration.
 
 A constant is a typed literal: a use of its name elaborates to an :class:`~graphgen.ir.Lit`.
+A constant table (``RATE[currency]``) elaborates to ``v1 if k == k1 else v2 if ...``:
+total by construction (an enum key lists every member, any other key type has a
+``default:``), so a lookup never fails and needs no node or error path of its own.
 A function is a typed body over its parameters (and the constants and the functions
 declared before it); a call elaborates to the body with the arguments put in for the
 parameters. Both are gone from the IR after elaboration, so no backend has anything to
@@ -20,7 +23,10 @@ from typing import Any
 from graphgen import ir
 from graphgen.decimals import dec_text, parse_decimal, places
 from graphgen.parse import is_iso_date
-from graphgen.types import BOOL, DATE, INT, STR, DecT, Ty
+from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, RefT, Ty
+
+#: Rows of a constant table: its lookup is a chain of that many ``if``s in every backend.
+MAX_TABLE_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,42 @@ class FunctionDef:
     returns: Ty
     body: ir.Expr
     source: str
+
+
+@dataclass(frozen=True)
+class ConstTable:
+    """A constant table of the domain: key type, value type, rows and the default."""
+
+    name: str
+    key: Ty
+    ty: Ty
+    rows: tuple[tuple[ir.Lit, ir.Lit], ...]
+    default: ir.Lit | None
+
+    def lookup(self, key: ir.Expr) -> ir.Expr:
+        """The value of the row whose key equals ``key`` (an expression of type
+        :attr:`key`), as the ``if`` chain every backend already knows."""
+        rows = list(self.rows)
+        if self.default is None:  # an enum table lists every member: the last is the rest
+            *rows, (_, out) = rows
+            out_e: ir.Expr = out
+        else:
+            out_e = self.default
+        for k, v in reversed(rows):
+            out_e = ir.IfExp(ir.Compare("==", key, k, BOOL), v, out_e, self.ty)
+        return out_e
+
+
+def table_key(ty: Ty, raw: Any) -> tuple[Any, str | None]:
+    """A table key as written in YAML, checked against the key type ``ty``."""
+    if isinstance(ty, EnumT):
+        return raw, None if raw in ty.values else f"{raw!r} is not one of {', '.join(ty.values)}"
+    if isinstance(ty, RefT):
+        ok = isinstance(raw, str | int) and not isinstance(raw, bool)
+        return raw, None if ok else f"{raw!r} is not an id"
+    if ty in (INT, STR):
+        return constant_value(ty, raw)
+    return raw, f"a table key is a shared enum, int, str or an entity's id, not {ty.show()}"
 
 
 def substitute(e: ir.Expr, values: Mapping[str, ir.Expr]) -> ir.Expr:

@@ -36,7 +36,14 @@ from graphgen.domain import (
     canonical_json,
 )
 from graphgen.errors import DomainError, ExprError, Located
-from graphgen.functions import FunctionDef, constant_value, impure_part
+from graphgen.functions import (
+    MAX_TABLE_ROWS,
+    ConstTable,
+    FunctionDef,
+    constant_value,
+    impure_part,
+    table_key,
+)
 from graphgen.keys import key_spec_problems
 from graphgen.limits import (
     MAX_EXPR_COST,
@@ -48,7 +55,7 @@ from graphgen.limits import (
     yaml_shape_problem,
 )
 from graphgen.parse import Elaborator, is_iso_date, prim_of
-from graphgen.spec import CaseSpec, DomainSpec, FieldSpec, ParamSpec
+from graphgen.spec import CaseSpec, ConstantSpec, DomainSpec, FieldSpec, ParamSpec
 from graphgen.specerrors import spec_error_message, spec_error_path
 from graphgen.suggest import did_you_mean
 from graphgen.today import check_today
@@ -848,6 +855,55 @@ class _Compiler:
         self.err(f"unknown type {t!r} (int, str, bool, date, a shared enum or an entity)", where)
         return None
 
+    def const_table(self, name: str, cs: ConstantSpec, ty: Ty, w: str) -> ConstTable | None:
+        """A ``constants:`` entry with ``key:`` and ``values:``, every row checked."""
+        if cs.key is None or not cs.values or cs.value is not None:
+            self.err(
+                "a constant has either 'value:' or a table's 'key:' and 'values:' "
+                "(a non-empty mapping)",
+                w,
+            )
+            return None
+        kty = self._value_type(cs.key, f"{w}, key")
+        if kty is None:
+            return None
+        if len(cs.values) > MAX_TABLE_ROWS:
+            self.err(f"a constant table has at most {MAX_TABLE_ROWS} rows, not {len(cs.values)}", w)
+            return None
+        rows: list[tuple[ir.Lit, ir.Lit]] = []
+        ok = True
+        for raw_k, raw_v in cs.values.items():
+            k, why_k = table_key(kty, raw_k)
+            v, why_v = constant_value(ty, raw_v)
+            for why in (why_k and f"key {why_k}", why_v and f"value {why_v}"):
+                if why:
+                    self.err(why, f"{w}, values.{raw_k}")
+                    ok = False
+            rows.append((ir.Lit(k, kty), ir.Lit(v, ty)))
+        default: ir.Lit | None = None
+        if isinstance(kty, EnumT) and cs.default is None:
+            missing = [m for m in kty.values if m not in cs.values]
+            if missing:
+                self.err(
+                    f"the table lists no value for {', '.join(map(repr, missing))}; "
+                    "list every member of the enum or give a 'default:'",
+                    w,
+                )
+                ok = False
+        elif cs.default is None:
+            self.err(
+                f"a table keyed by {kty.show()} needs a 'default:' for the keys it does not list",
+                w,
+            )
+            ok = False
+        else:
+            d, why = constant_value(ty, cs.default)
+            if why is not None:
+                self.err(f"default {why}", w)
+                ok = False
+            default = ir.Lit(d, ty)
+        return ConstTable(name, kty, ty, tuple(rows), default) if ok else None
+
     def constants_and_functions(self, el: Elaborator) -> None:
         """Elaborate ``constants:`` and ``functions:`` into ``el`` (in that order: a
         function may use every constant and the functions declared before it)."""
@@ -860,6 +916,10 @@ class _Compiler:
             ty = self._value_type(cs.type, w, cs.scale)
             if ty is None:
                 continue
+            if cs.key is not None or cs.values is not None:
+                # None for a broken table: its uses then say so, not "unknown name"
+                el.const_tables[cname] = self.const_table(cname, cs, ty, w)
+                continue
             value, why = constant_value(ty, cs.value)
             if why is not None:
                 self.err(f"value {why}", w)
@@ -871,7 +931,7 @@ class _Compiler:
             if not TOOL_NAME.match(fname) or keyword.iskeyword(fname):
                 self.err(f"{fname!r} cannot name a function", w)
                 continue
-            if fname in taken or fname in el.constants:
+            if fname in taken or fname in el.constants or fname in el.const_tables:
                 self.err(f"function name {fname!r} is already taken", w)
                 continue
             params: list[tuple[str, Ty]] = []

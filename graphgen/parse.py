@@ -129,6 +129,8 @@ class Elaborator:
         # (graphgen.functions.FunctionDef by name); ``function_names`` are all declared
         # ones, so a call to one not yet defined (or to itself) says why it cannot be.
         self.constants: dict[str, ir.Lit] = {}
+        # graphgen.functions.ConstTable by name; None for a table with problems of its own
+        self.const_tables: dict[str, Any] = {}
         self.functions: dict[str, Any] = {}
         self.function_names: frozenset[str] = frozenset()
 
@@ -265,6 +267,18 @@ class Elaborator:
             case ast.Subscript(value=ast.Name(id=ent), slice=sl) if ent in self.entities:
                 key = self._key(ent, self._expression(sl, scope, d), sl)
                 return ir.RowOf(ent, key, RowT(ent))
+            case ast.Subscript(value=ast.Name(id=tname), slice=sl) if (
+                tname in self.const_tables and tname not in scope and tname not in self.lets
+            ):
+                table = self.const_tables[tname]
+                if table is None:
+                    raise ExprError(
+                        f"constant table {tname!r} is broken (see its problems)", _column(n)
+                    )
+                if isinstance(sl, ast.Slice):
+                    raise ExprError(f"look up one row of {tname}: {tname}[key]", _column(sl))
+                key = self._coerce(self._expression(sl, scope, d), table.key, sl)
+                return table.lookup(key)  # type: ignore[no-any-return]
             case ast.Subscript(value=lst, slice=sl):
                 xs = self._expression(lst, scope, d)
                 if not isinstance(xs.ty, ListT):
@@ -278,7 +292,8 @@ class Elaborator:
                 i = self._expression(sl, scope, d)
                 if i.ty != INT:  # a position: a decimal is a number but no index
                     raise ExprError(
-                        f"arithmetic needs int, got {i.ty.show()}{_maybe_none(i)}", _column(sl)
+                        f"a list index is an int position, got {i.ty.show()}{_maybe_none(i)}",
+                        _column(sl),
                     )
                 return ir.Index(xs, i, xs.ty.elem)
             case ast.Compare():
@@ -385,6 +400,10 @@ class Elaborator:
             return ir.Old(e, e.ty) if self.lets_as_old else e
         if t is None and name in self.constants:
             return self.constants[name]
+        if t is None and name in self.const_tables:
+            raise ExprError(
+                f"constant table {name!r} is not a value; look a row up: {name}[key]", _column(n)
+            )
         if t is None:
             if name in self.entities:
                 raise ExprError(

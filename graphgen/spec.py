@@ -351,12 +351,20 @@ class ToolSpec(_Strict):
 
 
 class ConstantSpec(_Strict):
-    """A named constant of the domain (``constants:``): a typed literal value that every
-    expression may use by name (``MAX_OPEN``), inlined where it is used."""
+    """A named constant of the domain (``constants:``), inlined where it is used: a typed
+    literal (``value:``, used by name: ``MAX_OPEN``) or a constant table (``key:`` and
+    ``values:``, looked up: ``RATE[Account[a].currency]``)."""
 
-    type: str = Field(description="int | str | bool | date | decimal")
-    value: Any
+    type: str = Field(description="int | str | bool | date | decimal (of the values)")
+    value: Any = None
     scale: int | None = Field(default=None, ge=0, le=12, description="places, for decimal")
+    key: str | None = Field(
+        default=None, description="a table's key type: a shared enum, int, str or an entity"
+    )
+    values: dict[Any, Any] | None = Field(default=None, description="a table's key -> value")
+    default: Any = Field(
+        default=None, description="a table's value for every other key (not for full enums)"
+    )
     description: str = ""
 
 

@@ -397,24 +397,11 @@ class StateGenerator:
     # -- scalars
 
     def _decimal_column(self, t: _Table, f: FieldDef, ty: DecT) -> list[Any]:
-        """Decimals within the bounds (0 to 1000 where none are declared), at the scale,
-        in their JSON form ("12.50"); whole units or half units are drawn as often as any
-        other amount, as prices are."""
-        rng = self.stream(t.edef.name, f.name)
-        unit = 10**ty.scale
-        lo = int(Decimal(f.min if f.min is not None else 0).scaleb(ty.scale))
-        hi = int(
-            Decimal(f.max if f.max is not None else max(1000, (f.min or 0) + 1000)).scaleb(ty.scale)
+        """Decimals within the bounds, at the scale, in their JSON form (:func:`_decimal_draw`)."""
+        draw = _decimal_draw(f, ty, self.stream(t.edef.name, f.name))
+        return self._fill(
+            t.n, lambda _: draw(), hard=f.unique, soft=False, where=self._where(t.edef, f)
         )
-        hi = max(lo, hi)
-
-        def draw(_: int) -> str:
-            n = rng.randint(lo, hi)
-            if unit > 1 and rng.random() < 0.5:
-                n = min(hi, max(lo, n - n % unit))  # a whole amount
-            return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
-
-        return self._fill(t.n, draw, hard=f.unique, soft=False, where=self._where(t.edef, f))
 
     def _choice_column(self, t: _Table, f: FieldDef, values: list[Any]) -> list[Any]:
         """Enums and bools: every member appears once the table has room for all."""
@@ -817,6 +804,8 @@ class StateGenerator:
                     b = _dt.date.fromisoformat(source)
                     return min(b + _dt.timedelta(rng.randint(1, 14)), max(end, b)).isoformat()
                 return (start + _dt.timedelta(rng.randrange(span))).isoformat()
+        elif isinstance(ty, DecT):
+            draw = _decimal_draw(f, ty, rng)
         elif ty == STR:
             vocab = t.vocabs.get(f.name) or resolve_vocab(t.edef, f)
             code = row.get(plan.code_src) if plan.code_src else None
@@ -836,6 +825,26 @@ class StateGenerator:
             if v not in taken and v not in avoid:
                 return v
         return old
+
+
+def _decimal_draw(f: FieldDef, ty: DecT, rng: random.Random) -> Callable[[], str]:
+    """Draws of decimal field ``f``: within its bounds (0 to 1000 where none are declared),
+    at the scale, in JSON form ("12.50"); whole units are drawn as often as any other
+    amount, as prices are."""
+    unit = 10**ty.scale
+    lo = int(Decimal(f.min if f.min is not None else 0).scaleb(ty.scale))
+    hi = int(
+        Decimal(f.max if f.max is not None else max(1000, (f.min or 0) + 1000)).scaleb(ty.scale)
+    )
+    hi = max(lo, hi)
+
+    def draw() -> str:
+        n = rng.randint(lo, hi)
+        if unit > 1 and rng.random() < 0.5:
+            n = min(hi, max(lo, n - n % unit))  # a whole amount
+        return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
+
+    return draw
 
 
 def _choose_not(rng: random.Random, pool: list[Key], banned: set[Key]) -> Key | None:

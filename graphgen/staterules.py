@@ -336,12 +336,12 @@ class RuleEngine:
                 continue
             if (ent, f) in self.derived:
                 reads = self.derive_reads[(ent, f)]
-                if (ent, f, True) in reads and isinstance(fd.ty, PrimT | EnumT):
+                if (ent, f, True) in reads and isinstance(fd.ty, PrimT | EnumT | DecT):
                     out.add(f)
                 more = {g for e, g, own in reads if own and e == ent} - seen
                 seen |= more
                 todo.extend(more)
-            elif isinstance(fd.ty, PrimT | EnumT):
+            elif isinstance(fd.ty, PrimT | EnumT | DecT):
                 out.add(f)
         grew = True
         while grew:  # an end date / arrival time / airport city follows its source

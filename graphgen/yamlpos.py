@@ -90,7 +90,9 @@ def collect(root: yaml.Node | None) -> Positions:
     return pos
 
 
-_WHERE = re.compile(r"^(tool|entity|enum|phrases) '([^']*)'(?: \(line \d+\))?(?:, (.*))?\Z")
+_WHERE = re.compile(
+    r"^(tool|entity|enum|phrases|constant|function) '([^']*)'(?: \(line \d+\))?(?:, (.*))?\Z"
+)
 _PART = re.compile(r"([^.\[\]\s]+)|\[(\d+)\]")
 
 
@@ -103,12 +105,21 @@ def where_path(where: str) -> Path_ | None:
     ('entities', 'User', 'generate', 'derive', 'total')
     >>> where_path("entity 'User', invariants[0] (paid)")
     ('entities', 'User', 'invariants', '0')
+    >>> where_path("constant 'RATE', values.EUR")
+    ('constants', 'RATE', 'values', 'EUR')
     """
     m = _WHERE.match(where)
     if m is None:
         return None
     kind, name, part = m.groups()
-    top = {"tool": "tools", "entity": "entities", "enum": "enums", "phrases": "phrases"}[kind]
+    top = {
+        "tool": "tools",
+        "entity": "entities",
+        "enum": "enums",
+        "phrases": "phrases",
+        "constant": "constants",
+        "function": "functions",
+    }[kind]
     out: list[str] = [top, name]
     if part:
         part = part.split(" (", 1)[0]  # "invariants[0] (its name)"

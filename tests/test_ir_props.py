@@ -702,14 +702,21 @@ def test_builtin_domain_expressions_round_trip(name: str) -> None:
         for e in exprs:
             assert el.condition(to_source(e, keys=keys), scope) == e
             n += 1
-        if tool.returns is not None:
+        # Each case on its own: a cased tool's ``returns`` is a static view joining the
+        # cases, whose guards read the state before the effects, so it is not source.
+        for case in tool.branches:
+            if case.when is not None:
+                assert el.condition(to_source(case.when, keys=keys), scope) == case.when
+                n += 1
+            if case.returns is None:
+                continue
             # Returns may read names bound by create effects (taken from the IR: an
             # effect's source may name a let binding, which only its tool defines).
             escope = dict(scope)
-            for stmt in tool.effects:
+            for stmt in case.effects:
                 if isinstance(stmt.effect, ir.Create) and stmt.effect.bind is not None:
                     escope[stmt.effect.bind] = RefT(stmt.effect.entity)
-            assert el.expr(to_source(tool.returns, keys=keys), escope) == tool.returns
+            assert el.expr(to_source(case.returns, keys=keys), escope) == case.returns
             n += 1
     assert n > 0
 

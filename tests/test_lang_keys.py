@@ -274,7 +274,7 @@ def test_index_picks_one_item() -> None:
     [
         ("Ticket[1].title[0]", "only a table or a list can be indexed"),
         ("[t.title for t in Ticket][0:2]", "slices are not allowed"),
-        ("[t.title for t in Ticket]['a']", "arithmetic needs int or decimal, got str"),
+        ("[t.title for t in Ticket]['a']", "a list index is an int position, got str"),
     ],
 )
 def test_bad_index_is_an_error(src: str, fragment: str) -> None:

@@ -353,3 +353,128 @@ def test_decimal_parameters_are_free_values_of_their_type() -> None:
     assert param_sort(p) == Sort("free", "decimal(3)")
     assert sort_type(d, param_sort(p)) == p.ty
     assert sort_type(d, param_sort(d.tools["deposit"].params["amount"])) == p.ty.__class__(2)
+
+
+# ------------------------------------------------------------------ constant tables
+
+
+def test_constant_tables_look_up_a_row_or_the_default() -> None:
+    d = domain("till")
+    t = d.tools["bonus"]
+    # The lookup is an if chain over the rows: nothing new for any backend to know.
+    assert to_source(t.returns) == (
+        "(5 if account_id == 'A001' else 7 if account_id == 'A002' else 1) * 10 "
+        "+ (0 if amount == 1 else 3 if amount == 500 else 2)"
+    )
+    s = state("till", 1)
+    s.tables["Account"]["A002"]["balance"] = 10
+    assert call_tool(d, s, "bonus", {"account_id": "A002", "amount": 500}) == 73
+    assert s.tables["Account"]["A002"]["balance"] == 20
+    s.tables["Account"]["A003"]["balance"] = 10
+    assert call_tool(d, s, "bonus", {"account_id": "A003", "amount": 7}) == 12
+    assert s.tables["Account"]["A003"]["balance"] == 13
+
+
+def test_an_enum_table_is_total_without_a_default() -> None:
+    from graphgen.domains import load_builtin
+
+    d = load_builtin("banking")
+    s = generate_state(d, 0)
+    got = call_tool(d, s, "get_exchange_rate", {"from_currency": "CAD", "to_currency": "EUR"})
+    assert str(got) == "0.6728"  # 0.7300 / 1.0850, the last row is the chain's else
+
+
+CONST_BASE = """
+name: broken
+enums:
+  Cur: [USD, EUR]
+entities:
+  Account:
+    key: {name: account_id, prefix: "A"}
+    fields:
+      balance: {type: int, min: 0}
+      cur: {enum: Cur}
+tools:
+  t: {params: {a: Account}, returns: "RATE[Account[a].cur]"}
+constants:
+"""
+
+
+@pytest.mark.parametrize(
+    ("table", "line", "fragment"),
+    [
+        (
+            "RATE: {type: int, key: Cur, values: {USD: 1}}",
+            14,
+            "constant 'RATE': the table lists no value for 'EUR'; list every member",
+        ),
+        (
+            "RATE: {type: int, key: Cur, values: {USD: 1, EUR: 2, GBP: 3}}",
+            14,
+            "constant 'RATE', values.GBP: key 'GBP' is not one of USD, EUR",
+        ),
+        (
+            "RATE: {type: int, key: Cur, values: {USD: 1, EUR: two}}",
+            14,
+            "values.EUR: value 'two' is not an integer",
+        ),
+        (
+            "RATE: {type: int, key: str, values: {a: 1}}",
+            14,
+            "a table keyed by str needs a 'default:'",
+        ),
+        (
+            "RATE: {type: int, value: 3, key: Cur, values: {USD: 1, EUR: 2}}",
+            14,
+            "either 'value:' or a table's 'key:' and 'values:'",
+        ),
+        (
+            "RATE: {type: int, key: bool, values: {true: 1}, default: 0}",
+            14,
+            "a table key is a shared enum, int, str or an entity's id, not bool",
+        ),
+    ],
+)
+def test_broken_constant_table_is_located(table: str, line: int, fragment: str) -> None:
+    with pytest.raises(DomainError) as info:
+        loads_domain(CONST_BASE + "  " + table + "\n", source="broken.yaml")
+    msg = str(info.value)
+    assert fragment in msg
+    assert any(
+        ln.strip().startswith(f"- broken.yaml:{line}:") and fragment in ln
+        for ln in msg.splitlines()
+    ), msg
+
+
+def test_constant_table_used_as_a_value_or_with_a_wrong_key_is_located() -> None:
+    ok = "  RATE: {type: int, key: Cur, values: {USD: 1, EUR: 2}}\n"
+    for returns, fragment in [
+        ("RATE + 1", "constant table 'RATE' is not a value; look a row up: RATE[key]"),
+        ("RATE[Account[a].balance]", "expected enum Cur{USD, EUR}, got int"),
+        ("RATE['GBP']", "GBP"),
+    ]:
+        src = CONST_BASE.replace('"RATE[Account[a].cur]"', repr(returns)) + ok
+        with pytest.raises(DomainError) as info:
+            loads_domain(src, source="broken.yaml")
+        assert "tool 't'" in str(info.value) and fragment in str(info.value), str(info.value)
+
+
+def test_a_table_with_too_many_rows_is_refused() -> None:
+    from graphgen.functions import MAX_TABLE_ROWS
+
+    rows = ", ".join(f"{i}: {i}" for i in range(MAX_TABLE_ROWS + 1))
+    with pytest.raises(DomainError) as info:
+        loads_domain(
+            CONST_BASE + f"  BIG: {{type: int, key: int, values: {{{rows}}}, default: 0}}\n"
+            "  RATE: {type: int, key: Cur, values: {USD: 1, EUR: 2}}\n",
+            source="broken.yaml",
+        )
+    assert f"at most {MAX_TABLE_ROWS} rows, not {MAX_TABLE_ROWS + 1}" in str(info.value)
+
+
+def test_a_use_of_a_broken_table_says_it_is_broken() -> None:
+    with pytest.raises(DomainError) as info:
+        loads_domain(CONST_BASE + "  RATE: {type: int, key: Cur, values: {USD: 1}}\n")
+    msg = str(info.value)
+    assert "constant table 'RATE' is broken (see its problems)" in msg
+    assert "unknown name" not in msg

@@ -263,19 +263,32 @@ def mock40(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return tasks, report
 
 
+@pytest.fixture(scope="module")
+def mock100(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 100-task mock set (proven, 2 workers), made in one uninterrupted run."""
+    folder = tmp_path_factory.mktemp("mock100")
+    tasks = folder / "tasks.jsonl"
+    proc = _graphgen(["generate", "mock", "-n", "100", "-j", "2", "-o", str(tasks)], folder)
+    errors = proc.communicate(timeout=600)[1]
+    assert proc.returncode == 0, errors
+    return tasks
+
+
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_generate_killed_and_resumed_equals_an_uninterrupted_run(
-    tmp_path: Path, mock40: tuple[Path, Path], sig: int
+    tmp_path: Path, mock100: Path, sig: int
 ) -> None:
     kill_at = random.Random(f"generate-{sig}").randint(3, 30)
     out = tmp_path / "tasks.jsonl"
-    args = ["generate", "mock", "-n", "40", "-j", "2"]
+    # 100 tasks, so that well over a window of outcomes (32) is still to be proven when
+    # the journal reaches kill_at: on a fast machine the run cannot finish between polls.
+    args = ["generate", "mock", "-n", "100", "-j", "2"]
     _kill_and_resume(tmp_path, args, out, sig, kill_at, jobs=2)
-    assert out.read_bytes() == mock40[0].read_bytes()
+    assert out.read_bytes() == mock100.read_bytes()
 
 
 @pytest.mark.slow
@@ -301,12 +314,14 @@ def test_retail_generate_killed_twice_then_resumed(tmp_path: Path) -> None:
     out = tmp_path / "tasks.jsonl"
     first = _graphgen([*args, "-o", str(out)], tmp_path)
     journal = journal_path(out)
-    while _lines(journal) < 12:
+    # The journal holds one line per outcome (after its header): kill after 7 of the 20
+    # tasks, then stop the resumed run after 14.
+    while _lines(journal) < 8:
         assert first.poll() is None
         time.sleep(0.02)
     first.kill()
     first.wait(timeout=60)
-    _kill_and_resume(tmp_path, [*args, "--resume"], out, signal.SIGTERM, 24, jobs=1)
+    _kill_and_resume(tmp_path, [*args, "--resume"], out, signal.SIGTERM, 15, jobs=1)
     assert out.read_bytes() == whole.read_bytes()
 
 

@@ -13,6 +13,7 @@ import dataclasses
 import random
 import re
 import string
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,10 @@ from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs import runtime
 from graphgen.envs.codegen import write_package
 from graphgen.envs.schemas import openai_tools
-from graphgen.errors import NO_MESSAGE, ToolError
+from graphgen.errors import NO_MESSAGE, StateGenError, ToolError
 from graphgen.interp import check_args, evaluate, precheck
 from graphgen.state import State
+from graphgen.stategen import generate_state
 from graphgen.vocabulary import indefinite_article
 from tests.test_codegen import _import_package, initial_state, random_args
 
@@ -105,7 +107,31 @@ def _failing_cases(dom: Domain) -> tuple[dict[tuple[str, int], Case], dict[tuple
                 for i, chk in enumerate(tool.requires):
                     if (tool.name, i) not in alone and _alone_false(dom, chk, st, args):
                         alone[(tool.name, i)] = (st.copy(), args)
+    # A cap on rows per owner ("at most 8 payees") is false only in a crowded state.
+    for st in _crowded_states(dom):
+        missing = wanted - set(first) - set(alone)
+        if not missing:
+            break
+        for tool_name, i in sorted(missing):
+            chk = dom.tools[tool_name].requires[i]
+            for _ in range(60):
+                args = _well_typed(dom, tool_name, st, rng)
+                if args is not None and _alone_false(dom, chk, st, args):
+                    alone[(tool_name, i)] = (st.copy(), args)
+                    break
     return first, alone
+
+
+def _crowded_states(dom: Domain) -> Iterator[State]:
+    """States where one table holds 2x or 3x its default rows (those the invariants allow)."""
+    for ent in sorted(dom.entities):
+        for k in (2, 3):
+            for seed in range(6):
+                sizes = {e: d.size * k if e == ent else d.size for e, d in dom.entities.items()}
+                try:
+                    yield generate_state(dom, seed, sizes)
+                except StateGenError:
+                    continue
 
 
 def _assert_plain(

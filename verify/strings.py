@@ -156,8 +156,13 @@ def evaluate(uni: Any, op: str, args: Sequence[tuple[Any, Ty]], where: str) -> A
             parts.extend(v.parts if isinstance(v, TextVal) else [(v, t)])
         index: Term | None = None
         if all(_is_const(v, t) for v, t in parts):
-            text = apply(op, [_decode(uni, v, t) for v, t in parts], [t for _, t in parts])
-            i = uni.str_index.get(text)
+            try:
+                text = apply(op, [_decode(uni, v, t) for v, t in parts], [t for _, t in parts])
+            except EncodeError:
+                # A constant that is no value of its type (a date past the calendar on a
+                # path whose checks fail): no known string, its parts are still shown.
+                text = None
+            i = None if text is None else uni.str_index.get(text)
             index = None if i is None else uni.index_term(i)
         return TextVal(parts, index)
     terms = [index_of(uni, v, where) for v, _ in args]

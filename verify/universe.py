@@ -63,6 +63,9 @@ def date_ordinal(iso: str) -> int:
     return _dt.date.fromisoformat(iso).toordinal()
 
 
+_MAX_ORDINAL = _dt.date.max.toordinal()
+
+
 def ordinal_date(n: int) -> str:
     """The ISO date of day number ``n`` (the inverse of :func:`date_ordinal`)."""
     return _dt.date.fromordinal(n).isoformat()
@@ -259,6 +262,8 @@ class Universe:
         if ty == INT:
             return n
         if ty == DATE:
+            if not 1 <= n <= _MAX_ORDINAL:  # e.g. an unchecked sum on a failing path
+                raise EncodeError(f"day number {n} is no date")
             return ordinal_date(n)
         if ty == STR:
             return self.strings[n]
