@@ -217,7 +217,8 @@ class Expander:
         owners = {
             self._owner(st, param_sort(q).name, args[n])
             for n, q in tool.params.items()
-            if n not in mine and param_sort(q).kind == "key"
+            # an optional id left out (or None) names no row, so no owner
+            if n not in mine and param_sort(q).kind == "key" and args.get(n) is not None
         } - {None}
         owner = owners.pop() if mine and len(owners) == 1 else None
         if owner is not None:
