@@ -1,7 +1,8 @@
-"""The built-in hotel domain (decimals are read and written as their text, "537.30"): its shape, its tools on a small hand-made state (tier
+"""The built-in hotel domain: its shape, its tools on a small hand-made state (tier
 discounts in decimals, the overlap capacity rule, the reservation state machine, refunds
 by days before arrival, soft failures for early check-in and tier upgrades, add-ons and
-loyalty points), and a generated task set that baselines cannot game."""
+loyalty points), and a generated task set that baselines cannot game. Decimals are read
+and written as their text ('537.30')."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def dom() -> Domain:
     return load_builtin("hotel")
 
 
-def _res(guest: str, rt: str, check_in: str, nights: int, status: str, total: str) -> dict[str, Any]:
+def _res(
+    guest: str, rt: str, check_in: str, nights: int, status: str, total: str
+) -> dict[str, Any]:
     return {
         "guest_id": guest,
         "room_type_id": rt,
@@ -150,18 +153,35 @@ def test_booking_prices_with_the_tier_discount_and_takes_the_next_id(dom: Domain
         dom,
         st,
         "book_room",
-        {"guest_id": "G0002", "room_type_id": "RT003", "check_in": "2026-07-01", "nights": 2, "guests": 2},
+        {
+            "guest_id": "G0002",
+            "room_type_id": "RT003",
+            "check_in": "2026-07-01",
+            "nights": 2,
+            "guests": 2,
+        },
     )
     # Bo is platinum (15% off): 198.00 -> 168.30
     assert out["reservation_id"] == "R00006" and out["total"] == "168.30"
     row = st.tables["Reservation"]["R00006"]
     assert (row["status"], row["refunded"], row["special_request"]) == ("booked", "0.00", None)
-    assert call_tool(dom, st, "quote_stay", {"guest_id": "G0001", "room_type_id": "RT003", "nights": 2}) == "178.20"
+    assert (
+        call_tool(
+            dom, st, "quote_stay", {"guest_id": "G0001", "room_type_id": "RT003", "nights": 2}
+        )
+        == "178.20"
+    )
 
 
 def test_booking_preconditions(dom: Domain) -> None:
     st = _state()
-    base = {"guest_id": "G0002", "room_type_id": "RT003", "check_in": "2026-07-01", "nights": 2, "guests": 2}
+    base = {
+        "guest_id": "G0002",
+        "room_type_id": "RT003",
+        "check_in": "2026-07-01",
+        "nights": 2,
+        "guests": 2,
+    }
     with pytest.raises(ToolError, match="is in the past"):
         call_tool(dom, st, "book_room", {**base, "check_in": "2026-06-09"})
     with pytest.raises(ToolError, match="takes fewer than 3 guests"):
@@ -180,36 +200,90 @@ def test_capacity_counts_overlapping_active_stays(dom: Domain) -> None:
             dom,
             st,
             "book_room",
-            {"guest_id": "G0002", "room_type_id": "RT002", "check_in": "2026-06-14", "nights": 3, "guests": 2},
+            {
+                "guest_id": "G0002",
+                "room_type_id": "RT002",
+                "check_in": "2026-06-14",
+                "nights": 3,
+                "guests": 2,
+            },
         )
-    assert call_tool(dom, st, "check_availability", {"room_type_id": "RT002", "check_in": "2026-06-14", "nights": 3}) == 0
-    assert call_tool(dom, st, "check_availability", {"room_type_id": "RT002", "check_in": "2026-06-15", "nights": 3}) == 1
+    assert (
+        call_tool(
+            dom,
+            st,
+            "check_availability",
+            {"room_type_id": "RT002", "check_in": "2026-06-14", "nights": 3},
+        )
+        == 0
+    )
+    assert (
+        call_tool(
+            dom,
+            st,
+            "check_availability",
+            {"room_type_id": "RT002", "check_in": "2026-06-15", "nights": 3},
+        )
+        == 1
+    )
     call_tool(
         dom,
         st,
         "book_room",
-        {"guest_id": "G0002", "room_type_id": "RT002", "check_in": "2026-06-15", "nights": 3, "guests": 2},
+        {
+            "guest_id": "G0002",
+            "room_type_id": "RT002",
+            "check_in": "2026-06-15",
+            "nights": 3,
+            "guests": 2,
+        },
     )
     # RT001 has two rooms; R00005 (06-11..06-13) is active, the cancelled R00003 does not
     # count, so moving Ana's 06-20 stay to 06-11 fits, and then a third stay on 06-12 does not.
-    call_tool(dom, st, "change_stay_dates", {"guest_id": "G0001", "reservation_id": "R00001", "check_in": "2026-06-11"})
-    assert call_tool(dom, st, "check_availability", {"room_type_id": "RT001", "check_in": "2026-06-12", "nights": 1}) == 0
+    call_tool(
+        dom,
+        st,
+        "change_stay_dates",
+        {"guest_id": "G0001", "reservation_id": "R00001", "check_in": "2026-06-11"},
+    )
+    assert (
+        call_tool(
+            dom,
+            st,
+            "check_availability",
+            {"room_type_id": "RT001", "check_in": "2026-06-12", "nights": 1},
+        )
+        == 0
+    )
     with pytest.raises(ToolError, match="fully booked"):
         call_tool(
             dom,
             st,
             "book_room",
-            {"guest_id": "G0002", "room_type_id": "RT001", "check_in": "2026-06-12", "nights": 1, "guests": 1},
+            {
+                "guest_id": "G0002",
+                "room_type_id": "RT001",
+                "check_in": "2026-06-12",
+                "nights": 1,
+                "guests": 1,
+            },
         )
     # R00002 (06-13..06-15) overlaps only the moved stay, so it may still move to RT001
-    call_tool(dom, st, "change_room_type", {"guest_id": "G0001", "reservation_id": "R00002", "room_type_id": "RT001"})
+    call_tool(
+        dom,
+        st,
+        "change_room_type",
+        {"guest_id": "G0001", "reservation_id": "R00002", "room_type_id": "RT001"},
+    )
     assert st.tables["Reservation"]["R00002"]["total"] == "358.20"
 
 
 def test_changes_recompute_the_charge_and_keep_add_ons(dom: Domain) -> None:
     st = _state()
     before = st.copy()
-    call_tool(dom, st, "change_stay_dates", {"guest_id": "G0001", "reservation_id": "R00001", "nights": 4})
+    call_tool(
+        dom, st, "change_stay_dates", {"guest_id": "G0001", "reservation_id": "R00001", "nights": 4}
+    )
     # 4 x 199.00 less 10% = 716.40, plus breakfast 45.00
     assert diff(before, st) == [
         ("Reservation", "R00001", "nights", 3, 4),
@@ -218,22 +292,41 @@ def test_changes_recompute_the_charge_and_keep_add_ons(dom: Domain) -> None:
     with pytest.raises(ToolError, match="nothing to change"):
         call_tool(dom, st, "change_stay_dates", {"guest_id": "G0001", "reservation_id": "R00001"})
     with pytest.raises(ToolError, match="not at the hotel"):
-        call_tool(dom, st, "change_room_type", {"guest_id": "G0001", "reservation_id": "R00001", "room_type_id": "RT003"})
+        call_tool(
+            dom,
+            st,
+            "change_room_type",
+            {"guest_id": "G0001", "reservation_id": "R00001", "room_type_id": "RT003"},
+        )
     with pytest.raises(ToolError, match="does not belong to guest G0002"):
-        call_tool(dom, st, "change_stay_dates", {"guest_id": "G0002", "reservation_id": "R00001", "nights": 2})
+        call_tool(
+            dom,
+            st,
+            "change_stay_dates",
+            {"guest_id": "G0002", "reservation_id": "R00001", "nights": 2},
+        )
 
 
 def test_refund_depends_on_days_before_arrival_and_tier(dom: Domain) -> None:
     st = _state()
     # 10 days ahead: 100%
-    assert call_tool(dom, st, "get_cancellation_refund", {"guest_id": "G0001", "reservation_id": "R00001"}) == "537.30"
+    assert (
+        call_tool(
+            dom, st, "get_cancellation_refund", {"guest_id": "G0001", "reservation_id": "R00001"}
+        )
+        == "537.30"
+    )
     # 3 days ahead: 50%, rounded to the cent
-    out = call_tool(dom, st, "cancel_reservation", {"guest_id": "G0001", "reservation_id": "R00002"})
+    out = call_tool(
+        dom, st, "cancel_reservation", {"guest_id": "G0001", "reservation_id": "R00002"}
+    )
     assert (out["refund_percent"], out["refund"]) == (50, "224.10")
     row = st.tables["Reservation"]["R00002"]
     assert (row["status"], row["refunded"]) == ("cancelled", "224.10")
     # 1 day ahead: nothing for gold, but platinum Bo gets everything back
-    out = call_tool(dom, st, "cancel_reservation", {"guest_id": "G0002", "reservation_id": "R00005"})
+    out = call_tool(
+        dom, st, "cancel_reservation", {"guest_id": "G0002", "reservation_id": "R00005"}
+    )
     assert out["refund"] == "338.30"
     # cancelling is a one-way door
     with pytest.raises(ToolError, match="is not booked"):
@@ -245,7 +338,9 @@ def test_state_machine_with_early_check_in_as_soft_failure(dom: Domain) -> None:
     before = st.copy()
     # R00001 arrives in 10 days: check-in answers success False and changes nothing
     out = run_call(dom, st, "check_in_guest", {"guest_id": "G0001", "reservation_id": "R00001"})
-    assert out.soft_failed and out.value["success"] is False and "2026-06-20" in out.value["message"]
+    assert (
+        out.soft_failed and out.value["success"] is False and "2026-06-20" in out.value["message"]
+    )
     assert st == before
     # a checked-in stay cannot be checked in again or cancelled; it can be checked out
     with pytest.raises(ToolError, match="not booked, so it cannot be checked in"):
@@ -263,15 +358,37 @@ def test_state_machine_with_early_check_in_as_soft_failure(dom: Domain) -> None:
 def test_add_ons_once_each_and_removed_only_while_booked(dom: Domain) -> None:
     st = _state()
     with pytest.raises(ToolError, match="already has breakfast"):
-        call_tool(dom, st, "add_addon", {"guest_id": "G0001", "reservation_id": "R00001", "kind": "breakfast"})
-    out = call_tool(dom, st, "add_addon", {"guest_id": "G0001", "reservation_id": "R00004", "kind": "parking"})
+        call_tool(
+            dom,
+            st,
+            "add_addon",
+            {"guest_id": "G0001", "reservation_id": "R00001", "kind": "breakfast"},
+        )
+    out = call_tool(
+        dom, st, "add_addon", {"guest_id": "G0001", "reservation_id": "R00004", "kind": "parking"}
+    )
     assert out["total"] == "386.40"
     with pytest.raises(ToolError, match="no longer booked"):
-        call_tool(dom, st, "remove_addon", {"guest_id": "G0001", "reservation_id": "R00004", "kind": "parking"})
-    out = call_tool(dom, st, "remove_addon", {"guest_id": "G0001", "reservation_id": "R00001", "kind": "breakfast"})
+        call_tool(
+            dom,
+            st,
+            "remove_addon",
+            {"guest_id": "G0001", "reservation_id": "R00004", "kind": "parking"},
+        )
+    out = call_tool(
+        dom,
+        st,
+        "remove_addon",
+        {"guest_id": "G0001", "reservation_id": "R00001", "kind": "breakfast"},
+    )
     assert out["total"] == "492.30" and "AD0001" not in st.tables["AddOn"]
     with pytest.raises(ToolError, match="has no breakfast"):
-        call_tool(dom, st, "remove_addon", {"guest_id": "G0001", "reservation_id": "R00001", "kind": "breakfast"})
+        call_tool(
+            dom,
+            st,
+            "remove_addon",
+            {"guest_id": "G0001", "reservation_id": "R00001", "kind": "breakfast"},
+        )
 
 
 def test_tier_upgrade_needs_points_and_fails_softly(dom: Domain) -> None:
@@ -294,10 +411,16 @@ def test_tier_upgrade_needs_points_and_fails_softly(dom: Domain) -> None:
 def test_searches_and_lists(dom: Domain) -> None:
     st = _state()
     assert call_tool(dom, st, "find_guest_by_phone", {"phone": "415-555-0102"}) == ["G0002"]
-    assert [h["hotel_id"] for h in call_tool(dom, st, "find_hotel_by_name", {"name": "old town inn"})] == ["H02"]
+    assert [
+        h["hotel_id"] for h in call_tool(dom, st, "find_hotel_by_name", {"name": "old town inn"})
+    ] == ["H02"]
     assert [h["hotel_id"] for h in call_tool(dom, st, "list_hotels", {"city": "lisbon"})] == ["H01"]
-    assert [r["room_type_id"] for r in call_tool(dom, st, "list_room_types", {"hotel_id": "H01"})] == ["RT001", "RT002"]
-    found = call_tool(dom, st, "find_reservation_by_arrival", {"guest_id": "G0001", "check_in": "2026-06-13"})
+    assert [
+        r["room_type_id"] for r in call_tool(dom, st, "list_room_types", {"hotel_id": "H01"})
+    ] == ["RT001", "RT002"]
+    found = call_tool(
+        dom, st, "find_reservation_by_arrival", {"guest_id": "G0001", "check_in": "2026-06-13"}
+    )
     assert [r["reservation_id"] for r in found] == ["R00002"]
     booked = call_tool(dom, st, "list_reservations", {"guest_id": "G0001", "status": "booked"})
     assert [r["reservation_id"] for r in booked] == ["R00001", "R00002"]
