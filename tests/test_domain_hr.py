@@ -271,3 +271,18 @@ def test_generated_set_has_all_kinds_and_is_not_gamed(task_set: Path) -> None:
     assert pl.evaluate(task_set, "oracle").success_rate == 1.0
     for agent in ("noop", "echo"):
         assert pl.evaluate(task_set, agent).success_rate == 0.0
+
+
+def test_a_rejection_keeps_the_reason_and_is_final(dom: Domain) -> None:
+    st = _state()
+    call_tool(dom, st, "submit_leave_request", {"employee_id": "E0002", "request_id": 1})
+    reason = "It overlaps the quarterly close"
+    call_tool(
+        dom, st, "reject_leave_request", {"manager_id": "E0001", "request_id": 1, "reason": reason}
+    )
+    row = st.tables["LeaveRequest"][1]
+    assert (row["status"], row["decision_note"]) == ("rejected", reason)
+    with pytest.raises(ToolError, match="not submitted"):
+        call_tool(dom, st, "approve_leave_request", {"manager_id": "E0001", "request_id": 1})
+    with pytest.raises(ToolError, match="already rejected"):
+        call_tool(dom, st, "cancel_leave_request", {"employee_id": "E0002", "request_id": 1})
