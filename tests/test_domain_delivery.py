@@ -23,6 +23,14 @@ from graphgen.tasks.taskset import read_taskset
 from graphgen.types import EnumT, RefT, strip_opt
 
 TODAY = "2026-11-20"
+PARTNER_TOOLS = {
+    "accept_order",
+    "dispatch_order",
+    "list_restaurant_orders",
+    "set_item_availability",
+    "set_restaurant_open",
+    "update_item_price",
+}
 
 
 @pytest.fixture(scope="module")
@@ -250,9 +258,17 @@ def test_every_tool_is_documented_and_intents_name_what_users_supply(dom: Domain
         assert t.intents, t.name
         assert all(p.description for p in t.params.values()), t.name
         named = {f for it in t.intents for _, f, _, _ in string.Formatter().parse(it.text) if f}
-        supplied = {n for n, p in t.params.items() if strip_opt(p.ty) != RefT("Customer")}
+        # the customer or restaurant speaking is the user: the generator introduces them
+        own = (
+            (RefT("Customer"), RefT("Restaurant"))
+            if "customer_id" in t.params or (t.name in PARTNER_TOOLS)
+            else ()
+        )
+        supplied = {n for n, p in t.params.items() if strip_opt(p.ty) not in own}
         assert supplied <= named, (t.name, supplied - named)
         assert "customer_id" not in named, t.name
+        if t.name in PARTNER_TOOLS:
+            assert "restaurant_id" not in named, t.name
 
 
 def test_place_order_prices_it_and_checks_the_restaurant_and_the_dish(dom: Domain) -> None:
