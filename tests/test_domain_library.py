@@ -173,7 +173,7 @@ def test_hold_shelf_copy_only_for_its_member(dom: Domain) -> None:
 
 def test_fines_and_card_block_checkout(dom: Domain) -> None:
     st = _state()
-    with pytest.raises(ToolError, match="owes more than 5.00"):
+    with pytest.raises(ToolError, match=r"owes more than 5\.00"):
         call_tool(dom, st, "check_out", {"member_id": "M0002", "copy_id": "C0005"})
     with pytest.raises(ToolError, match="not active"):
         call_tool(dom, st, "check_out", {"member_id": "M0003", "copy_id": "C0005"})
