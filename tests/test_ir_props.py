@@ -706,7 +706,12 @@ def test_builtin_domain_expressions_round_trip(name: str) -> None:
         # cases, whose guards read the state before the effects, so it is not source.
         for case in tool.branches:
             if case.when is not None:
-                assert el.condition(to_source(case.when, keys=keys), scope) == case.when
+                src = to_source(case.when, keys=keys)
+                again = el.condition(src, scope)
+                # ``('gold' if t == 'silver' else 'platinum') == 'gold'`` (a function or a
+                # table of enum values, expanded) reads back with str literals: the text
+                # cannot carry the enum type, so then it must print the same text.
+                assert again == case.when or to_source(again, keys=keys) == src
                 n += 1
             if case.returns is None:
                 continue
@@ -716,7 +721,9 @@ def test_builtin_domain_expressions_round_trip(name: str) -> None:
             for stmt in case.effects:
                 if isinstance(stmt.effect, ir.Create) and stmt.effect.bind is not None:
                     escope[stmt.effect.bind] = RefT(stmt.effect.entity)
-            assert el.expr(to_source(case.returns, keys=keys), escope) == case.returns
+            src = to_source(case.returns, keys=keys)
+            again = el.expr(src, escope)
+            assert again == case.returns or to_source(again, keys=keys) == src  # as above
             n += 1
     assert n > 0
 

@@ -196,6 +196,31 @@ def test_write_whose_precondition_never_fails_has_no_refusal(tmp_path: Path) -> 
     assert _where(got) == ["tool 'raise_limit'"] and "plausible calls" in got[0].message
 
 
+def test_a_decimal_amount_that_can_break_a_check_is_a_refusal_path(tmp_path: Path) -> None:
+    spec = _spec()
+    # Only the amount can make the call fail: the trial calls must try decimal amounts.
+    spec["entities"]["Card"]["fields"]["limit"] = {
+        "type": "decimal",
+        "min": "100.00",
+        "max": "900.00",
+    }
+    spec["tools"]["raise_limit"]["params"]["amount"] = {
+        "type": "decimal",
+        "min": "0.01",
+        "max": "500.00",
+    }
+    spec["tools"]["raise_limit"]["requires"] = [
+        {"check": "Card[card_id].limit + amount <= 900.00", "message": "the limit would pass 900"}
+    ]
+    assert writes_without_refusal(_domain(tmp_path, spec)) == []
+    # and one whose check the amount cannot break is still found
+    spec["tools"]["raise_limit"]["requires"] = [
+        {"check": "amount <= 500.00", "message": "at most 500.00 at once"}
+    ]
+    got = writes_without_refusal(_domain(tmp_path, spec))
+    assert _where(got) == ["tool 'raise_limit'"]
+
+
 def test_enum_member_never_reachable(tmp_path: Path) -> None:
     spec = _spec()
     spec["enums"]["CardStatus"].append("lost")
