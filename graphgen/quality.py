@@ -19,7 +19,6 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import networkx as nx
 
 from graphgen import ir
 from graphgen.analysis import unreachable_tools
-from graphgen.decimals import dec_text
+from graphgen.decimals import from_units, units
 from graphgen.domain import Domain, ParamDef, ToolDef
 from graphgen.errors import DomainError, GraphgenError, ToolError
 from graphgen.footprint import FieldRef, reads
@@ -277,13 +276,11 @@ def _sample_arg(domain: Domain, p: ParamDef, st: State, rng: random.Random) -> A
         lo = int(p.min) if p.min is not None else 0
         hi = int(p.max) if p.max is not None else max(lo, 100)
         return rng.choice([lo, hi, (lo + hi) // 2, rng.randint(lo, hi)])
-    if isinstance(p.ty, DecT):  # as for ints, at the parameter's scale ("12.50")
-        unit = Decimal(1).scaleb(-p.ty.scale)
-        low = Decimal(p.min) if p.min is not None else Decimal(0)
-        high = Decimal(p.max) if p.max is not None else max(low, Decimal(100))
-        steps = int((high - low) / unit)
-        picks = [low, high, low + unit * (steps // 2), low + unit * rng.randint(0, steps)]
-        return dec_text(rng.choice(picks), p.ty.scale)
+    if isinstance(p.ty, DecT):  # as for ints, counted in units of its last place
+        lo = units(p.min if p.min is not None else 0, p.ty.scale)
+        hi = units(p.max, p.ty.scale) if p.max is not None else max(lo, units(100, p.ty.scale))
+        pick = rng.choice([lo, hi, (lo + hi) // 2, rng.randint(lo, hi)])
+        return from_units(pick, p.ty.scale)
     if p.ty == BOOL:
         return rng.random() < 0.5
     if p.ty == DATE:

@@ -28,10 +28,9 @@ import datetime as _dt
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from typing import Any, TypeVar
 
-from graphgen.decimals import dec_text
+from graphgen.decimals import from_units, units
 from graphgen.domain import Domain, EntityDef, FieldDef, Key
 from graphgen.errors import StateGenError
 from graphgen.keys import key_words
@@ -832,17 +831,15 @@ def _decimal_draw(f: FieldDef, ty: DecT, rng: random.Random) -> Callable[[], str
     at the scale, in JSON form ("12.50"); whole units are drawn as often as any other
     amount, as prices are."""
     unit = 10**ty.scale
-    lo = int(Decimal(f.min if f.min is not None else 0).scaleb(ty.scale))
-    hi = int(
-        Decimal(f.max if f.max is not None else max(1000, (f.min or 0) + 1000)).scaleb(ty.scale)
-    )
+    lo = units(f.min if f.min is not None else 0, ty.scale)
+    hi = units(f.max if f.max is not None else max(1000, (f.min or 0) + 1000), ty.scale)
     hi = max(lo, hi)
 
     def draw() -> str:
         n = rng.randint(lo, hi)
         if unit > 1 and rng.random() < 0.5:
             n = min(hi, max(lo, n - n % unit))  # a whole amount
-        return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
+        return from_units(n, ty.scale)
 
     return draw
 

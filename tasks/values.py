@@ -7,7 +7,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from graphgen.decimals import dec_text
+from graphgen.decimals import from_units, units
 from graphgen.domain import Domain, FieldDef, ParamDef, ToolDef
 from graphgen.errors import GraphgenError
 from graphgen.state import State
@@ -24,8 +24,8 @@ def free_value(domain: Domain, tool: ToolDef, p: ParamDef, rng: random.Random, s
         # an everyday amount at the parameter's scale, in its JSON form ("12.50")
         lo_d = Decimal(p.min if p.min is not None else 1)
         hi_d = min(Decimal(p.max if p.max is not None else lo_d + 500), lo_d + 500)
-        n = rng.randint(int(lo_d.scaleb(p.ty.scale)), int(hi_d.scaleb(p.ty.scale)))
-        return dec_text(Decimal(n).scaleb(-p.ty.scale), p.ty.scale)
+        n = rng.randint(units(lo_d, p.ty.scale), units(hi_d, p.ty.scale))
+        return from_units(n, p.ty.scale)
     if p.ty == INT:
         lo = int(p.min) if p.min is not None else 1
         hi = int(p.max) if p.max is not None else lo + 500
