@@ -5,7 +5,9 @@ temporary folder (check, graph, generate with proofs, verify, compile, baselines
 the script prints one Markdown table row per domain:
 
 * size: tools, write tools, entity types;
-* speed: proven tasks per minute of generation (wall clock, ``--jobs`` workers);
+* speed: proven tasks per minute of generation (wall clock, ``--jobs`` workers), and per
+  minute of CPU time (this process and its workers): the figure to compare between
+  machines and runs, as it does not move with what else the machine is doing;
 * the set: tasks by kind, reference chain lengths and proven minimum lengths
   (min-median-max), and its coverage (:func:`graphgen.tasks.coverage.coverage`): the
   share of tools, precondition branches and enum members the tasks exercise, with the
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import tempfile
 import time
@@ -50,13 +53,25 @@ class _Clock(pl.RunEvents):
 
     def __init__(self) -> None:
         self.start = 0.0
+        self.cpu0 = 0.0
         self.generate_s = 0.0
+        self.generate_cpu_s = 0.0
 
     def stage(self, step: int, total: int, title: str) -> None:
         self.start = time.perf_counter()
+        self.cpu0 = _cpu()
 
     def generated(self, result: Any, path: Path) -> None:
         self.generate_s = time.perf_counter() - self.start
+        self.generate_cpu_s = _cpu() - self.cpu0
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished workers (the generation's worker
+    pool is joined before its task set is written)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def bench(name: str, n: int, seed: int, jobs: int) -> dict[str, Any]:
@@ -67,7 +82,7 @@ def bench(name: str, n: int, seed: int, jobs: int) -> dict[str, Any]:
     tasks = res.generation.tasks
     d = res.domain
     cov = coverage(d, tasks)
-    gen_s = events.generate_s
+    gen_s, cpu_s = events.generate_s, events.generate_cpu_s
     return {
         "domain": name,
         "tools": len(d.tools),
@@ -75,6 +90,7 @@ def bench(name: str, n: int, seed: int, jobs: int) -> dict[str, Any]:
         "entities": len(d.entities),
         "tasks": len(tasks),
         "tasks_per_min": round(60 * len(tasks) / gen_s, 1) if gen_s else None,
+        "tasks_per_cpu_min": round(60 * len(tasks) / cpu_s, 1) if cpu_s else None,
         "kinds": {k: Counter(str(t.kind) for t in tasks)[k] for k in KINDS},
         "chain": _spread([len(t.chain) for t in tasks]),
         "min_calls": _spread([t.min_calls for t in tasks]),
@@ -92,10 +108,10 @@ def bench(name: str, n: int, seed: int, jobs: int) -> dict[str, Any]:
 
 
 HEADER = (
-    "| domain | tools | writes | entities | tasks/min | action / info / refusal "
-    "| chain len | proven min | tools / branches / enums covered "
-    "| oracle | noop | echo | random |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| domain | tools | writes | entities | tasks/min | tasks/CPU-min "
+    "| action / info / refusal | chain len | proven min "
+    "| tools / branches / enums covered | oracle | noop | echo | random |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -108,6 +124,7 @@ def row(r: dict[str, Any]) -> str:
         r["writes"],
         r["entities"],
         r["tasks_per_min"],
+        r["tasks_per_cpu_min"],
         f"{k['action']} / {k['information']} / {k['refusal']}",
         r["chain"],
         r["min_calls"],

@@ -380,6 +380,12 @@ def _vocab_from_name(entity: str, fname: str) -> str:
     return "word"
 
 
+def canonical_vocab(name: str) -> str:
+    """The vocabulary a hint names, aliases resolved (``Full_Name`` is ``person_name``)."""
+    name = name.strip().lower()
+    return _VOCAB_ALIASES.get(name, name)
+
+
 def vocab_names() -> list[str]:
     """Every name a ``vocab:`` hint may use: the built-in generators, their aliases and
     the shipped vocabulary files, sorted."""
@@ -401,8 +407,7 @@ def vocab_problem(hint: str) -> str | None:
     """
     from graphgen.suggest import did_you_mean
 
-    name = hint.strip().lower()
-    name = _VOCAB_ALIASES.get(name, name)
+    name = canonical_vocab(hint)
     if name in KNOWN_VOCABS or vocab_file_exists(name):
         return None
     return (
@@ -418,8 +423,7 @@ def resolve_vocab(entity: EntityDef | str, f: FieldDef) -> str:
     """
     ename = entity if isinstance(entity, str) else entity.name
     if f.vocab:
-        hint = f.vocab.strip().lower()
-        hint = _VOCAB_ALIASES.get(hint, hint)
+        hint = canonical_vocab(f.vocab)
         if hint in KNOWN_VOCABS or vocab_file_exists(hint):
             return hint
     return _vocab_from_name(ename, f.name)

@@ -53,7 +53,7 @@ from graphgen.tasks.referring import (
 )
 from graphgen.tasks.render import spoken_forms, stated, states_order
 from graphgen.tasks.shortcuts import echo_answer, hedge_answer
-from graphgen.tasks.softrefusal import soft_reason
+from graphgen.tasks.softrefusal import SoftReason, soft_reason
 
 REASONS = (
     "bad_chain",
@@ -655,7 +655,7 @@ def check_candidate(
     else:
         if state_diff(s0, s1):
             return GateResult(False, "state_changed", f"a {kind} task must change nothing")
-        soft: str | None = None
+        soft: SoftReason | None = None
         if kind == "refusal":  # first: is there anything to refuse at all?
             if refused_call is None:
                 return GateResult(False, "bad_chain", "a refusal task names its refused call")
@@ -673,16 +673,26 @@ def check_candidate(
                         "refusal_succeeds",
                         f"{refused_call.tool} would succeed: nothing to refuse",
                     )
-                if not goal.answer_any or any(g != [soft] for g in goal.answer_any):
+                true = soft.groups()
+                if [soft.message] not in goal.answer_any or any(
+                    g not in true for g in goal.answer_any
+                ):
                     return GateResult(
                         False,
                         "refusal_reason_wrong",
-                        f"{refused_call.tool} soft-fails with {soft!r}, the one reason to "
-                        f"give, not {goal.answer_any!r}",
+                        f"{refused_call.tool} soft-fails with {soft.message!r}; the reasons "
+                        f"to give are {true!r}, not {goal.answer_any!r}",
+                    )
+                if all(g == [soft.message] for g in goal.answer_any):
+                    return GateResult(
+                        False,
+                        "refusal_reason_uncitable",
+                        f"{refused_call.tool} soft-fails with {soft.message!r}, and only that "
+                        "message word for word would pass: no value to give in other words",
                     )
         revealed = {repr(v) for _, v in know.facts_items()} | {repr(r) for r in run.results}
         if soft is not None:
-            revealed.add(repr(soft))  # the refused call shows it and changes nothing
+            revealed.add(repr(soft.message))  # the refused call shows it, changing nothing
         for v in [*goal.answer, *(x for group in goal.answer_any for x in group)]:
             if stated(instruction, v):
                 # A value the user already said is no answer (nor a reason to refuse).

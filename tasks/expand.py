@@ -63,7 +63,7 @@ from graphgen.tasks.render import (
     unsaid_givens,
 )
 from graphgen.tasks.shortcuts import contradicting, said, scalars
-from graphgen.tasks.softrefusal import soft_reason
+from graphgen.tasks.softrefusal import SoftReason, soft_reason
 from graphgen.tasks.values import free_value
 from graphgen.today import tool_uses_today
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, strip_opt
@@ -894,7 +894,7 @@ class Expander:
                 continue
             # A call that passes its requires but soft-fails is refused for the message
             # it returns (tasks/softrefusal.py); the agent sees it by making the call.
-            soft: str | None = None
+            soft: SoftReason | None = None
             if failed_check(self.domain, st, tool.name, args) is None:
                 soft = soft_reason(self.domain, st, tool.name, args)
                 if soft is None:
@@ -969,13 +969,22 @@ class Expander:
                 # A count ("only 2 seats left", "1 flown trip") is a reason too.
                 values += group
             values = list({repr(v): v for v in values if not said(text, v)}.values())
+            groups = [[v] for v in values]
             if soft is not None:
-                if said(text, soft):
+                if said(text, soft.message):
                     planner.restore(snap)
                     stated = True
                     continue
-                values = [soft]
-                shown.add(repr(soft))  # the refused call shows it and changes nothing
+                groups = [g for g in soft.groups() if g == [soft.message] or not said(text, g[0])]
+                if len(groups) == 1:
+                    # Only the message itself is left to give, and an agent that puts it
+                    # in its own words would fail: no fair refusal here.
+                    planner.restore(snap)
+                    stated = stated or bool(soft.values)
+                    uncitable = uncitable or not soft.values
+                    continue
+                values = [soft.message]
+                shown.add(repr(soft.message))  # the refused call shows it, changing nothing
             if not any(repr(v) in shown for v in values):
                 planner.restore(snap)
                 # Every reason already said ("buy a gift card with my gift card"): this
@@ -1003,7 +1012,7 @@ class Expander:
                 list(planner.givens),
                 list(targets.values()),
                 text,
-                Goal(changes=[], answer_any=[[v] for v in values], answer_not=wrong),
+                Goal(changes=[], answer_any=groups, answer_not=wrong),
                 refused_call=Call(tool=tool.name, args=args),
             )
         if hedged:
@@ -1192,10 +1201,11 @@ def _blocking_values(
                 except ToolError:
                     continue
                 fact = (node.entity, key, node.field, v)
-                if isinstance(node.ty, RefT):
+                ref = strip_opt(node.ty)  # an optional reference names a row too
+                if isinstance(ref, RefT):
                     # An id is no reason to cite, but what it names is: "that item is
                     # a different product" cites the product's display name.
-                    other = domain.entities[node.ty.entity]
+                    other = domain.entities[ref.entity]
                     row = st.tables[other.name].get(v)
                     if other.display is None or row is None:
                         continue

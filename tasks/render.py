@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, assert_never
 
 from graphgen import ir
-from graphgen.domain import Domain, ToolDef
+from graphgen.domain import Domain, ParamDef, ToolDef
 from graphgen.errors import ToolError
 from graphgen.interp import evaluate
 from graphgen.knowledge import Sort, param_sort, parse_sort
@@ -25,6 +25,7 @@ from graphgen.tasks.model import Given, Target
 from graphgen.tasks.referring import given_phrase, humanize, plural, words
 from graphgen.today import today_of_state, uses_today
 from graphgen.types import EnumT
+from graphgen.vocabulary import KNOWN_VOCABS, canonical_vocab
 
 # Each opener ends a sentence: what follows is capitalised ("Hi there. My email ...").
 _OPENERS = ("Hi! ", "Hello. ", "Hi there. ", "", "Good day. ")
@@ -207,6 +208,10 @@ def intent_text(
             implied.add(name)
             continue
         spoken[name] = speak(domain, s, v, targets, created, f"{tool.name}.{name}")
+        if _free_text(tool.params[name], s, v):
+            # Quoted, so where the text ends is plain: "add the note: High floor." left
+            # agents unsure whether the full stop belongs to the note.
+            spoken[name] = f'"{spoken[name]}"'
     if tool.intents:
         usable = _true_intents(domain, tool, args, state) if state is not None else []
         if state is None:
@@ -239,6 +244,19 @@ def intent_text(
             else:
                 text += f" The {humanize(n)} is {spoken[n]}."
     return text
+
+
+# Vocabularies of values that read as part of a sentence (a street, a person's name, a
+# product): said as they are, even when several words long.
+_INLINE_VOCABS = KNOWN_VOCABS - {"phrase", "title", "word"}
+
+
+def _free_text(p: ParamDef, s: Sort, v: Any) -> bool:
+    """Is ``v`` free text the user dictates (a note, a reason: three words or more, not
+    an id, an enum member, an address or a name)? Such a value is quoted when spoken."""
+    if not isinstance(v, str) or s.kind in ("key", "enum") or len(v.split()) < 3:
+        return False
+    return p.vocab is None or canonical_vocab(p.vocab) not in _INLINE_VOCABS
 
 
 def speak(

@@ -507,3 +507,19 @@ def test_generation_is_deterministic(task_set: Path, tmp_path: Path) -> None:
     again = tmp_path / "again.jsonl"
     pl.generate("delivery", 15, pl.Options(seed=3, prove=False), output=again)
     assert again.read_bytes() == task_set.read_bytes()
+
+
+def test_a_refusal_cites_the_promo_code_not_its_id(dom: Domain) -> None:
+    """"Order already has a promo code": the blocking field is an optional reference, so
+    the reason to give is the code the customer knows, never the internal id."""
+    from graphgen.tasks.expand import _blocking_values
+
+    st = generate_state(dom, 0)
+    oid, order = next((k, o) for k, o in sorted(st.tables["Order"].items()))
+    pid, promo = sorted(st.tables["Promo"].items())[0]
+    order.update(status="placed", promo_id=pid)
+    other = sorted(st.tables["Promo"])[1]
+    args = {"customer_id": order["customer_id"], "order_id": oid, "promo_id": other}
+    facts = _blocking_values(dom, st, dom.tools["apply_promo"], args)
+    assert ("Promo", pid, "code", promo["code"]) in facts
+    assert all(v != pid for *_, v in facts), facts

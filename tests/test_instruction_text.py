@@ -391,3 +391,33 @@ def test_a_given_no_request_says_is_not_put_in_an_about_clause() -> None:
     said = "I'd like to order the Alarm Clock item in turquoise and in size XS."
     text = _with_opener(RETAIL, givens, random.Random(0), said, "User")
     assert "It's about" not in text and "jm@example.net" in text and text.endswith(said)
+
+
+def test_free_text_is_quoted_so_its_end_is_plain() -> None:
+    """A dictated note ends before the sentence's full stop: quoted, the agent cannot take
+    the stop for part of the value (the grader compares the written value exactly)."""
+    hotel = load_builtin("hotel")
+    tool = hotel.tools["set_special_request"]
+    st = generate_state(hotel, 0)
+    res_id, row = next(
+        (k, r) for k, r in sorted(st.tables["Reservation"].items()) if r["status"] == "booked"
+    )
+    note = "High floor away from the elevator"
+    args = {"guest_id": row["guest_id"], "reservation_id": res_id, "request": note}
+    for i in range(10):
+        text = intent_text(hotel, tool, args, random.Random(i), {}, {}, None, st)
+        assert f'"{note}"' in text, text
+        assert stated(text, note)
+    # a two-word value or an enum member is said as is
+    cancel = hotel.tools["cancel_reservation"]
+    text = intent_text(
+        hotel,
+        cancel,
+        {"guest_id": row["guest_id"], "reservation_id": res_id},
+        random.Random(0),
+        {},
+        {},
+        None,
+        st,
+    )
+    assert '"' not in text, text

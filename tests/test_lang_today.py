@@ -22,6 +22,7 @@ from graphgen.stategen import generate_state
 from graphgen.stateimport import StateImportError, import_state
 from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.model import Task
+from graphgen.tasks.softrefusal import soft_reason
 from graphgen.tasks.taskset import generate
 from graphgen.today import DEFAULT_TODAY, uses_today
 from graphgen.verify.concrete import run_concrete
@@ -242,27 +243,60 @@ def soft_refusals() -> list[Task]:
 
 def test_a_soft_failure_is_a_refusal_reason() -> None:
     """cancel_visit of a visit that is today or past passes its requires and soft-fails:
-    the refusal's one reason is the message the tool returns."""
+    the refusal's reasons are the message the tool returns, or the visit's day (what the
+    failing guard ``day > today()`` reads), so an agent may say it in its own words."""
     tasks = soft_refusals()
     assert tasks, "no refusal generated"
     msg = "The visit is today or past."
     for t in tasks:
         assert t.refused_call is not None and t.refused_call.tool == "cancel_visit"
-        assert t.goal.answer_any == [[msg]]
+        day = t.initial_state["tables"]["Visit"][t.refused_call.args["visit_id"]]["day"]
+        assert t.goal.answer_any == [[msg], [day]]
         assert check_task(clinic(), t).ok
         assert all(p.ok for p in prove_task(clinic(), t).proofs)
         s0 = t.initial_state
         g = t.goal.model_dump()
         assert grade(s0, s0, g, f"Sorry, I could not cancel it: {msg}")["success"]
+        own_words = f"Your visit on {day} is not ahead of us any more, so it cannot be cancelled."
+        assert grade(s0, s0, g, own_words)["success"]
+        assert not grade(s0, s0, g, "Sorry, I cannot cancel that visit.")["success"]
         assert not grade(s0, s0, g, "")["success"]  # a do-nothing agent fails
+
+
+def test_soft_reasons_come_from_the_guard_not_the_message() -> None:
+    d = clinic()
+    s = generate_state(d, 0)
+    s.tables["Visit"]["V001"].update(day="2026-06-10", status="booked")
+    s.today = "2026-06-12"
+    why = soft_reason(d, s, "cancel_visit", {"visit_id": "V001"})
+    assert why is not None and why.message == "The visit is today or past."
+    assert why.values == ("2026-06-10",)  # the failed guard's operand; today() is no reason
+    s.today = "2026-06-01"
+    assert soft_reason(d, s, "cancel_visit", {"visit_id": "V001"}) is None  # it succeeds
 
 
 def test_gate_rejects_a_soft_refusal_with_a_wrong_reason() -> None:
     t = soft_refusals()[0]
-    for wrong in ([["The visit is fully booked."]], [[t.goal.answer_any[0][0]], ["booked"]]):
+    msg, day = t.goal.answer_any[0], t.goal.answer_any[1]
+    for wrong in (
+        [["The visit is fully booked."]],
+        [msg, ["booked"]],
+        [msg, ["2020-01-01"]],
+        [day],
+    ):
         bad = t.model_copy(update={"goal": t.goal.model_copy(update={"answer_any": wrong})})
         verdict = check_task(clinic(), bad)
-        assert not verdict.ok and verdict.reason == "refusal_reason_wrong", verdict
+        assert not verdict.ok and verdict.reason == "refusal_reason_wrong", (wrong, verdict)
+
+
+def test_gate_rejects_a_soft_refusal_graded_on_the_message_alone() -> None:
+    """Only the message word for word: an agent that says it in its own words fails."""
+    t = soft_refusals()[0]
+    bad = t.model_copy(
+        update={"goal": t.goal.model_copy(update={"answer_any": [t.goal.answer_any[0]]})}
+    )
+    verdict = check_task(clinic(), bad)
+    assert not verdict.ok and verdict.reason == "refusal_reason_uncitable", verdict
 
 
 def test_gate_rejects_a_soft_refusal_that_would_succeed() -> None:
