@@ -634,8 +634,14 @@ class ToolEmitter:
                 reads |= {n.name for n in ir.walk(x) if isinstance(n, ir.Var)}
         self.runtime_names |= {"Journal", "ToolError"}
         out(0)
-        if t.uses_old:
-            # old(...) and let names read the state as it was before the effects.
+        exprs = [x for s in effects for x in ir.effect_exprs(s.effect)]
+        if any(
+            isinstance(n, ir.Old)
+            for x in [*exprs, *([returns] if returns else [])]
+            for n in ir.walk(x)
+        ):
+            # old(...) and let names read the state as it was before the effects; a case
+            # that reads none of it makes no copy (nor an unused name).
             before = fresh_name("before", self.used)
             out(4, f"{before} = db.model_copy(deep=True)")
             self.printer.old_db = before

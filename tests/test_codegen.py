@@ -666,6 +666,46 @@ def test_ruff_clean(gen_root: Path) -> None:
         assert res.returncode == 0, res.stdout + res.stderr
 
 
+_TWO_CASES = """
+name: counter
+description: A counter with two outcomes.
+policy: Count.
+entities:
+  Counter:
+    key: {name: counter_id, prefix: "C"}
+    fields:
+      value: {type: int, min: 0, max: 1000}
+tools:
+  bump:
+    params: {counter_id: Counter, by: {type: int, min: 1, max: 10}}
+    let:
+      was: "Counter[counter_id].value"
+    cases:
+      - when: "by > 5"
+        effects: ["Counter[counter_id].value += 5 if by > 8 else by"]
+        returns: "f'capped, was {was}'"
+      - effects: ["Counter[counter_id].value += 1"]
+        returns: "'one'"
+"""
+
+
+def test_a_case_that_reads_no_earlier_state_keeps_no_copy(tmp_path: Path) -> None:
+    """Only the case whose result reads a ``let`` (the state before its effects) copies
+    the state; the other case made an unused copy before (ruff F841)."""
+    out = tmp_path / "counter_env"
+    write_package(loads_domain(_TWO_CASES, "counter.yaml"), out)
+    tools = (out / "tools.py").read_text(encoding="utf-8")
+    assert tools.count("model_copy(deep=True)") == 1, tools
+    res = subprocess.run(
+        [str(VENV_BIN / "ruff"), "check", "--no-cache", "--isolated", "--select", "F,UP", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 @pytest.mark.slow
 def test_mypy_strict_clean(gen_root: Path) -> None:
     dirs = [str(c.path) for c in _all_compiled(gen_root)]
