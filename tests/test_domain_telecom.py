@@ -76,7 +76,9 @@ def _state() -> State:
                 },
             },
             "Line": {
-                "L0001": _line("C0001", "415-555-0101", "PL02", "active", data_used_gb=Decimal("8.50")),
+                "L0001": _line(
+                    "C0001", "415-555-0101", "PL02", "active", data_used_gb=Decimal("8.50")
+                ),
                 "L0002": _line("C0001", "415-555-0102", "PL01", "suspended"),
                 "L0003": _line("C0001", "415-555-0103", "PL01", "terminated"),
                 "L0004": _line("C0001", "415-555-0104", "PL01", "active"),
@@ -190,7 +192,10 @@ def test_an_overdue_bill_blocks_restoring_and_adding_lines(dom: Domain) -> None:
         call_tool(dom, st, "restore_line", {"customer_id": "C0002", "line_id": "L0005"})
     with pytest.raises(ToolError, match="overdue bill"):
         call_tool(
-            dom, st, "add_line", {"customer_id": "C0002", "number": "212-555-0199", "plan_id": "PL01"}
+            dom,
+            st,
+            "add_line",
+            {"customer_id": "C0002", "number": "212-555-0199", "plan_id": "PL01"},
         )
     due = call_tool(dom, st, "get_amount_due", {"customer_id": "C0002"})
     assert due["unpaid_total"] == due["overdue_total"] == "44.99"
@@ -213,15 +218,23 @@ def test_at_most_five_lines_and_numbers_are_not_reused(dom: Domain) -> None:
     # Ana holds 3 lines that are not terminated (the terminated one does not count)
     with pytest.raises(ToolError, match="already in use"):
         call_tool(
-            dom, st, "add_line", {"customer_id": "C0001", "number": "415-555-0103", "plan_id": "PL01"}
+            dom,
+            st,
+            "add_line",
+            {"customer_id": "C0001", "number": "415-555-0103", "plan_id": "PL01"},
         )
     for n in ("415-555-0111", "415-555-0112"):
-        out = call_tool(dom, st, "add_line", {"customer_id": "C0001", "number": n, "plan_id": "PL01"})
+        out = call_tool(
+            dom, st, "add_line", {"customer_id": "C0001", "number": n, "plan_id": "PL01"}
+        )
     assert out["line_id"] == "L0007"
     assert st.tables["Line"]["L0007"]["status"] == "active"
     with pytest.raises(ToolError, match="already has 5 lines"):
         call_tool(
-            dom, st, "add_line", {"customer_id": "C0001", "number": "415-555-0113", "plan_id": "PL01"}
+            dom,
+            st,
+            "add_line",
+            {"customer_id": "C0001", "number": "415-555-0113", "plan_id": "PL01"},
         )
 
 
@@ -231,12 +244,22 @@ def test_data_usage_against_the_quota(dom: Domain) -> None:
     assert (usage["quota_gb"], usage["remaining_gb"]) == (10, "7.00")
     # 8.50 GB used does not fit in Starter's 5 GB
     with pytest.raises(ToolError, match="already used more data"):
-        call_tool(dom, st, "change_plan", {"customer_id": "C0001", "line_id": "L0001", "plan_id": "PL01"})
+        call_tool(
+            dom, st, "change_plan", {"customer_id": "C0001", "line_id": "L0001", "plan_id": "PL01"}
+        )
     # a large pack (20 GB) makes room; the pack is billed, due in 14 days
-    out = call_tool(dom, st, "buy_data_pack", {"customer_id": "C0001", "line_id": "L0001", "size": "large"})
+    out = call_tool(
+        dom, st, "buy_data_pack", {"customer_id": "C0001", "line_id": "L0001", "size": "large"}
+    )
     bill = st.tables["Bill"][out["bill_id"]]
-    assert (str(bill["amount"]), bill["due_on"], bill["status"]) == ("40.00", "2026-06-24", "unpaid")
-    call_tool(dom, st, "change_plan", {"customer_id": "C0001", "line_id": "L0001", "plan_id": "PL01"})
+    assert (str(bill["amount"]), bill["due_on"], bill["status"]) == (
+        "40.00",
+        "2026-06-24",
+        "unpaid",
+    )
+    call_tool(
+        dom, st, "change_plan", {"customer_id": "C0001", "line_id": "L0001", "plan_id": "PL01"}
+    )
     assert st.tables["Line"]["L0001"]["plan_id"] == "PL01"
     # the pack now carries the usage, so it cannot be cancelled
     with pytest.raises(ToolError, match="already used data from pack"):
@@ -249,21 +272,33 @@ def test_data_usage_against_the_quota(dom: Domain) -> None:
 def test_at_most_three_active_packs_on_active_lines(dom: Domain) -> None:
     st = _state()
     with pytest.raises(ToolError, match="not active, so no data pack"):
-        call_tool(dom, st, "buy_data_pack", {"customer_id": "C0001", "line_id": "L0002", "size": "small"})
+        call_tool(
+            dom, st, "buy_data_pack", {"customer_id": "C0001", "line_id": "L0002", "size": "small"}
+        )
     for _ in range(2):
-        call_tool(dom, st, "buy_data_pack", {"customer_id": "C0001", "line_id": "L0004", "size": "small"})
+        call_tool(
+            dom, st, "buy_data_pack", {"customer_id": "C0001", "line_id": "L0004", "size": "small"}
+        )
     with pytest.raises(ToolError, match="already has 3 active data packs"):
-        call_tool(dom, st, "buy_data_pack", {"customer_id": "C0001", "line_id": "L0004", "size": "small"})
+        call_tool(
+            dom, st, "buy_data_pack", {"customer_id": "C0001", "line_id": "L0004", "size": "small"}
+        )
 
 
 def test_roaming_needs_an_active_line_on_a_roaming_plan(dom: Domain) -> None:
     st = _state()
     with pytest.raises(ToolError, match="does not include roaming"):
-        call_tool(dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0004", "enabled": True})
+        call_tool(
+            dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0004", "enabled": True}
+        )
     with pytest.raises(ToolError, match="not active, so roaming"):
-        call_tool(dom, st, "set_roaming", {"customer_id": "C0002", "line_id": "L0005", "enabled": True})
+        call_tool(
+            dom, st, "set_roaming", {"customer_id": "C0002", "line_id": "L0005", "enabled": True}
+        )
     before = st.copy()
-    out = run_call(dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0001", "enabled": False})
+    out = run_call(
+        dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0001", "enabled": False}
+    )
     assert out.soft_failed and "already off" in out.value["message"] and st == before
     call_tool(dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0001", "enabled": True})
     assert st.tables["Line"]["L0001"]["roaming"] is True
@@ -274,11 +309,26 @@ def test_device_payments_and_unlocking(dom: Domain) -> None:
     with pytest.raises(ToolError, match="not paid off yet"):
         call_tool(dom, st, "unlock_device", {"customer_id": "C0001", "device_id": "D0001"})
     before = st.copy()
-    out = run_call(dom, st, "pay_device_balance", {"customer_id": "C0001", "device_id": "D0001", "amount": "150.00"})
+    out = run_call(
+        dom,
+        st,
+        "pay_device_balance",
+        {"customer_id": "C0001", "device_id": "D0001", "amount": "150.00"},
+    )
     assert out.soft_failed and out.value["success"] is False and st == before
     with pytest.raises(ToolError, match="already paid off"):
-        call_tool(dom, st, "pay_device_balance", {"customer_id": "C0001", "device_id": "D0002", "amount": "5.00"})
-    out = call_tool(dom, st, "pay_device_balance", {"customer_id": "C0001", "device_id": "D0001", "amount": "120.00"})
+        call_tool(
+            dom,
+            st,
+            "pay_device_balance",
+            {"customer_id": "C0001", "device_id": "D0002", "amount": "5.00"},
+        )
+    out = call_tool(
+        dom,
+        st,
+        "pay_device_balance",
+        {"customer_id": "C0001", "device_id": "D0001", "amount": "120.00"},
+    )
     assert out["balance"] == "0.00"
     call_tool(dom, st, "unlock_device", {"customer_id": "C0001", "device_id": "D0001"})
     with pytest.raises(ToolError, match="already unlocked"):
@@ -300,8 +350,13 @@ def test_line_settings_change_only_what_is_given(dom: Domain) -> None:
 def test_searches(dom: Domain) -> None:
     st = _state()
     assert call_tool(dom, st, "find_customer_by_number", {"number": "212-555-0105"}) == ["C0002"]
-    assert [p["plan_id"] for p in call_tool(dom, st, "find_plan_by_name", {"name": "travel world"})] == ["PL02"]
-    assert [d["device_id"] for d in call_tool(dom, st, "search_devices", {"customer_id": "C0001", "query": "pixel"})] == ["D0001"]
+    assert [
+        p["plan_id"] for p in call_tool(dom, st, "find_plan_by_name", {"name": "travel world"})
+    ] == ["PL02"]
+    assert [
+        d["device_id"]
+        for d in call_tool(dom, st, "search_devices", {"customer_id": "C0001", "query": "pixel"})
+    ] == ["D0001"]
     unpaid = call_tool(dom, st, "list_bills", {"customer_id": "C0001", "status": "unpaid"})
     assert [b["bill_id"] for b in unpaid] == ["B0001"]
 
