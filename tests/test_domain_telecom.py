@@ -289,18 +289,18 @@ def test_roaming_needs_an_active_line_on_a_roaming_plan(dom: Domain) -> None:
     st = _state()
     with pytest.raises(ToolError, match="does not include roaming"):
         call_tool(
-            dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0004", "enabled": True}
+            dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0004", "setting": "on"}
         )
     with pytest.raises(ToolError, match="not active, so roaming"):
         call_tool(
-            dom, st, "set_roaming", {"customer_id": "C0002", "line_id": "L0005", "enabled": True}
+            dom, st, "set_roaming", {"customer_id": "C0002", "line_id": "L0005", "setting": "on"}
         )
     before = st.copy()
     out = run_call(
-        dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0001", "enabled": False}
+        dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0001", "setting": "off"}
     )
     assert out.soft_failed and "already off" in out.value["message"] and st == before
-    call_tool(dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0001", "enabled": True})
+    call_tool(dom, st, "set_roaming", {"customer_id": "C0001", "line_id": "L0001", "setting": "on"})
     assert st.tables["Line"]["L0001"]["roaming"] is True
 
 
