@@ -37,6 +37,7 @@ def _line(customer: str, number: str, plan: str, status: str, **kw: Any) -> dict
         "data_used_gb": Decimal("3.00"),
         "nickname": None,
         "usage_alert_gb": None,
+        "activated_on": "2025-11-02",
     }
     row.update(kw)
     return row
