@@ -376,3 +376,9 @@ def test_generated_set_has_all_kinds_and_is_not_gamed(task_set: Path) -> None:
     assert pl.evaluate(task_set, "oracle").success_rate == 1.0
     for agent in ("noop", "echo"):
         assert pl.evaluate(task_set, agent).success_rate == 0.0
+
+
+def test_generation_is_deterministic(task_set: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again.jsonl"
+    pl.generate("telecom", 15, pl.Options(seed=3, prove=False), output=again)
+    assert again.read_bytes() == task_set.read_bytes()
