@@ -37,7 +37,6 @@ def _line(customer: str, number: str, plan: str, status: str, **kw: Any) -> dict
         "data_used_gb": Decimal("3.00"),
         "nickname": None,
         "usage_alert_gb": None,
-        "activated_on": "2025-11-02",
     }
     row.update(kw)
     return row
@@ -110,7 +109,6 @@ def _state() -> State:
                     "gb": 5,
                     "price": Decimal("15.00"),
                     "status": "active",
-                    "bought_on": "2026-06-01",
                 },
             },
             "Bill": {
@@ -248,16 +246,15 @@ def test_data_usage_against_the_quota(dom: Domain) -> None:
         call_tool(
             dom, st, "change_plan", {"customer_id": "C0001", "line_id": "L0001", "plan_id": "PL01"}
         )
-    # a large pack (20 GB) makes room; the pack is billed, due in 14 days
+    # a large pack (20 GB) makes room; it is charged at once, so no bill is made
+    bills = dict(st.tables["Bill"])
     out = call_tool(
         dom, st, "buy_data_pack", {"customer_id": "C0001", "line_id": "L0001", "size": "large"}
     )
-    bill = st.tables["Bill"][out["bill_id"]]
-    assert (str(bill["amount"]), bill["due_on"], bill["status"]) == (
-        "40.00",
-        "2026-06-24",
-        "unpaid",
-    )
+    assert out["message"] == "Added 20 GB to 415-555-0101 for 40.00."
+    assert st.tables["Bill"] == bills
+    pack = st.tables["DataPack"][out["pack_id"]]
+    assert (pack["gb"], str(pack["price"]), pack["status"]) == (20, "40.00", "active")
     call_tool(
         dom, st, "change_plan", {"customer_id": "C0001", "line_id": "L0001", "plan_id": "PL01"}
     )
