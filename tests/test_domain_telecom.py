@@ -347,7 +347,8 @@ def test_line_settings_change_only_what_is_given(dom: Domain) -> None:
 
 def test_searches(dom: Domain) -> None:
     st = _state()
-    assert call_tool(dom, st, "find_customer_by_number", {"number": "212-555-0105"}) == ["C0002"]
+    assert call_tool(dom, st, "find_line_by_number", {"number": "212-555-0105"}) == ["L0005"]
+    assert call_tool(dom, st, "get_line", {"line_id": "L0005"})["customer_id"] == "C0002"
     assert [
         p["plan_id"] for p in call_tool(dom, st, "find_plan_by_name", {"name": "travel world"})
     ] == ["PL02"]
