@@ -356,7 +356,9 @@ def test_searches(dom: Domain) -> None:
         d["device_id"]
         for d in call_tool(dom, st, "search_devices", {"customer_id": "C0001", "query": "pixel"})
     ] == ["D0001"]
-    unpaid = call_tool(dom, st, "list_bills", {"customer_id": "C0001", "status": "unpaid"})
+    unpaid = call_tool(
+        dom, st, "list_bills_by_status", {"customer_id": "C0001", "status": "unpaid"}
+    )
     assert [b["bill_id"] for b in unpaid] == ["B0001"]
 
 
