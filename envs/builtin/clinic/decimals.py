@@ -36,6 +36,17 @@ def dec_text(value: Decimal | int, scale: int) -> str:
     return f"{q:f}"
 
 
+def units(value: object, scale: int) -> int:
+    """``value`` counted in units of the last place at ``scale``: 12.50 at 2 is 1250.
+    Drawing a decimal is drawing an int of units (:func:`from_units` turns it back)."""
+    return int(Decimal(str(value)).scaleb(scale))
+
+
+def from_units(n: int, scale: int) -> str:
+    """The JSON form of ``n`` units at ``scale``: 1250 at 2 is "12.50"."""
+    return dec_text(Decimal(n).scaleb(-scale), scale)
+
+
 def places(value: Decimal) -> int:
     """How many places ``value`` needs (trailing zeros do not count): 12.50 needs 1."""
     exp = value.normalize().as_tuple().exponent
