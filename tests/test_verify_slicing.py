@@ -521,3 +521,85 @@ def test_a_node_the_analysis_does_not_model_keeps_the_whole_state(where: str) ->
     assert flow.whole
     assert flow.state == state
     assert flow.know is None and flow.written is None  # nothing bounded, nothing claimed
+
+
+# ------------------------------------------------------------------ today's date
+
+_DATED = """
+name: dated
+description: Orders stamped with today's date.
+policy: Identify the customer by email.
+entities:
+  Customer:
+    key: {name: customer_id, prefix: "C"}
+    fields:
+      email: {type: str, unique: true, givable: true}
+  Order:
+    key: {name: order_id, prefix: "O"}
+    fields:
+      customer_id: Customer
+      placed_on: date
+      due_on: date
+tools:
+  find_customer:
+    params: {email: Customer.email}
+    returns: "[c.customer_id for c in Customer if c.email == email]"
+  list_orders:
+    params: {customer_id: Customer}
+    returns: "[o.order_id for o in Order if o.customer_id == customer_id]"
+  place_order:
+    params: {customer_id: Customer}
+    effects:
+      - "Order.create(customer_id=customer_id, placed_on=today(), due_on=today() + 30)"
+  extend:
+    params: {order_id: Order}
+    effects: ["Order[order_id].due_on = Order[order_id].due_on + 7"]
+"""
+
+
+def _dated_state(today: str) -> State:
+    tables: dict[str, dict[Any, dict[str, Any]]] = {
+        "Customer": {f"C{i}": {"email": f"c{i}@example.com"} for i in range(1, 6)},
+        "Order": {
+            f"O{i}": {
+                "customer_id": f"C{i % 5 + 1}",
+                "placed_on": "2026-01-02",
+                "due_on": "2026-02-01",
+            }
+            for i in range(1, 11)
+        },
+    }
+    return State(tables=tables, counters={"Order": 10}, today=today)
+
+
+@pytest.mark.parametrize("today", ["2026-03-01", "2026-12-25"])
+def test_rows_stamped_with_today_keep_the_slice_small(today: str) -> None:
+    """``today()`` is one date through a chain, and a constant number of days from it is
+    another: a row created with them is bounded, so the analysis keeps only the rows the
+    customer can reach (it used to keep the whole state). A date shifted from a field's
+    date stays unbounded, and the whole state is kept (sound; bounding ``due_on + 7``
+    written back would never reach a fixpoint)."""
+    full = loads_domain(_DATED, "dated.yaml")
+    domain = dataclasses.replace(full, tools={n: t for n, t in full.tools.items() if n != "extend"})
+    state = _dated_state(today)
+    givens = [(Sort("field", "Customer.email"), "c2@example.com")]
+    flow = analyze_flow(domain, state, givens=givens, creates={"Order": 3})
+    assert not flow.whole
+    assert set(flow.state.tables["Customer"]) == {"C2"}
+    assert set(flow.state.tables["Order"]) == {"O1", "O6"}
+    chain = [
+        ("find_customer", {"email": "c2@example.com"}),
+        ("place_order", {"customer_id": "C2"}),
+        ("list_orders", {"customer_id": "C2"}),
+        ("place_order", {"customer_id": "C2"}),
+    ]
+    full_outs, full_final = _run(domain, state, chain)
+    sl_outs, sl_final = _run(domain, flow.state, chain)
+    assert sl_outs == full_outs and all(o[0] == "ok" for o in full_outs)
+    new = sorted(set(full_final.tables["Order"]) - set(state.tables["Order"]))
+    assert len(new) == 2
+    for k in new:
+        assert sl_final.tables["Order"][k] == full_final.tables["Order"][k]
+        assert full_final.tables["Order"][k]["placed_on"] == today
+    _check_claims(domain, state, givens, chain, flow)
+    assert analyze_flow(full, state, givens=givens, creates={"Order": 3}).whole

@@ -83,6 +83,7 @@ from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
 from graphgen.strings import TEXT_OPS
 from graphgen.strings import apply as str_apply
+from graphgen.today import today_of_state
 from graphgen.types import DATE, STR, ListT, MapT, RecordT, RefT, RowT, Ty, strip_opt
 from graphgen.verify.evaluator import free_vars
 
@@ -793,6 +794,20 @@ class _Flow:
                 self.value_of(i, env)
                 lst = self.value_of(xs, env)
                 return lst.elem if isinstance(lst, AList) else None  # any item of the list
+            case ir.Today():
+                # one date through a whole chain (the state's): bounded, so a row created
+                # with today's date does not make the analysis keep the whole state
+                return {today_of_state(self.state)}
+            case ir.Arith() if e.ty == DATE and all(
+                isinstance(n, ir.Today | ir.Lit | ir.Arith) for n in ir.walk(e)
+            ):
+                # a constant number of days from today ("today() + 30") is one date too.
+                # A shift of a field's date stays unbounded: due_on + 7, written back,
+                # would grow the set of dates without end.
+                try:
+                    return {evaluate(e, self.state, {}, self.domain)}
+                except ToolError:
+                    return set()  # out of the calendar: the call fails, writing nothing
             case (
                 ir.Compare()
                 | ir.BoolOp()
@@ -802,7 +817,6 @@ class _Flow:
                 | ir.Contains()
                 | ir.Len()
                 | ir.IsNone()
-                | ir.Today()
             ):
                 # bool or int values, never tracked; their operands still probe rows
                 for x in ir.children(e):
