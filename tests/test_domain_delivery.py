@@ -510,8 +510,9 @@ def test_generation_is_deterministic(task_set: Path, tmp_path: Path) -> None:
 
 
 def test_a_refusal_cites_the_promo_code_not_its_id(dom: Domain) -> None:
-    """"Order already has a promo code": the blocking field is an optional reference, so
-    the reason to give is the code the customer knows, never the internal id."""
+    """Refused because the order already has a promo code: the blocking field is an
+    optional reference, so the reason to give is the code the customer knows, never the
+    internal id."""
     from graphgen.tasks.expand import _blocking_values
 
     st = generate_state(dom, 0)
