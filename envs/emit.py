@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import assert_never
 
 from graphgen import ir
-from graphgen.domain import Domain, ToolDef
+from graphgen.domain import Domain, ToolDef, reads_old
 from graphgen.envs.layout import WIDTH, Lines, import_lines, literal_lines, py_str, sort_names
 from graphgen.envs.naming import (
     LOCAL_RESERVED,
@@ -634,12 +634,7 @@ class ToolEmitter:
                 reads |= {n.name for n in ir.walk(x) if isinstance(n, ir.Var)}
         self.runtime_names |= {"Journal", "ToolError"}
         out(0)
-        exprs = [x for s in effects for x in ir.effect_exprs(s.effect)]
-        if any(
-            isinstance(n, ir.Old)
-            for x in [*exprs, *([returns] if returns else [])]
-            for n in ir.walk(x)
-        ):
+        if reads_old(effects, returns):
             # old(...) and let names read the state as it was before the effects; a case
             # that reads none of it makes no copy (nor an unused name).
             before = fresh_name("before", self.used)

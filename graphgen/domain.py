@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
@@ -208,10 +208,16 @@ class ToolDef:
     def uses_old(self) -> bool:
         """Some effect or the return value reads the state before the call
         (``old(...)``, or a ``let:`` name): a call then keeps a copy of that state."""
-        exprs = [x for s in self.effects for x in ir.effect_exprs(s.effect)]
-        if self.returns is not None:
-            exprs.append(self.returns)
-        return any(isinstance(n, ir.Old) for x in exprs for n in ir.walk(x))
+        return reads_old(self.effects, self.returns)
+
+
+def reads_old(effects: Sequence[ir.Stmt], returns: ir.Expr | None) -> bool:
+    """Do ``effects`` or ``returns`` (a tool's, or one case's) read the state as it was
+    before the call (``old(...)``, into which ``let:`` names are lowered)?"""
+    exprs = [x for s in effects for x in ir.effect_exprs(s.effect)]
+    if returns is not None:
+        exprs.append(returns)
+    return any(isinstance(n, ir.Old) for x in exprs for n in ir.walk(x))
 
 
 @dataclass

@@ -26,9 +26,10 @@ from graphgen import ir
 from graphgen.decimals import to_result
 from graphgen.domain import Domain
 from graphgen.errors import ToolError
-from graphgen.interp import evaluate, pick_case, precheck, run_call, with_old
+from graphgen.interp import evaluate, pick_case, precheck, result_shape, with_old
 from graphgen.state import State
 from graphgen.types import BOOL, RefT, is_scalar, strip_opt
+from graphgen.verify.evaluator import free_vars
 
 
 @dataclass(frozen=True)
@@ -77,28 +78,35 @@ def soft_reason(domain: Domain, st: State, tool: str, args: Mapping[str, Any]) -
     tdef = domain.tools[tool]
     if not tdef.soft_fails:
         return None
+    # A soft failure has no effects, so its case is picked and its result read on ``st``
+    # itself: no copy of the state (this runs for every binding the generator tries).
     try:
-        out = run_call(domain, st.copy(), tool, dict(args))
+        env = with_old(tdef, st, dict(precheck(domain, st, tool, dict(args))))
+        case = pick_case(domain, st, tdef, env)
+        if not case.fails:
+            return None
+        value = (
+            to_result(evaluate(case.returns, st, env, domain), result_shape(case.returns.ty))
+            if case.returns is not None
+            else "ok"
+        )
     except ToolError:
         return None
-    msg = message_of(out.value) if out.soft_failed else None
+    msg = message_of(value)
     if msg is None:
         return None
-    probe = st.copy()
-    env = with_old(tdef, probe, dict(precheck(domain, probe, tool, dict(args))))
-    case = pick_case(domain, probe, tdef, env)
     # The case applies because its guard holds and every earlier case's guard fails.
     exprs: list[ir.Expr] = []
     for c in tdef.branches:
         if c is case:
-            exprs += _reasons(c.when, True, probe, env, domain)
+            exprs += _reasons(c.when, True, st, env, domain)
             break
-        exprs += _reasons(c.when, False, probe, env, domain)
+        exprs += _reasons(c.when, False, st, env, domain)
     values: list[Any] = []
     for e in exprs:
         try:
-            v = to_result(evaluate(e, probe, env, domain), _scale(e))
-        except (ToolError, TypeError, KeyError):
+            v = to_result(evaluate(e, st, env, domain), result_shape(e.ty))
+        except ToolError:  # an operand an earlier case's guard never reached
             continue
         if v is None or isinstance(v, bool) or (isinstance(v, str) and not v.strip()):
             continue
@@ -133,14 +141,14 @@ def _reasons(
                     out += _reasons(x, want, st, env, domain)
             return out
         case _:
-            return [n for n in ir.walk(e) if isinstance(n, ir.FieldOf) and _citable(n)]
+            # fields read outside any comprehension (one over rows names no one value)
+            return [
+                n
+                for n in ir.walk(e)
+                if isinstance(n, ir.FieldOf) and _citable(n) and free_vars(n) <= env.keys()
+            ]
 
 
 def _citable(e: ir.Expr) -> bool:
     """Has ``e`` a value an agent can give as a reason (a scalar, not a flag or an id)?"""
     return is_scalar(e.ty) and e.ty != BOOL and not isinstance(strip_opt(e.ty), RefT)
-
-
-def _scale(e: ir.Expr) -> int | None:
-    scale = getattr(e.ty, "scale", None)
-    return scale if isinstance(scale, int) else None
