@@ -418,3 +418,50 @@ def effect_exprs(eff: Effect) -> tuple[Expr, ...]:
             return (k,)
         case _:
             assert_never(eff)
+
+
+_FREE_VARS: dict[int, tuple[Expr, frozenset[str]]] = {}
+
+
+def free_vars(e: Expr) -> frozenset[str]:
+    """The variables ``e`` reads (a comprehension binds its own), memoised per node."""
+    hit = _FREE_VARS.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    out: frozenset[str]
+    match e:
+        case Var(name=name):
+            out = frozenset({name})
+        case Comp(var=var, cond=cond, proj=proj):
+            inner = free_vars(proj) | (free_vars(cond) if cond is not None else frozenset())
+            out = inner - {var}
+        case (
+            Lit()
+            | FieldOf()
+            | RowOf()
+            | Exists()
+            | Compare()
+            | BoolOp()
+            | Not()
+            | Arith()
+            | Neg()
+            | Contains()
+            | Len()
+            | ListLit()
+            | Agg()
+            | IfExp()
+            | DictLit()
+            | IsNone()
+            | Old()
+            | DictComp()
+            | Round()
+            | StrOp()
+            | Index()
+            | Today()
+        ):
+            # binds nothing: the variables of its sub-expressions
+            out = frozenset().union(*(free_vars(c) for c in children(e)))
+        case _:
+            assert_never(e)
+    _FREE_VARS[id(e)] = (e, out)
+    return out

@@ -27,9 +27,9 @@ from graphgen.decimals import to_result
 from graphgen.domain import Domain
 from graphgen.errors import ToolError
 from graphgen.interp import evaluate, pick_case, precheck, result_shape, with_old
+from graphgen.ir import free_vars
 from graphgen.state import State
 from graphgen.types import BOOL, RefT, is_scalar, strip_opt
-from graphgen.verify.evaluator import free_vars
 
 
 @dataclass(frozen=True)

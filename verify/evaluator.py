@@ -11,6 +11,7 @@ from dataclasses import fields
 from typing import Any, assert_never
 
 from graphgen import ir
+from graphgen.ir import free_vars
 from graphgen.today import DEFAULT_TODAY
 from graphgen.types import BOOL, DecT, ListT, MapT, RecordT, RefT, RowT, scale_of
 from graphgen.verify import strings
@@ -35,53 +36,6 @@ from graphgen.verify.terms import (
 )
 from graphgen.verify.universe import NONE_VALUE, OUT, Universe, date_ordinal
 from graphgen.verify.values import ListVal, MapVal, RecVal, RowVal, SymVal, merge, sym_eq
-
-_FREE_VARS: dict[int, tuple[ir.Expr, frozenset[str]]] = {}
-
-
-def free_vars(e: ir.Expr) -> frozenset[str]:
-    """The variables ``e`` reads (a comprehension binds its own), memoised per node."""
-    hit = _FREE_VARS.get(id(e))
-    if hit is not None and hit[0] is e:
-        return hit[1]
-    out: frozenset[str]
-    match e:
-        case ir.Var(name=name):
-            out = frozenset({name})
-        case ir.Comp(var=var, cond=cond, proj=proj):
-            inner = free_vars(proj) | (free_vars(cond) if cond is not None else frozenset())
-            out = inner - {var}
-        case (
-            ir.Lit()
-            | ir.FieldOf()
-            | ir.RowOf()
-            | ir.Exists()
-            | ir.Compare()
-            | ir.BoolOp()
-            | ir.Not()
-            | ir.Arith()
-            | ir.Neg()
-            | ir.Contains()
-            | ir.Len()
-            | ir.ListLit()
-            | ir.Agg()
-            | ir.IfExp()
-            | ir.DictLit()
-            | ir.IsNone()
-            | ir.Old()
-            | ir.DictComp()
-            | ir.Round()
-            | ir.StrOp()
-            | ir.Index()
-            | ir.Today()
-        ):
-            # binds nothing: the variables of its sub-expressions
-            out = frozenset().union(*(free_vars(c) for c in ir.children(e)))
-        case _:
-            assert_never(e)
-    _FREE_VARS[id(e)] = (e, out)
-    return out
-
 
 _CANON: dict[int, tuple[ir.Expr, int]] = {}
 _CANON_IDS: dict[tuple[Any, ...], int] = {}

@@ -78,6 +78,7 @@ from graphgen import ir
 from graphgen.domain import Domain, Key, ToolDef
 from graphgen.errors import ToolError
 from graphgen.interp import evaluate
+from graphgen.ir import free_vars
 from graphgen.keys import next_counter
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort
 from graphgen.state import State
@@ -85,7 +86,6 @@ from graphgen.strings import TEXT_OPS
 from graphgen.strings import apply as str_apply
 from graphgen.today import today_of_state
 from graphgen.types import DATE, STR, ListT, MapT, RecordT, RefT, RowT, Ty, strip_opt
-from graphgen.verify.evaluator import free_vars
 
 # (field, is a list field); field "#key" is the key, "r>g" field g behind reference r
 Selector = tuple[str, bool]
