@@ -158,7 +158,6 @@ WALKERS: tuple[Walker, ...] = (
     Walker("codegen", "envs/printer.py", "_node_may_raise", EXPR),
     Walker("codegen", "envs/emit.py", "ToolEmitter.emit_effect", EFFECT),
     Walker("z3", "verify/evaluator.py", "Evaluator._evaluate_node", EXPR),
-    Walker("z3", "verify/evaluator.py", "free_vars", EXPR),
     Walker("z3", "verify/evaluator.py", "canon", EXPR),
     Walker("z3", "verify/calls.py", "_apply", EFFECT),
     Walker("slicing", "verify/slicing.py", "_check_modelled", EXPR),
@@ -174,6 +173,7 @@ WALKERS: tuple[Walker, ...] = (
     # Core walkers every backend relies on.
     Walker("ir", "graphgen/ir.py", "children", EXPR),
     Walker("ir", "graphgen/ir.py", "effect_exprs", EFFECT),
+    Walker("ir", "graphgen/ir.py", "free_vars", EXPR),
     Walker("interpreter", "graphgen/explain.py", "explained_fields", EXPR),
     Walker("knowledge", "graphgen/knowledge.py", "_expr_sorts", EXPR),
     Walker("knowledge", "graphgen/knowledge.py", "_item_expr", EXPR),
