@@ -54,6 +54,7 @@ from graphgen.tasks.referring import (
 from graphgen.tasks.render import spoken_forms, stated, states_order
 from graphgen.tasks.shortcuts import echo_answer, hedge_answer
 from graphgen.tasks.softrefusal import SoftReason, soft_reason
+from graphgen.types import OptT
 
 REASONS = (
     "bad_chain",
@@ -205,6 +206,8 @@ def replay(
         tool = domain.tools[c.tool]
         for p, v in c.args.items():
             s = param_sort(tool.params[p])
+            if v is None and isinstance(tool.params[p].ty, OptT):
+                continue  # None passed is the argument left out: nothing to know
             if not know.knows(s, v):
                 step.unknown.append(Unknown(p, v, s))
         step.ran = True

@@ -51,7 +51,7 @@ from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort, parse_so
 from graphgen.state import State
 from graphgen.strings import message_parts
 from graphgen.tasks.model import Call, Change, Given, Inconclusive
-from graphgen.types import PRIMS, EnumT, ListT, MapT, RecordT, RefT, RowT, Ty, free_type
+from graphgen.types import PRIMS, EnumT, ListT, MapT, OptT, RecordT, RefT, RowT, Ty, free_type
 from graphgen.verify.calls import creates_per_call
 from graphgen.verify.slicing import Flow, analyze_flow
 from graphgen.verify.strings import TextChoice, TextVal
@@ -76,7 +76,7 @@ from graphgen.verify.terms import (
     not_,
     or_,
 )
-from graphgen.verify.universe import Universe
+from graphgen.verify.universe import NONE_VALUE, Universe
 from graphgen.verify.values import ListVal, MapVal, RecVal, RowVal, SymVal, leaves
 
 Status = str  # "sat" | "unsat" | "unknown"
@@ -877,6 +877,10 @@ class Bmc:
     def _known(self, p: Any, arg: Term) -> Term:
         s = param_sort(p)
         opts = [and_(g, eq(arg, v)) for g, v in self.kn_list.get(s, [])]
+        if isinstance(p.ty, OptT):
+            # None is the omitted argument: an agent can always leave an optional
+            # parameter out, as the dry-run lets it (it checks only what is passed)
+            opts.append(eq(arg, int_val(NONE_VALUE)))
         if s in self.kn:
             terms = self.kn_terms[s]
             opts += [and_(eq(arg, terms[v]), b) for v, b in self.kn[s].items()]

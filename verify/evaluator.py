@@ -13,7 +13,7 @@ from typing import Any, assert_never
 from graphgen import ir
 from graphgen.ir import free_vars
 from graphgen.today import DEFAULT_TODAY
-from graphgen.types import BOOL, DecT, ListT, MapT, RecordT, RefT, RowT, scale_of
+from graphgen.types import BOOL, STR, DecT, ListT, MapT, RecordT, RefT, RowT, scale_of
 from graphgen.verify import strings
 from graphgen.verify.numbers import rescale, round_terms
 from graphgen.verify.symstate import SymState, exists_at, read_field
@@ -172,6 +172,10 @@ class Evaluator:
                 x, ex = self.evaluate(a, env)
                 y, ey = self.evaluate(b, env)
                 x, y = strings.index_of(uni, x, self.where), strings.index_of(uni, y, self.where)
+                if op in ("==", "!=") and a.ty == STR and b.ty == STR:
+                    mapped = strings.equal(uni, x, y, self.where)
+                    if mapped is not None:
+                        return (mapped if op == "==" else not_(mapped)), or_(ex, ey)
                 if isinstance(a.ty, DecT) or isinstance(b.ty, DecT):
                     top = max(scale_of(a.ty), scale_of(b.ty))
                     x, y = rescale(x, a.ty, top), rescale(y, b.ty, top)

@@ -85,7 +85,7 @@ from graphgen.state import State
 from graphgen.strings import TEXT_OPS
 from graphgen.strings import apply as str_apply
 from graphgen.today import today_of_state
-from graphgen.types import DATE, STR, ListT, MapT, RecordT, RefT, RowT, Ty, strip_opt
+from graphgen.types import DATE, STR, ListT, MapT, OptT, RecordT, RefT, RowT, Ty, strip_opt
 
 # (field, is a list field); field "#key" is the key, "r>g" field g behind reference r
 Selector = tuple[str, bool]
@@ -964,6 +964,8 @@ class _Flow:
         if self.all_known:
             return True
         for p in t.params.values():
+            if isinstance(p.ty, OptT):
+                continue  # it can always be left out (None), whatever is known
             s = param_sort(p)
             if _stringish(p.ty):
                 if not self.know.get(s) and not self.everywhere:

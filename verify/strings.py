@@ -31,10 +31,9 @@ from typing import Any
 from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.strings import TEXT_OPS, apply
-from graphgen.types import INT, STR, Ty
+from graphgen.types import STR, Ty
 from graphgen.verify.terms import (
     FALSE,
-    TRUE,
     EncodeError,
     Term,
     and_,
@@ -166,44 +165,115 @@ def evaluate(uni: Any, op: str, args: Sequence[tuple[Any, Ty]], where: str) -> A
             index = None if i is None else uni.index_term(i)
         return TextVal(parts, index)
     terms = [index_of(uni, v, where) for v, _ in args]
-    cands = [_candidates(uni, t, ty) for t, (_, ty) in zip(terms, args, strict=True)]
+    for _, ty in args:
+        if ty != STR:
+            raise EncodeError(f"{where}: a string operation on a {ty.show()} is not encoded")
+    views = [_view(uni, t) for t in terms]
+    rows = _table(uni, op, views, where)
+    bases = [base for base, _ in views]
+    if op in ("lower", "upper"):
+        out: Term = int_val(-1)
+        for (i,), text in reversed(rows):
+            j = uni.str_index.get(text)
+            if j is None:
+                raise EncodeError(f"{where}: {op} of a string gives one outside the table")
+            out = ite(eq(bases[0], uni.index_term(i)), uni.index_term(j), out)
+        # remembered, so that an operation on the result tabulates over the base's
+        # strings (contains(lower(q), lower(t)) is one table over q and t, not an
+        # if-then-else compared with every string)
+        base, fns = views[0]
+        _remember(uni, out, base, (*fns, op))
+        return out
+    if op == "len":
+        out = int_val(0)
+        for (i,), n in reversed(rows):
+            out = ite(eq(bases[0], uni.index_term(i)), int_val(n), out)
+        return out
+    return _holds(uni, bases, [combo for combo, b in rows if b])
+
+
+def equal(uni: Any, x: Term, y: Term, where: str) -> Term | None:
+    """``x == y`` for two string terms of which one at least is a case mapping of
+    another (see :func:`evaluate`), tabulated over the strings beneath; None when neither
+    is, and the caller compares the terms themselves."""
+    vx, vy = _view(uni, x), _view(uni, y)
+    if not vx[1] and not vy[1]:
+        return None
+    rows = _table(uni, "==", [vx, vy], where)
+    return _holds(uni, [vx[0], vy[0]], [combo for combo, b in rows if b])
+
+
+def _holds(uni: Any, bases: Sequence[Term], combos: Sequence[tuple[int, ...]]) -> Term:
+    """Some combination of ``combos`` is the bases' indexes: a disjunction grouped by
+    the first argument, so each of its tests is written once."""
+    if not combos:
+        return FALSE
+    if len(bases) == 1:
+        return or_(*(eq(bases[0], uni.index_term(i)) for (i,) in combos))
+    groups: dict[int, list[tuple[int, ...]]] = {}
+    for combo in combos:
+        groups.setdefault(combo[0], []).append(combo[1:])
+    return or_(
+        *(
+            and_(eq(bases[0], uni.index_term(i)), _holds(uni, bases[1:], rest))
+            for i, rest in groups.items()
+        )
+    )
+
+
+def _view(uni: Any, t: Term) -> tuple[Term, tuple[str, ...]]:
+    """``t`` as (base index term, case mappings applied to it in order)."""
+    hit = uni.str_mapped.get(t.ast.value)
+    if hit is not None:
+        return hit[1], hit[2]
+    return t, ()
+
+
+def _remember(uni: Any, t: Term, base: Term, fns: tuple[str, ...]) -> None:
+    if int_const(t) is None:
+        # the term is kept with its entry: a pointer is not reused while it lives
+        uni.str_mapped[t.ast.value] = (t, base, fns)
+
+
+def _table(
+    uni: Any, op: str, views: Sequence[tuple[Term, tuple[str, ...]]], where: str
+) -> list[tuple[tuple[int, ...], Any]]:
+    """The value of ``op`` on every combination of strings the arguments can be: each
+    argument is a base index (a constant, or any string of the table) seen through its
+    case mappings. Computed in Python with the interpreter's own functions, once per
+    universe and shape (the same table serves every row and every step)."""
+    consts = [int_const(base) for base, _ in views]
+    key = (op, tuple((fns, c) for (_, fns), c in zip(views, consts, strict=True)))
+    hit = uni.str_tables.get(key)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    n = len(uni.strings)
+    cands = [([c] if 0 <= c < n else []) if c is not None else range(n) for c in consts]
     size = 1
     for c in cands:
         size *= len(c)
     if size > MAX_TABLE:
         raise EncodeError(f"{where}: string operation {op} over too many strings ({size})")
-    result_ty = STR if op in ("lower", "upper") else INT if op == "len" else None
-    # an if-then-else over every combination of the arguments' possible strings
-    rows: list[tuple[Term, Any]] = []
-    combos: list[list[tuple[Term, Any]]] = [[]]
-    for c in cands:
-        combos = [[*acc, x] for acc in combos for x in c]
-    for combo in combos:
-        cond = TRUE
-        conds = [eq(t, term) for t, (term, _) in zip(terms, combo, strict=True)]
-        cond = conds[0] if len(conds) == 1 else _and(conds)
-        value = apply(op, [text for _, text in combo], [STR] * len(combo))
-        rows.append((cond, value))
-    if result_ty == STR:
-        out: Term = int_val(-1)
-        for cond, text in reversed(rows):
-            i = uni.str_index.get(text)
-            if i is None:
-                raise EncodeError(f"{where}: {op} of a string gives one outside the table")
-            out = ite(cond, uni.index_term(i), out)
-        return out
-    if result_ty == INT:
-        out = int_val(0)
-        for cond, n in reversed(rows):
-            out = ite(cond, int_val(n), out)
-        return out
-    return or_(*(cond for cond, b in rows if b)) if rows else FALSE
+    texts = [
+        [_through(uni.strings[i], fns) for i in c] for c, (_, fns) in zip(cands, views, strict=True)
+    ]
+    combos: list[tuple[tuple[int, ...], list[str]]] = [((), [])]
+    for c, ts in zip(cands, texts, strict=True):
+        combos = [((*acc, i), [*vs, t]) for acc, vs in combos for i, t in zip(c, ts, strict=True)]
+    if op == "==":
+        rows = [(combo, vs[0] == vs[1]) for combo, vs in combos]
+    else:
+        rows = [(combo, apply(op, vs, [STR] * len(vs))) for combo, vs in combos]
+    if op not in ("lower", "upper", "len"):
+        rows = [(combo, b) for combo, b in rows if b]  # a test: its true rows say it all
+    uni.str_tables[key] = rows
+    return rows
 
 
-def _and(conds: list[Term]) -> Term:
-    from graphgen.verify.terms import and_
-
-    return and_(*conds)
+def _through(s: str, fns: tuple[str, ...]) -> str:
+    for f in fns:
+        s = apply(f, [s], [STR])
+    return s
 
 
 def _is_const(v: Term, ty: Ty) -> bool:
@@ -213,13 +283,3 @@ def _is_const(v: Term, ty: Ty) -> bool:
     if ty == BOOL:
         return bool(is_t(v) or is_f(v))
     return int_const(v) is not None
-
-
-def _candidates(uni: Any, t: Term, ty: Ty) -> list[tuple[Term, str]]:
-    """(index term, text) of every string a string term can be: itself when constant."""
-    if ty != STR:
-        raise EncodeError(f"a string operation on a {ty.show()} is not encoded")
-    c = int_const(t)
-    if c is not None:
-        return [(uni.index_term(c), uni.strings[c])] if 0 <= c < len(uni.strings) else []
-    return [(uni.index_term(i), s) for i, s in enumerate(uni.strings)]

@@ -105,6 +105,10 @@ class Universe:
     _index_terms: list[Term] = field(default_factory=list)
     _candidate_cache: dict[int, tuple[ir.Expr, list[int]]] = field(default_factory=dict)
     _live_set: dict[str, set[int]] = field(default_factory=dict)
+    # graphgen.verify.strings: string terms that are case mappings of another (pointer →
+    # (term, base, mappings)), and the tables of string operations computed so far
+    str_mapped: dict[int, tuple[Term, Term, tuple[str, ...]]] = field(default_factory=dict)
+    str_tables: dict[Any, list[tuple[tuple[int, ...], Any]]] = field(default_factory=dict)
     # The state's today (graphgen.today; None: the default date), a constant here: no
     # call changes it, so one value serves every step of a chain.
     today: str | None = None
