@@ -302,7 +302,7 @@ def knowledge_problem(
             learn(fs, sort_type(domain, fs), fv)
             if fs.kind == "field":
                 seen.add((fs.name, _hashable(fv)))
-        for fs_name, fv in _search_facts(tool, c.args, step.result):
+        for fs_name, fv in search_facts(tool, c.args, step.result):
             seen.add((fs_name, fv))
     return ""
 
@@ -311,7 +311,7 @@ def _hashable(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
 
 
-def _search_facts(tool: Any, args: dict[str, Any], result: Any) -> list[tuple[str, Any]]:
+def search_facts(tool: Any, args: dict[str, Any], result: Any) -> list[tuple[str, Any]]:
     """The concrete mirror of :func:`graphgen.verify.bmc.search_sites`."""
     e = tool.returns
     if isinstance(e, ir.DictComp):
