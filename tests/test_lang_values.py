@@ -94,6 +94,22 @@ def test_z3_encoding_agrees_with_interpreter(name: str, data: Any) -> None:
         assert got == want, (chain, got.to_json(), want.to_json())
 
 
+def test_an_int_stored_in_a_decimal_field_is_scaled_once_on_every_row() -> None:
+    # The template's key is symbolic, so the write is built for every row it may name;
+    # the int must be brought to the field's scale once, not once per row before it
+    # (which made z3 refuse a valid call on every row but the first).
+    d = domain("wallet")
+    s = state("wallet", 0)
+    keys = sorted(s.tables["Account"])
+    assert len(keys) >= 3
+    for key in keys:
+        chain = [("top_up", {"account_id": key, "units": 7})]
+        want_oks, want = interpret(d, s, chain)
+        assert want_oks == [True]
+        got_oks, got = run_concrete(d, s, chain, via_template=True)
+        assert (got_oks, got) == (want_oks, want), key
+
+
 # ------------------------------------------------------------------ broken files
 
 BASE = """

@@ -234,6 +234,10 @@ def _apply(
             if isinstance(fd.ty, ListT):
                 mem, unrepresentable = _membership(uni, ent, f, value, where)
                 value_err = or_(value_err, unrepresentable)
+            elif isinstance(fd.ty, DecT):
+                # to the field's scale (never fewer places), once: the value is the same
+                # for every row the key may name
+                value = rescale(value, v.ty, fd.ty)
             for u in candidates:  # a write to any other key fails: its row does not exist
                 hit = eq(key_term, uni.index_term(u))
                 if is_f(hit):
@@ -241,8 +245,6 @@ def _apply(
                 if isinstance(fd.ty, ListT):
                     col[u] = [ite(hit, m, o) for m, o in zip(mem, old[u], strict=True)]
                 else:
-                    if isinstance(fd.ty, DecT):  # to the field's scale (never fewer places)
-                        value = rescale(value, v.ty, fd.ty)
                     new_value = (
                         value if op == "=" else arith("+" if op == "+=" else "-", old[u], value)
                     )
