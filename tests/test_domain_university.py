@@ -45,31 +45,32 @@ def _sec(crn: str, course: str, term: str, slot: str, capacity: int, taken: int)
     }
 
 
-COURSE_OF = {
-    "SEC001": ("CS101", "T1", 4),
-    "SEC002": ("CS201", "T3", 4),
-    "SEC003": ("CS201", "T3", 4),
-    "SEC004": ("MATH120", "T3", 4),
-    "SEC005": ("HIST101", "T2", 3),
-    "SEC006": ("ECON101", "T2", 3),
-    "SEC007": ("HIST101", "T3", 3),
-    "SEC008": ("ECON101", "T3", 3),
-    "SEC009": ("CS101", "T3", 4),
-    "SEC010": ("MATH120", "T3", 4),
-    "SEC011": ("HIST101", "T1", 3),
+COURSE_OF = {  # section: (course, term, credits, meeting time)
+    "SEC001": ("CS101", "T1", 4, "mwf_0900"),
+    "SEC002": ("CS201", "T3", 4, "mwf_0900"),
+    "SEC003": ("CS201", "T3", 4, "tth_0930"),
+    "SEC004": ("MATH120", "T3", 4, "mwf_1100"),
+    "SEC005": ("HIST101", "T2", 3, "tth_1230"),
+    "SEC006": ("ECON101", "T2", 3, "mwf_1400"),
+    "SEC007": ("HIST101", "T3", 3, "mwf_0900"),
+    "SEC008": ("ECON101", "T3", 3, "tth_1530"),
+    "SEC009": ("CS101", "T3", 4, "tth_1230"),
+    "SEC010": ("MATH120", "T3", 4, "mwf_0900"),
+    "SEC011": ("HIST101", "T1", 3, "tth_1230"),
 }
 
 
 def _enr(
     student: str, section: str, status: str, grade: str | None = None, basis: str = "letter"
 ) -> dict[str, Any]:
-    course, term, credits = COURSE_OF[section]
+    course, term, credits, slot = COURSE_OF[section]
     return {
         "student_id": student,
         "section_id": section,
         "course_code": course,
         "term_id": term,
         "credits": credits,
+        "slot": slot,
         "status": status,
         "grading_basis": basis,
         "grade": grade,
@@ -229,8 +230,9 @@ def test_the_hand_made_state_keeps_the_invariants(dom: Domain) -> None:
     assert invariant_violations(dom, _state()) == []
 
 
-def test_generated_states_hold_a_consistent_catalogue(dom: Domain) -> None:
-    st = generate_state(dom, 0)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_generated_states_hold_a_consistent_record(dom: Domain, seed: int) -> None:
+    st = generate_state(dom, seed)
     courses = st.tables["Course"]
     assert courses["CS201"]["title"] == "Data Structures" if "CS201" in courses else True
     for code, c in courses.items():
@@ -244,6 +246,18 @@ def test_generated_states_hold_a_consistent_catalogue(dom: Domain) -> None:
         assert not waiting or s["seats_taken"] == s["capacity"]
     for s in st.tables["Student"].values():
         assert (s["hold"] == "financial") == (s["balance_due"] != "0.00")
+    # a course appears once per student and term, dropped registrations aside
+    kept = [
+        (e["student_id"], e["course_code"], e["term_id"])
+        for e in st.tables["Enrollment"].values()
+        if e["status"] != "dropped"
+    ]
+    assert len(kept) == len(set(kept))
+    terms = {k: t["status"] for k, t in st.tables["Term"].items()}
+    for e in st.tables["Enrollment"].values():
+        assert e["status"] != "completed" or terms[e["term_id"]] == "finished"
+        assert e["status"] != "waitlisted" or terms[e["term_id"]] == "registration"
+        assert (e["grade"] is not None) == (e["status"] in ("completed", "withdrawn"))
     assert invariant_violations(dom, st) == []
 
 
@@ -417,6 +431,7 @@ def test_switching_sections(dom: Domain) -> None:
     # SEC002 has a free seat; Bo, first on SEC003's waitlist, gets Ana's old seat
     _call(dom, st, "swap_section", student_id="S0001", enrollment_id="E0004", section_id="SEC002")
     assert st.tables["Enrollment"]["E0004"]["section_id"] == "SEC002"
+    assert st.tables["Enrollment"]["E0004"]["slot"] == "mwf_0900"
     assert (_seats(st, "SEC002"), _seats(st, "SEC003")) == (2, 2)
     assert _status(st, "E0007") == "enrolled"
     # now SEC002 is full
