@@ -253,6 +253,13 @@ def test_generated_states_hold_a_consistent_record(dom: Domain, seed: int) -> No
         if e["status"] != "dropped"
     ]
     assert len(kept) == len(set(kept))
+    # and no two classes taken at the same time in a term
+    taken = [
+        (e["student_id"], e["term_id"], e["slot"])
+        for e in st.tables["Enrollment"].values()
+        if e["status"] in ("enrolled", "waitlisted", "completed")
+    ]
+    assert len(taken) == len(set(taken))
     terms = {k: t["status"] for k, t in st.tables["Term"].items()}
     for e in st.tables["Enrollment"].values():
         assert e["status"] != "completed" or terms[e["term_id"]] == "finished"
