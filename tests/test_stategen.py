@@ -133,7 +133,10 @@ def assert_valid(domain: Domain, state: State, sizes: dict[str, int] | None = No
     for ename, edef in domain.entities.items():
         table = state.tables[ename]
         n = (sizes or {}).get(ename, edef.size)
-        assert list(table) == [edef.make_id(i) for i in range(1, n + 1)], ename
+        if edef.data_key:  # ids drawn from the key's vocabulary (course codes)
+            assert len(table) == n and all(isinstance(k, str) and k for k in table), ename
+        else:
+            assert list(table) == [edef.make_id(i) for i in range(1, n + 1)], ename
         assert state.counters[ename] == n + 1
         for key, row in table.items():
             assert set(row) == set(edef.fields), (ename, key)
