@@ -285,8 +285,8 @@ class _Compiler:
                 return None, None
             if not is_optable(base):
                 self.err(
-                    f"{base.show()} cannot be optional ('T | None' takes int, str, date, "
-                    "an enum or an entity)",
+                    f"{base.show()} cannot be optional ('T | None' takes int, decimal, str, "
+                    "date, an enum or an entity)",
                     where,
                 )
                 return None, None

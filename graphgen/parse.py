@@ -705,13 +705,20 @@ class Elaborator:
         if e.ty == want:
             return e
         if isinstance(want, OptT):
-            if isinstance(e, ir.Lit) and isinstance(e.ty, NoneT):
+            if isinstance(e, ir.Lit) and e.value is None:  # None, typed by a branch or not
                 return ir.Lit(None, want)
             if isinstance(e, ir.IfExp):
                 a, b = self._coerce(e.then, want, n), self._coerce(e.orelse, want, n)
                 return ir.IfExp(e.cond, a, b, want)
             if e.ty == want.inner:
                 return e
+            if (
+                isinstance(e.ty, OptT)
+                and isinstance(want.inner, DecT)
+                and is_number(e.ty.inner)
+                and scale_of(e.ty) <= want.inner.scale
+            ):
+                return e  # an optional int or decimal widens to the decimal, as a present one
             try:
                 return self._coerce(e, want.inner, n)
             except ExprError:
@@ -782,8 +789,10 @@ class Elaborator:
         raise ExprError(f"expected {want.show()}, got {e.ty.show()}", *self._at(n))
 
     def _unify(self, a: ir.Expr, b: ir.Expr, n: ast.AST) -> tuple[ir.Expr, ir.Expr]:
-        if a.ty == b.ty or (is_number(a.ty) and is_number(b.ty)):
-            return a, b  # ints and decimals of any scales compare as numbers
+        if a.ty == b.ty or (is_number(strip_opt(a.ty)) and is_number(strip_opt(b.ty))):
+            # ints and decimals of any scales compare as numbers (and equal None only
+            # where both are None)
+            return a, b
         if isinstance(a.ty, OptT | NoneT) or isinstance(b.ty, OptT | NoneT):
             # ``x == y`` with x: int | None and y: int compares as Python does; both sides
             # keep their own type (a present value is the plain value).
