@@ -65,7 +65,7 @@ def models_source(domain: Domain, names: EntityNames, header: str) -> str:
     if any(f.unique for fs in invariants.values() for f in fs):
         runtime_names.add("check_unique")
     decimal_bounds = any(
-        isinstance(f.ty, DecT) and (f.min is not None or f.max is not None)
+        isinstance(strip_opt(f.ty), DecT) and (f.min is not None or f.max is not None)
         for e in domain.entities.values()
         for f in e.fields.values()
     )
@@ -345,7 +345,7 @@ class ToolEmitter:
         shape = result_shape(x.ty)
         if shape is None:
             return out
-        if isinstance(shape, int):
+        if isinstance(shape, int) and isinstance(x.ty, DecT):
             self.decimal_names.add("dec_text")
             return f"dec_text({out}, {shape})"
         self.decimal_names.add("to_result")
@@ -356,6 +356,9 @@ class ToolEmitter:
         """The value a field of type ``ty`` keeps after ``op`` with ``x``; a decimal
         field keeps its JSON text (``current`` is the field's present text, for += / -=)."""
         value = self.source(x)
+        if isinstance(ty, OptT) and isinstance(ty.inner, DecT):  # its text, or None
+            self.decimal_names.add("to_result")
+            return f"to_result({value}, {ty.inner.scale})"
         if not isinstance(ty, DecT):
             return value
         self.decimal_names |= {"dec_text", "Decimal"}
@@ -681,7 +684,7 @@ class ToolEmitter:
                 out.stmt(8, f"{row} = ", f"db.{self.names.getter[ent]}({kk})")
                 out(8, f"{journal}.set({py_str(ent)}, {kk}, {row}, {py_str(f)})")
                 fty = self.domain.entities[ent].fields[f].ty
-                if isinstance(fty, DecT):
+                if isinstance(strip_opt(fty), DecT):
                     out.stmt(8, f"{row}.{f} = ", self.stored_source(val, fty, f"{row}.{f}", op))
                 else:
                     out.stmt(8, f"{row}.{f} {op} ", self.source(val))

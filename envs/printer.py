@@ -31,6 +31,8 @@ from graphgen.types import (
     RefT,
     RowT,
     Ty,
+    scale_of,
+    strip_opt,
 )
 from graphgen.unparse import PRECEDENCE, Printer, precedence, to_source
 
@@ -175,6 +177,9 @@ class PyPrinter(Printer):
         if isinstance(x.ty, DecT):
             self.decimal_names.add("dec_text")
             return f"dec_text({s}, {x.ty.scale})"
+        if isinstance(strip_opt(x.ty), DecT):  # None reads "None", as str(None) does
+            self.decimal_names.add("to_result")
+            return f"str(to_result({s}, {scale_of(x.ty)}))"
         if x.ty == STR or isinstance(x.ty, EnumT) or x.ty == DATE:
             return self.wrap(x, PRECEDENCE["atom"], rows)  # already its text
         return f"str({s})"  # ids too: an int id (``type: int`` keys) is no text
@@ -227,20 +232,21 @@ class PyPrinter(Printer):
         return f"str({key})"
 
     def field_of(self, e: ir.FieldOf, rows: frozenset[str]) -> str:
-        if (e.entity, e.field) in self.optional_fields and not isinstance(e.ty, OptT):
-            self.helpers.add(PRESENT)
-            return f"{PRESENT}({self._field_of(e, rows)})"
-        return self._field_of(e, rows)
-
-    def _field_of(self, e: ir.FieldOf, rows: frozenset[str]) -> str:
         if isinstance(e.key, ir.Var) and e.key.name in rows:
             # A loop variable names a row that exists: plain indexing reads best.
             s = f"{self.db}.{e.entity}[{self.var(e.key, rows)}].{e.field}"
         else:
             s = f"{self.db}.{self.names.getter[e.entity]}({self.expr(e.key, rows)}).{e.field}"
-        if isinstance(e.ty, DecT):  # kept as its JSON text, computed with as a Decimal
+        if (e.entity, e.field) in self.optional_fields and not isinstance(e.ty, OptT):
+            self.helpers.add(PRESENT)
+            s = f"{PRESENT}({s})"
+        # a decimal is kept as its JSON text and computed with as a Decimal
+        if isinstance(e.ty, DecT):
             self.decimal_names.add("Decimal")
             return f"Decimal({s})"
+        if isinstance(strip_opt(e.ty), DecT):  # an optional one may be None
+            self.decimal_names.add("parse_decimal")
+            return f"parse_decimal({s})"
         return s
 
     def row_of(self, e: ir.RowOf, rows: frozenset[str]) -> str:

@@ -25,9 +25,10 @@ class Located:
     file: str = "<domain>"
     where: str = ""  # e.g. "tool 'cancel_order', requires[0]"
     expr: str = ""  # the expression text at fault, if any
-    col: int | None = None  # 1-based column inside ``expr``
+    col: int | None = None  # 1-based column inside ``expr`` (on its line ``expr_line``)
     line: int | None = None  # 1-based line of the offending node in the file
-    column: int | None = None  # 1-based column of that node (of the culprit, in one line)
+    column: int | None = None  # 1-based column of that node (of the culprit itself)
+    expr_line: int = 1  # 1-based line inside a multi-line ``expr`` that ``col`` is on
 
     def __str__(self) -> str:
         parts = [self.file if self.line is None else f"{self.file}:{self.line}:{self.column}"]
@@ -35,8 +36,12 @@ class Located:
             parts.append(self.where)
         head = ": ".join(parts)
         if self.expr:
-            caret = f" (col {self.col})" if self.col is not None else ""
-            return f"{head}: {self.message}\n    in: {self.expr}{caret}"
+            caret = ""
+            if self.col is not None:
+                on = f"line {self.expr_line}, " if self.expr_line > 1 else ""
+                caret = f" ({on}col {self.col})"
+            shown = self.expr.strip().replace("\n", "\n        ")  # under the first line
+            return f"{head}: {self.message}\n    in: {shown}{caret}"
         return f"{head}: {self.message}"
 
 
@@ -60,12 +65,17 @@ class DomainError(GraphgenError):
 
 
 class ExprError(GraphgenError):
-    """An expression could not be parsed or typed. Carries the column (1-based)."""
+    """An expression could not be parsed or typed.
 
-    def __init__(self, message: str, col: int | None = None) -> None:
+    Carries the 1-based column of the culprit and the 1-based line it is on inside the
+    expression text (an expression written over several lines of a YAML block).
+    """
+
+    def __init__(self, message: str, col: int | None = None, line: int = 1) -> None:
         super().__init__(message)
         self.message = message
         self.col = col
+        self.line = line
 
 
 class StateGenError(GraphgenError):

@@ -106,7 +106,7 @@ def evaluate(e: ir.Expr, st: State, env: Env, domain: Domain | None = None) -> A
         case ir.FieldOf(entity=ent, key=k, field=f):
             v = _row(st, ent, evaluate(k, st, env, domain))[f]
             # a decimal is stored in its JSON form ("12.50") and computed with as Decimal
-            return Decimal(v) if isinstance(e.ty, DecT) else v
+            return Decimal(v) if isinstance(strip_opt(e.ty), DecT) and v is not None else v
         case ir.RowOf(entity=ent, key=k):
             key = evaluate(k, st, env, domain)
             row = _row(st, ent, key)

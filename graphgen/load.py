@@ -170,7 +170,7 @@ def _lines(text: str) -> tuple[dict[tuple[str, str], int], Positions]:
         visit(root, ())
     if dups:
         raise DomainError(dups)
-    return out, collect(root)
+    return out, collect(root, text)
 
 
 def load_domain(path: str | Path) -> Domain:
@@ -262,11 +262,15 @@ class _Compiler:
         s = f"{kind} {name!r}" + (f" (line {line})" if line else "")
         return s + (f", {part}" if part else "")
 
-    def err(self, msg: str, where: str, expr: str = "", col: int | None = None) -> None:
+    def err(
+        self, msg: str, where: str, expr: str = "", col: int | None = None, expr_line: int = 1
+    ) -> None:
+        """Record a problem at ``where``; with ``col`` (and ``expr_line``), at that place
+        inside the expression ``expr``."""
         path = where_path(where)
-        at = self.positions.at(path, col) if path is not None else None
+        at = self.positions.in_expr(path, expr, col, expr_line) if path is not None else None
         line, column = at if at is not None else (None, None)
-        self.problems.append(Located(msg, self.source, where, expr, col, line, column))
+        self.problems.append(Located(msg, self.source, where, expr, col, line, column, expr_line))
 
     def resolve(
         self, s: FieldSpec | ParamSpec, owner: str, fname: str, where: str
@@ -281,8 +285,8 @@ class _Compiler:
                 return None, None
             if not is_optable(base):
                 self.err(
-                    f"{base.show()} cannot be optional ('T | None' takes int, str, date, "
-                    "an enum or an entity)",
+                    f"{base.show()} cannot be optional ('T | None' takes int, decimal, str, "
+                    "date, an enum or an entity)",
                     where,
                 )
                 return None, None
@@ -456,7 +460,7 @@ class _Compiler:
                         Invariant(label, el.condition(inv.check, scope), inv.check, inv.policy)
                     )
                 except ExprError as exc:
-                    self.err(exc.message, w, inv.check, exc.col)
+                    self.err(exc.message, w, inv.check, exc.col, exc.line)
             edef = ents[name] = replace(edef, invariants=tuple(invariants))
             if es.generate is None:
                 continue
@@ -477,7 +481,7 @@ class _Compiler:
                 try:
                     e = el.expr(src, scope)
                 except ExprError as exc:
-                    self.err(exc.message, w, src, exc.col)
+                    self.err(exc.message, w, src, exc.col, exc.line)
                     continue
                 fitted = _fit(e, f.ty)
                 if fitted is None:
@@ -495,7 +499,7 @@ class _Compiler:
                 try:
                     checks.append(ir.Check(el.condition(src, scope), src))
                 except ExprError as exc:
-                    self.err(exc.message, w, src, exc.col)
+                    self.err(exc.message, w, src, exc.col, exc.line)
             ents[name] = replace(edef, derive=tuple(derives), require=tuple(checks))
 
     def tool(self, name: str, el: Elaborator) -> ToolDef | None:
@@ -587,7 +591,7 @@ class _Compiler:
             try:
                 el.lets[lname] = el.expr(src, scope)
             except ExprError as exc:
-                self.err(exc.message, w, src, exc.col)
+                self.err(exc.message, w, src, exc.col, exc.line)
                 ok = False
         return ok
 
@@ -609,7 +613,13 @@ class _Compiler:
                 checks.append(ir.Check(cond, c.check, c.message))
                 known |= _param_facts(el.facts(cond))
             except ExprError as exc:
-                self.err(exc.message, self.where("tool", name, f"requires[{i}]"), c.check, exc.col)
+                self.err(
+                    exc.message,
+                    self.where("tool", name, f"requires[{i}]"),
+                    c.check,
+                    exc.col,
+                    exc.line,
+                )
                 ok = False
         if ts.cases and (ts.effects or ts.returns is not None):
             self.err(
@@ -660,7 +670,7 @@ class _Compiler:
                 try:
                     guard = el.condition(it.when, scope)
                 except ExprError as exc:
-                    self.err(exc.message, f"{w}.when", it.when, exc.col)
+                    self.err(exc.message, f"{w}.when", it.when, exc.col, exc.line)
                     ok = False
             intents.append(Intent(it.text, guard, it.when))
         if not ok:
@@ -695,7 +705,13 @@ class _Compiler:
                 when = el.condition(cs.when, scope, known)
                 known = known | _param_facts(el.facts(when))
             except ExprError as exc:
-                self.err(exc.message, self.where("tool", tool, f"{prefix}when"), cs.when, exc.col)
+                self.err(
+                    exc.message,
+                    self.where("tool", tool, f"{prefix}when"),
+                    cs.when,
+                    exc.col,
+                    exc.line,
+                )
                 ok = False
         if cs.fails and cs.effects:
             self.err(
@@ -711,7 +727,7 @@ class _Compiler:
                 effects.append(ir.Stmt(el.effect(src_e, escope, known), src_e))
             except ExprError as exc:
                 where = self.where("tool", tool, f"{prefix}effects[{i}]")
-                self.err(exc.message, where, src_e, exc.col)
+                self.err(exc.message, where, src_e, exc.col, exc.line)
                 ok = False
         ret: ir.Expr | None = None
         if cs.returns is not None:
@@ -719,7 +735,7 @@ class _Compiler:
                 ret = el.expr(cs.returns, escope, known)
             except ExprError as exc:
                 where = self.where("tool", tool, f"{prefix}returns")
-                self.err(exc.message, where, cs.returns, exc.col)
+                self.err(exc.message, where, cs.returns, exc.col, exc.line)
                 ok = False
         if not ok:
             return None
@@ -945,7 +961,7 @@ class _Compiler:
             try:
                 body = el.expr(fs.body, dict(params))
             except ExprError as exc:
-                self.err(exc.message, f"{w}, body", fs.body, exc.col)
+                self.err(exc.message, f"{w}, body", fs.body, exc.col, exc.line)
                 continue
             bad = impure_part(body)
             if bad is not None:

@@ -85,18 +85,8 @@ _CMP = {
 # Generous but finite: deeply nested input must fail with our error, not RecursionError.
 MAX_SOURCE_LEN = 4000
 MAX_DEPTH = 60
-
-
-def _column(node: ast.AST) -> int:
-    """The 1-based column ``node`` starts at (errors point there)."""
-    return int(getattr(node, "col_offset", 0)) + 1
-
-
-def _attr_column(node: ast.Attribute) -> int:
-    # Column of the attribute name itself, from the node's end: robust to spaces and
-    # parentheses, and needs no ast.unparse (which recurses without bound).
-    end = node.end_col_offset
-    return end - len(node.attr) + 1 if end is not None and end > len(node.attr) else _column(node)
+# Python's tokenizer breaks lines at these (ast's line numbers count them)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def is_iso_date(s: str) -> bool:
@@ -226,20 +216,42 @@ class Elaborator:
             return ast.parse(src.strip(), mode=mode)
         except SyntaxError as exc:
             if not exc.offset:  # CPython reports offset 0 at end of input: point past the end
-                exc.offset = len(src.strip()) + 1
+                last = _LINE_BREAK.split(self._text)
+                exc.lineno, exc.offset = len(last), len(last[-1]) + 1
             self._syntax(exc)
         except (ValueError, RecursionError, MemoryError) as exc:
             raise ExprError(f"cannot parse: {exc.__class__.__name__}", None) from None
 
     @staticmethod
     def _syntax(exc: SyntaxError) -> NoReturn:
-        raise ExprError(f"syntax error: {exc.msg}", exc.offset) from None
+        raise ExprError(f"syntax error: {exc.msg}", exc.offset, exc.lineno or 1) from None
+
+    def _at(self, node: ast.AST) -> tuple[int, int]:
+        """The 1-based column and line (inside the expression) ``node`` starts at:
+        errors point there."""
+        line = int(getattr(node, "lineno", 1))
+        return self._chars(line, int(getattr(node, "col_offset", 0))) + 1, line
+
+    def _attr_at(self, node: ast.Attribute) -> tuple[int, int]:
+        # The attribute name itself, from the node's end: robust to spaces and
+        # parentheses, and needs no ast.unparse (which recurses without bound).
+        end, line = node.end_col_offset, node.end_lineno
+        if end is None or line is None:
+            return self._at(node)
+        col = self._chars(line, end) - len(node.attr) + 1
+        return (col, line) if col >= 1 else self._at(node)
+
+    def _chars(self, line: int, col_offset: int) -> int:
+        # ast counts columns in UTF-8 bytes; the author counts characters
+        lines = _LINE_BREAK.split(self._text)
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        return len(text.encode("utf-8")[:col_offset].decode("utf-8", "replace"))
 
     # ----------------------------------------------------------------- expressions
 
     def _expression(self, n: ast.AST, scope: dict[str, Ty], depth: int) -> ir.Expr:
         if depth > MAX_DEPTH:
-            raise ExprError("expression nested too deeply", _column(n))
+            raise ExprError("expression nested too deeply", *self._at(n))
         d = depth + 1
         match n:
             case ast.Constant(value=v):
@@ -248,7 +260,7 @@ class Elaborator:
                 if isinstance(v, int):
                     if abs(v) >= 10**MAX_INT_DIGITS:
                         raise ExprError(
-                            f"integer literal with more than {MAX_INT_DIGITS} digits", _column(n)
+                            f"integer literal with more than {MAX_INT_DIGITS} digits", *self._at(n)
                         )
                     return ir.Lit(v, INT)
                 if isinstance(v, str):
@@ -258,7 +270,7 @@ class Elaborator:
                 if isinstance(v, float):
                     return self._decimal_literal(n)
                 raise ExprError(
-                    f"unsupported literal {v!r} (only int, decimal, str, bool, None)", _column(n)
+                    f"unsupported literal {v!r} (only int, decimal, str, bool, None)", *self._at(n)
                 )
             case ast.Name(id=name):
                 return self._name(name, scope, n)
@@ -273,10 +285,10 @@ class Elaborator:
                 table = self.const_tables[tname]
                 if table is None:
                     raise ExprError(
-                        f"constant table {tname!r} is broken (see its problems)", _column(n)
+                        f"constant table {tname!r} is broken (see its problems)", *self._at(n)
                     )
                 if isinstance(sl, ast.Slice):
-                    raise ExprError(f"look up one row of {tname}: {tname}[key]", _column(sl))
+                    raise ExprError(f"look up one row of {tname}: {tname}[key]", *self._at(sl))
                 key = self._coerce(self._expression(sl, scope, d), table.key, sl)
                 return table.lookup(key)  # type: ignore[no-any-return]
             case ast.Subscript(value=lst, slice=sl):
@@ -285,15 +297,15 @@ class Elaborator:
                     raise ExprError(
                         f"only a table or a list can be indexed: Entity[id] or xs[0], "
                         f"got {xs.ty.show()}",
-                        _column(n),
+                        *self._at(n),
                     )
                 if isinstance(sl, ast.Slice):
-                    raise ExprError("slices are not allowed; pick one item: xs[0]", _column(sl))
+                    raise ExprError("slices are not allowed; pick one item: xs[0]", *self._at(sl))
                 i = self._expression(sl, scope, d)
                 if i.ty != INT:  # a position: a decimal is a number but no index
                     raise ExprError(
                         f"a list index is an int position, got {i.ty.show()}{_maybe_none(i)}",
-                        _column(sl),
+                        *self._at(sl),
                     )
                 return ir.Index(xs, i, xs.ty.elem)
             case ast.Compare():
@@ -323,13 +335,13 @@ class Elaborator:
                 raise ExprError(
                     "division is only allowed inside round: round(a / b, 2) "
                     "(or round(a / b, 2, 'half_up'))",
-                    _column(n),
+                    *self._at(n),
                 )
             case ast.BinOp(op=op, left=a, right=b):
                 sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}.get(type(op))
                 if sym is None:
                     raise ExprError(
-                        f"operator {type(op).__name__} is not allowed (only + - *)", _column(n)
+                        f"operator {type(op).__name__} is not allowed (only + - *)", *self._at(n)
                     )
                 x, y = self._expression(a, scope, d), self._expression(b, scope, d)
                 if sym == "+" and STR in (x.ty, y.ty) and DATE not in (x.ty, y.ty):
@@ -346,7 +358,7 @@ class Elaborator:
                 return self._comp(elt, gens, scope, d, n)
             case ast.GeneratorExp():
                 raise ExprError(
-                    "a generator is only allowed inside any/all/count/sum/min/max", _column(n)
+                    "a generator is only allowed inside any/all/count/sum/min/max", *self._at(n)
                 )
             case ast.IfExp(test=t, body=b, orelse=o):
                 c = self._bool(t, scope, d)
@@ -369,15 +381,26 @@ class Elaborator:
                 first = items[0]
                 items = [self._coerce(x, first.ty, elts[i]) for i, x in enumerate(items)]
                 if not is_scalar(first.ty) or isinstance(first.ty, DecT):
-                    raise ExprError("list literals hold scalars (not decimals) only", _column(n))
+                    raise ExprError("list literals hold scalars (not decimals) only", *self._at(n))
                 return ir.ListLit(tuple(items), ListT(first.ty))
             case ast.Dict(keys=keys, values=vals):
                 ks: list[str] = []
                 for k in keys:
+                    if k is None:  # {**other}
+                        raise ExprError(
+                            "a record lists its keys one by one; '**' is not allowed",
+                            *self._at(n),
+                        )
                     if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-                        raise ExprError("dict keys must be string literals", _column(k or n))
+                        got = ast.get_source_segment(self._text, k) or "this key"
+                        raise ExprError(
+                            f"a record's keys are quoted names, like {{'total': ...}}, not {got}",
+                            *self._at(k),
+                        )
                     if k.value in ks:
-                        raise ExprError(f"duplicate dict key {k.value!r}", _column(k))
+                        raise ExprError(
+                            f"the key {k.value!r} is given twice in this record", *self._at(k)
+                        )
                     ks.append(k.value)
                 vs = tuple(self._expression(v, scope, d) for v in vals)
                 return ir.DictLit(
@@ -386,14 +409,14 @@ class Elaborator:
             case ast.DictComp(key=k, value=v, generators=gens):
                 return self._dict_comp(k, v, gens, scope, d, n)
             case ast.Lambda():
-                raise ExprError("lambda is not allowed", _column(n))
+                raise ExprError("lambda is not allowed", *self._at(n))
             case ast.NamedExpr():
-                raise ExprError("assignment expressions are not allowed", _column(n))
-        raise ExprError(syntax_words(type(n).__name__), _column(n))
+                raise ExprError("assignment expressions are not allowed", *self._at(n))
+        raise ExprError(syntax_words(type(n).__name__), *self._at(n))
 
     def _name(self, name: str, scope: Mapping[str, Ty], n: ast.AST) -> ir.Expr:
         if name.startswith("__"):
-            raise ExprError(f"forbidden name {name!r}", _column(n))
+            raise ExprError(f"forbidden name {name!r}", *self._at(n))
         t = scope.get(name)
         if t is None and name in self.lets:
             e = self.lets[name]
@@ -402,31 +425,31 @@ class Elaborator:
             return self.constants[name]
         if t is None and name in self.const_tables:
             raise ExprError(
-                f"constant table {name!r} is not a value; look a row up: {name}[key]", _column(n)
+                f"constant table {name!r} is not a value; look a row up: {name}[key]", *self._at(n)
             )
         if t is None:
             if name in self.entities:
                 raise ExprError(
                     f"table {name!r} is not a value; use {name}[id].field or id in {name}",
-                    _column(n),
+                    *self._at(n),
                 )
             if name in AGGREGATES or name in ("len", "old", "round", "str", "today"):
-                raise ExprError(f"{name!r} must be called", _column(n))
+                raise ExprError(f"{name!r} must be called", *self._at(n))
             near = did_you_mean(name, [*scope, *self.entities])
-            raise ExprError(f"unknown name {name!r}{near}", _column(n))
+            raise ExprError(f"unknown name {name!r}{near}", *self._at(n))
         if isinstance(t, RowT):  # a comprehension variable stands for the row
             return ir.RowOf(t.entity, ir.Var(name, RefT(t.entity)), t)
         return self._present(ir.Var(name, t))
 
     def _attribute(self, n: ast.Attribute, scope: dict[str, Ty], d: int) -> ir.Expr:
         if n.attr.startswith("_"):
-            raise ExprError(f"forbidden attribute {n.attr!r}", _attr_column(n))
+            raise ExprError(f"forbidden attribute {n.attr!r}", *self._attr_at(n))
         base = self._expression(n.value, scope, d)
         if not isinstance(base, ir.RowOf):
             raise ExprError(
                 f"attribute .{n.attr} needs a row (Entity[id] or a comprehension variable), "
                 f"got {base.ty.show()}",
-                _column(n),
+                *self._at(n),
             )
         ent = self.entities[base.entity]
         if n.attr == ent.key:
@@ -437,7 +460,7 @@ class Elaborator:
             raise ExprError(
                 f"{base.entity} has no field {n.attr!r}"
                 f"{did_you_mean(n.attr, [ent.key, *ent.fields])} (fields: {known})",
-                _attr_column(n),
+                *self._attr_at(n),
             )
         return self._present(ir.FieldOf(base.entity, base.key, n.attr, f.ty))
 
@@ -448,7 +471,7 @@ class Elaborator:
         if isinstance(key, ir.Lit) and key.ty in (STR, INT):
             return self._coerce(key, want, n)
         raise ExprError(
-            f"{ent}[...] needs a {ent} id, got {key.ty.show()}{_maybe_none(key)}", _column(n)
+            f"{ent}[...] needs a {ent} id, got {key.ty.show()}{_maybe_none(key)}", *self._at(n)
         )
 
     def _literal_id(self, v: int | str, want: RefT, n: ast.AST) -> ir.Expr:
@@ -457,13 +480,13 @@ class Elaborator:
         int_key = edef is not None and edef.int_key
         if int_key != isinstance(v, int):
             kind = "integers" if int_key else "strings"
-            raise ExprError(f"{want.entity} ids are {kind}, got {v!r}", _column(n))
+            raise ExprError(f"{want.entity} ids are {kind}, got {v!r}", *self._at(n))
         return ir.Lit(v, want)
 
     def _bool(self, n: ast.AST, scope: dict[str, Ty], d: int) -> ir.Expr:
         e = self._expression(n, scope, d)
         if e.ty != BOOL:
-            raise ExprError(f"expected bool, got {e.ty.show()}{_maybe_none(e)}", _column(n))
+            raise ExprError(f"expected bool, got {e.ty.show()}{_maybe_none(e)}", *self._at(n))
         return e
 
     def _int(self, n: ast.AST, scope: dict[str, Ty], d: int) -> ir.Expr:
@@ -473,7 +496,7 @@ class Elaborator:
     def _number(self, e: ir.Expr, n: ast.AST) -> ir.Expr:
         if not is_number(e.ty):
             raise ExprError(
-                f"arithmetic needs int or decimal, got {e.ty.show()}{_maybe_none(e)}", _column(n)
+                f"arithmetic needs int or decimal, got {e.ty.show()}{_maybe_none(e)}", *self._at(n)
             )
         return e
 
@@ -490,14 +513,14 @@ class Elaborator:
         raise ExprError(
             "date arithmetic is date + days, date - days or date - date, "
             f"not {x.ty.show()} {sym} {y.ty.show()}",
-            _column(n),
+            *self._at(n),
         )
 
     def _string(self, e: ir.Expr, n: ast.AST, what: str) -> ir.Expr:
         if e.ty != STR:
-            raise ExprError(
-                f"{what} needs a str, got {e.ty.show()} (write str(x) or an f-string)", _column(n)
-            )
+            # an optional value is turned into text by testing it, not by str(None)
+            hint = _maybe_none(e) or " (write str(x) or an f-string)"
+            raise ExprError(f"{what} needs a str, got {e.ty.show()}{hint}", *self._at(n))
         return e
 
     def _concat(self, x: ir.Expr, y: ir.Expr, a: ast.AST, b: ast.AST) -> ir.Expr:
@@ -515,16 +538,16 @@ class Elaborator:
                 args.append(ir.Lit(p.value, STR))
                 continue
             if not isinstance(p, ast.FormattedValue):
-                raise ExprError("unsupported f-string part", _column(p))
+                raise ExprError("unsupported f-string part", *self._at(p))
             if p.conversion != -1 or p.format_spec is not None:
                 raise ExprError(
                     "f-string fields take no conversion or format spec ({x}, not {x!r} or "
                     "{x:>5}); a decimal is written at its scale",
-                    _column(p.value),
+                    *self._at(p.value),
                 )
             x = self._expression(p.value, scope, d)
             if not is_scalar(x.ty):
-                raise ExprError(f"an f-string shows scalars, not {x.ty.show()}", _column(p.value))
+                raise ExprError(f"an f-string shows scalars, not {x.ty.show()}", *self._at(p.value))
             args.append(x)
         return ir.StrOp("fstring", tuple(args), STR)
 
@@ -533,7 +556,7 @@ class Elaborator:
         s = self._string(self._expression(fn.value, scope, d), fn.value, f".{fn.attr}()")
         want = 0 if fn.attr in ("lower", "upper") else 1
         if n.keywords or len(n.args) != want:
-            raise ExprError(f".{fn.attr}() takes {want} argument(s)", _attr_column(fn))
+            raise ExprError(f".{fn.attr}() takes {want} argument(s)", *self._attr_at(fn))
         if want == 0:
             return ir.StrOp(fn.attr, (s,), STR)  # type: ignore[arg-type]
         t = self._coerce(self._expression(n.args[0], scope, d), STR, n.args[0])
@@ -545,18 +568,18 @@ class Elaborator:
             raise ExprError(
                 f"write a decimal with digits on both sides of the point, like 12.50 "
                 f"(got {text or 'a float'})",
-                _column(n),
+                *self._at(n),
             )
         digits = len(text.split(".")[1])
         if digits > MAX_SCALE:
-            raise ExprError(f"a decimal has at most {MAX_SCALE} places", _column(n))
+            raise ExprError(f"a decimal has at most {MAX_SCALE} places", *self._at(n))
         return ir.Lit(Decimal(text), DecT(digits))
 
     def _round(self, n: ast.Call, scope: dict[str, Ty], d: int) -> ir.Expr:
         """``round(x, places)`` / ``round(a / b, places)``, optionally ``'half_up'``."""
         usage = "round(x, places) or round(a / b, places), optionally with 'half_up'"
         if n.keywords or len(n.args) not in (2, 3):
-            raise ExprError(f"round takes 2 or 3 arguments: {usage}", _column(n))
+            raise ExprError(f"round takes 2 or 3 arguments: {usage}", *self._at(n))
         x_ast, p_ast = n.args[0], n.args[1]
         if not (
             isinstance(p_ast, ast.Constant)
@@ -564,14 +587,16 @@ class Elaborator:
             and 0 <= p_ast.value <= MAX_SCALE
         ):
             raise ExprError(
-                f"round's places are a whole number from 0 to {MAX_SCALE}", _column(p_ast)
+                f"round's places are a whole number from 0 to {MAX_SCALE}", *self._at(p_ast)
             )
         mode = "half_even"
         if len(n.args) == 3:
             m = n.args[2]
             if not (isinstance(m, ast.Constant) and m.value in ("half_even", "half_up")):
+                got = ast.get_source_segment(self._text, m) or "this"
                 raise ExprError(
-                    "round's mode is 'half_up' or 'half_even' (the default)", _column(m)
+                    f"round's mode is 'half_up' or 'half_even' (the default), not {got}",
+                    *self._at(m),
                 )
             mode = str(m.value)
         den: ir.Expr | None = None
@@ -605,7 +630,7 @@ class Elaborator:
                     if not isinstance(right.ty, ListT):
                         raise ExprError(
                             f"'in' needs a list or a table on the right, got {right.ty.show()}",
-                            _column(right_ast),
+                            *self._at(right_ast),
                         )
                     right = self._coerce_list(right, left, right_ast)
                     item = self._coerce(left, right.ty.elem, left_ast)  # type: ignore[attr-defined]
@@ -616,22 +641,22 @@ class Elaborator:
             else:
                 sym = _CMP.get(type(op))
                 if sym is None:
-                    raise ExprError(f"operator {type(op).__name__} is not allowed", _column(n))
+                    raise ExprError(f"operator {type(op).__name__} is not allowed", *self._at(n))
                 right = self._expression(right_ast, scope, d)
                 if isinstance(left.ty, NoneT) or isinstance(right.ty, NoneT):
                     word = "is None" if sym == "==" else "is not None"
                     raise ExprError(
-                        f"compare with None using 'x {word}', not '{sym} None'", _column(n)
+                        f"compare with None using 'x {word}', not '{sym} None'", *self._at(n)
                     )
                 a, b = self._unify(left, right, n)
                 if not (is_scalar(a.ty) or isinstance(a.ty, ListT)):
-                    raise ExprError(f"cannot compare {a.ty.show()}", _column(n))
+                    raise ExprError(f"cannot compare {a.ty.show()}", *self._at(n))
                 if sym not in ("==", "!=") and not is_ordered(a.ty):
                     raise ExprError(
                         f"{sym} needs int, date or str, got "
                         f"{(a if isinstance(a.ty, OptT) else b).ty.show()}"
                         f"{_maybe_none(a) or _maybe_none(b)}",
-                        _column(n),
+                        *self._at(n),
                     )
                 parts.append(ir.Compare(sym, a, b, BOOL))  # type: ignore[arg-type]
             left, left_ast = right, right_ast
@@ -645,17 +670,17 @@ class Elaborator:
         if not isinstance(right.ty, NoneT):
             raise ExprError(
                 f"'{word}' only tests for None: write 'x {word} None' (use == to compare values)",
-                _column(n),
+                *self._at(n),
             )
         if isinstance(left.ty, NoneT):
-            raise ExprError(f"'None {word} None' is always the same; test a value", _column(n))
+            raise ExprError(f"'None {word} None' is always the same; test a value", *self._at(n))
         if not isinstance(left.ty, OptT):
             left = self._widened(left)
         if not isinstance(left.ty, OptT):
             raise ExprError(
                 f"this value is never None (its type is {left.ty.show()}); "
                 f"only a 'T | None' value can be tested with '{word} None'",
-                _column(n),
+                *self._at(n),
             )
         return ir.IsNone(left, negated, BOOL)
 
@@ -680,21 +705,30 @@ class Elaborator:
         if e.ty == want:
             return e
         if isinstance(want, OptT):
-            if isinstance(e, ir.Lit) and isinstance(e.ty, NoneT):
+            if isinstance(e, ir.Lit) and e.value is None:  # None, typed by a branch or not
                 return ir.Lit(None, want)
             if isinstance(e, ir.IfExp):
                 a, b = self._coerce(e.then, want, n), self._coerce(e.orelse, want, n)
                 return ir.IfExp(e.cond, a, b, want)
             if e.ty == want.inner:
                 return e
+            if (
+                isinstance(e.ty, OptT)
+                and isinstance(want.inner, DecT)
+                and is_number(e.ty.inner)
+                and scale_of(e.ty) <= want.inner.scale
+            ):
+                return e  # an optional int or decimal widens to the decimal, as a present one
             try:
                 return self._coerce(e, want.inner, n)
             except ExprError:
-                raise ExprError(f"expected {want.show()}, got {e.ty.show()}", _column(n)) from None
+                raise ExprError(
+                    f"expected {want.show()}, got {e.ty.show()}", *self._at(n)
+                ) from None
         if isinstance(e, ir.Lit) and isinstance(e.ty, NoneT):
             raise ExprError(
                 f"None is not a {want.show()}; declare the type as '{want.show()} | None'",
-                _column(n),
+                *self._at(n),
             )
         if isinstance(want, DecT) and is_number(e.ty):
             have = scale_of(e.ty)
@@ -702,18 +736,18 @@ class Elaborator:
                 raise ExprError(
                     f"this value has {have} decimal places but {want.show()} keeps "
                     f"{want.scale}: round it, e.g. round(..., {want.scale})",
-                    _column(n),
+                    *self._at(n),
                 )
             return e  # stored at the wanted scale: exact, it has no more places
         match e:
             case ir.Lit(value=str() as v) if e.ty == STR:
                 if isinstance(want, EnumT):
                     if v not in want.values:
-                        raise ExprError(f"{v!r} is not a member of {want.show()}", _column(n))
+                        raise ExprError(f"{v!r} is not a member of {want.show()}", *self._at(n))
                     return ir.Lit(v, want)
                 if want == DATE:
                     if not is_iso_date(v):
-                        raise ExprError(f"{v!r} is not an ISO date (YYYY-MM-DD)", _column(n))
+                        raise ExprError(f"{v!r} is not an ISO date (YYYY-MM-DD)", *self._at(n))
                     return ir.Lit(v, DATE)
                 if isinstance(want, RefT):
                     return self._literal_id(v, want, n)
@@ -752,17 +786,19 @@ class Elaborator:
                 pass  # only literals take their type from context
             case _:
                 assert_never(e)
-        raise ExprError(f"expected {want.show()}, got {e.ty.show()}", _column(n))
+        raise ExprError(f"expected {want.show()}, got {e.ty.show()}", *self._at(n))
 
     def _unify(self, a: ir.Expr, b: ir.Expr, n: ast.AST) -> tuple[ir.Expr, ir.Expr]:
-        if a.ty == b.ty or (is_number(a.ty) and is_number(b.ty)):
-            return a, b  # ints and decimals of any scales compare as numbers
+        if a.ty == b.ty or (is_number(strip_opt(a.ty)) and is_number(strip_opt(b.ty))):
+            # ints and decimals of any scales compare as numbers (and equal None only
+            # where both are None)
+            return a, b
         if isinstance(a.ty, OptT | NoneT) or isinstance(b.ty, OptT | NoneT):
             # ``x == y`` with x: int | None and y: int compares as Python does; both sides
             # keep their own type (a present value is the plain value).
             joined = _join_opt(a.ty, b.ty)
             if not isinstance(joined, OptT):
-                raise ExprError(f"cannot compare {a.ty.show()} with {b.ty.show()}", _column(n))
+                raise ExprError(f"cannot compare {a.ty.show()} with {b.ty.show()}", *self._at(n))
             inner = joined.inner
             a2 = a if isinstance(a.ty, OptT | NoneT) else self._coerce(a, inner, n)
             b2 = b if isinstance(b.ty, OptT | NoneT) else self._coerce(b, inner, n)
@@ -788,7 +824,7 @@ class Elaborator:
                 self._coerce(lit, other.ty, n)
             if isinstance(lit, ir.Lit) and lit.ty in (STR, INT) and isinstance(other.ty, RefT):
                 self._coerce(lit, other.ty, n)  # says which type the entity's ids are
-        raise ExprError(f"cannot compare {a.ty.show()} with {b.ty.show()}", _column(n))
+        raise ExprError(f"cannot compare {a.ty.show()} with {b.ty.show()}", *self._at(n))
 
     def _call(self, n: ast.Call, scope: dict[str, Ty], d: int) -> ir.Expr:
         fn = n.func
@@ -796,7 +832,7 @@ class Elaborator:
             return self._method(n, fn, scope, d)
         if not isinstance(fn, ast.Name):
             shown = ast.unparse(fn)
-            raise ExprError(f"calls are not allowed: {shown}(...)", _column(n))
+            raise ExprError(f"calls are not allowed: {shown}(...)", *self._at(n))
         name = fn.id
         if name in self.functions:
             return self._inline(name, n, scope, d)
@@ -804,57 +840,59 @@ class Elaborator:
             raise ExprError(
                 f"function {name}() is not defined yet here: a function may call only the "
                 "functions declared before it (no recursion)",
-                _column(n),
+                *self._at(n),
             )
         if name == "round":
             return self._round(n, scope, d)
         if name == "str":
             if n.keywords or len(n.args) != 1:
-                raise ExprError("str() takes exactly one argument", _column(n))
+                raise ExprError("str() takes exactly one argument", *self._at(n))
             x = self._expression(n.args[0], scope, d)
             if not is_scalar(x.ty):
-                raise ExprError(f"str() takes a scalar, not {x.ty.show()}", _column(n.args[0]))
+                raise ExprError(f"str() takes a scalar, not {x.ty.show()}", *self._at(n.args[0]))
             return ir.StrOp("str", (x,), STR)
         if name == "today":
             if n.keywords or n.args:
-                raise ExprError("today() takes no arguments: today()", _column(n))
+                raise ExprError("today() takes no arguments: today()", *self._at(n))
             return ir.Today(DATE)
         if name == "old":
             if n.keywords or len(n.args) != 1:
-                raise ExprError("old() takes exactly one argument: old(expr)", _column(n))
+                raise ExprError("old() takes exactly one argument: old(expr)", *self._at(n))
             x = self._expression(n.args[0], scope, d)
             return ir.Old(x, x.ty)
         if name not in AGGREGATES and name != "len":
-            raise ExprError(f"calls are not allowed: {name}(...)", _column(n))
+            raise ExprError(f"calls are not allowed: {name}(...)", *self._at(n))
         if n.keywords or len(n.args) != 1:
-            raise ExprError(f"{name}() takes exactly one argument", _column(n))
+            raise ExprError(f"{name}() takes exactly one argument", *self._at(n))
         arg = n.args[0]
         if name == "len":
             x = self._expression(arg, scope, d)
             if x.ty == STR:
                 return ir.StrOp("len", (x,), INT)
             if not isinstance(x.ty, ListT):
-                raise ExprError(f"len() needs a list, got {x.ty.show()}", _column(arg))
+                raise ExprError(f"len() needs a list, got {x.ty.show()}", *self._at(arg))
             return ir.Len(x, INT)
         if not isinstance(arg, ast.GeneratorExp | ast.ListComp):
             raise ExprError(
                 f"{name}() takes a comprehension over a table: {name}(x for x in Entity if ...)",
-                _column(arg),
+                *self._at(arg),
             )
         comp = self._comp(arg.elt, arg.generators, scope, d, arg)
         pt = comp.proj.ty
         if name in ("any", "all"):
             if pt != BOOL:
-                raise ExprError(f"{name}() needs bool items, got {pt.show()}", _column(arg))
+                raise ExprError(f"{name}() needs bool items, got {pt.show()}", *self._at(arg))
             return ir.Agg(name, comp, BOOL)  # type: ignore[arg-type]
         if name == "count":
             return ir.Agg("count", comp, INT)
         if name == "sum":
             if not is_number(pt):
-                raise ExprError(f"sum() needs int or decimal items, got {pt.show()}", _column(arg))
+                raise ExprError(
+                    f"sum() needs int or decimal items, got {pt.show()}", *self._at(arg)
+                )
             return ir.Agg("sum", comp, pt)
         if pt not in (INT, DATE) and not isinstance(pt, DecT):
-            raise ExprError(f"{name}() needs int or date items, got {pt.show()}", _column(arg))
+            raise ExprError(f"{name}() needs int or date items, got {pt.show()}", *self._at(arg))
         return ir.Agg(name, comp, pt)  # type: ignore[arg-type]
 
     def _inline(self, name: str, n: ast.Call, scope: dict[str, Ty], d: int) -> ir.Expr:
@@ -863,12 +901,12 @@ class Elaborator:
 
         f = self.functions[name]
         if n.keywords:
-            raise ExprError(f"{name}() takes positional arguments only", _column(n))
+            raise ExprError(f"{name}() takes positional arguments only", *self._at(n))
         if len(n.args) != len(f.params):
             want = ", ".join(p for p, _ in f.params)
             raise ExprError(
                 f"{name}() takes {len(f.params)} argument(s) ({want}), got {len(n.args)}",
-                _column(n),
+                *self._at(n),
             )
         values = {}
         for (pname, pty), a in zip(f.params, n.args, strict=True):
@@ -876,7 +914,9 @@ class Elaborator:
             try:
                 values[pname] = self._coerce(x, pty, a)
             except ExprError as exc:
-                raise ExprError(f"{name}() parameter {pname}: {exc.message}", exc.col) from None
+                raise ExprError(
+                    f"{name}() parameter {pname}: {exc.message}", exc.col, exc.line
+                ) from None
         body: ir.Expr = substitute(f.body, values)
         return body
 
@@ -889,19 +929,19 @@ class Elaborator:
         n: ast.AST,
     ) -> ir.Comp:
         if len(gens) != 1:
-            raise ExprError("a comprehension has exactly one 'for'", _column(n))
+            raise ExprError("a comprehension has exactly one 'for'", *self._at(n))
         g = gens[0]
         if g.is_async:
-            raise ExprError("async comprehensions are not allowed", _column(n))
+            raise ExprError("async comprehensions are not allowed", *self._at(n))
         if not isinstance(g.target, ast.Name):
-            raise ExprError("the loop variable must be a plain name", _column(g.target))
+            raise ExprError("the loop variable must be a plain name", *self._at(g.target))
         if not (isinstance(g.iter, ast.Name) and g.iter.id in self.entities):
             raise ExprError(
-                "a comprehension iterates over a table: for x in Entity", _column(g.iter)
+                "a comprehension iterates over a table: for x in Entity", *self._at(g.iter)
             )
         var, ent = g.target.id, g.iter.id
         if var in scope or var in self.entities or var in self.lets:
-            raise ExprError(f"loop variable {var!r} shadows another name", _column(g.target))
+            raise ExprError(f"loop variable {var!r} shadows another name", *self._at(g.target))
         inner = {**scope, var: RowT(ent)}
         conds = [self._bool(c, inner, d) for c in g.ifs]
         cond: ir.Expr | None
@@ -932,7 +972,7 @@ class Elaborator:
             raise ExprError(
                 f"a dict comprehension is keyed by the row's id: "
                 f"{{{comp.var}.{keyname}: ... for {comp.var} in {comp.entity}}}",
-                _column(key),
+                *self._at(key),
             )
         return ir.DictComp(comp, MapT(RefT(comp.entity), comp.proj.ty))
 
@@ -946,14 +986,14 @@ class Elaborator:
             and isinstance(n.value.value, ast.Name)
             and n.value.value.id in self.entities
         ):
-            raise ExprError(effect_target_problem(n), _column(n))
+            raise ExprError(effect_target_problem(n), *self._at(n))
         ent = n.value.value.id
         key = self._key(ent, self._expression(n.value.slice, scope, 0), n.value.slice)
         edef = self.entities[ent]
         if n.attr == edef.key:
-            raise ExprError(f"cannot write the key {ent}.{n.attr}", _column(n))
+            raise ExprError(f"cannot write the key {ent}.{n.attr}", *self._at(n))
         if n.attr.startswith("_"):
-            raise ExprError(f"forbidden attribute {n.attr!r}", _column(n))
+            raise ExprError(f"forbidden attribute {n.attr!r}", *self._at(n))
         f = edef.fields.get(n.attr)
         if f is None:
             raise ExprError(
@@ -966,7 +1006,7 @@ class Elaborator:
         match s:
             case ast.Assign(targets=[ast.Name(id=bind)], value=ast.Call() as call):
                 if bind in scope or bind in self.entities or bind in self.lets:
-                    raise ExprError(f"name {bind!r} is already taken", _column(s))
+                    raise ExprError(f"name {bind!r} is already taken", *self._at(s))
                 eff = self._create(call, scope, bind)
                 scope[bind] = RefT(eff.entity)
                 return eff
@@ -975,16 +1015,16 @@ class Elaborator:
                 val = self._coerce(self._expression(v, scope, 0), ty, v)
                 return ir.Assign(ent, key, fld, "=", val)
             case ast.Assign():
-                raise ExprError("assign to exactly one field", _column(s))
+                raise ExprError("assign to exactly one field", *self._at(s))
             case ast.AugAssign(target=tgt, op=op, value=v):
                 sym = {ast.Add: "+=", ast.Sub: "-="}.get(type(op))
                 if sym is None:
-                    raise ExprError("only += and -= are allowed", _column(s))
+                    raise ExprError("only += and -= are allowed", *self._at(s))
                 ent, key, fld, ty = self._target(tgt, scope)
                 if not is_number(ty):
                     raise ExprError(
                         f"{sym} needs an int or decimal field, {ent}.{fld} is {ty.show()}",
-                        _column(s),
+                        *self._at(s),
                     )
                 val = self._coerce(self._expression(v, scope, 0), ty, v)
                 return ir.Assign(ent, key, fld, sym, val)  # type: ignore[arg-type]
@@ -993,7 +1033,7 @@ class Elaborator:
             ):
                 return ir.Delete(ent, self._key(ent, self._expression(sl, scope, 0), sl))
             case ast.Delete():
-                raise ExprError("delete one row: del Entity[id]", _column(s))
+                raise ExprError("delete one row: del Entity[id]", *self._at(s))
             case ast.Expr(value=ast.Call(func=ast.Attribute(attr="create")) as call):
                 return self._create(call, scope, None)
             case ast.Expr(
@@ -1002,15 +1042,15 @@ class Elaborator:
                 ent, key, fld, ty = self._target(place, scope)
                 if not isinstance(ty, ListT):
                     raise ExprError(
-                        f".{meth}() needs a list field, {ent}.{fld} is {ty.show()}", _column(s)
+                        f".{meth}() needs a list field, {ent}.{fld} is {ty.show()}", *self._at(s)
                     )
                 if kw or len(args) != 1:
-                    raise ExprError(f".{meth}() takes one argument", _column(s))
+                    raise ExprError(f".{meth}() takes one argument", *self._at(s))
                 val = self._coerce(self._expression(args[0], scope, 0), ty.elem, args[0])
                 return ir.ListEdit(ent, key, fld, meth, val)  # type: ignore[arg-type]
             case ast.Import() | ast.ImportFrom():
-                raise ExprError("imports are not allowed", _column(s))
-        raise ExprError(f"unsupported effect: {type(s).__name__}", _column(s))
+                raise ExprError("imports are not allowed", *self._at(s))
+        raise ExprError(f"unsupported effect: {type(s).__name__}", *self._at(s))
 
     def _create(self, call: ast.Call, scope: dict[str, Ty], bind: str | None) -> ir.Create:
         fn = call.func
@@ -1021,18 +1061,18 @@ class Elaborator:
             and fn.value.id in self.entities
         ):
             raise ExprError(
-                "calls are not allowed here; create rows with Entity.create(...)", _column(call)
+                "calls are not allowed here; create rows with Entity.create(...)", *self._at(call)
             )
         ent = fn.value.id
         edef = self.entities[ent]
         if call.args:
-            raise ExprError("Entity.create takes keyword arguments only", _column(call))
+            raise ExprError("Entity.create takes keyword arguments only", *self._at(call))
         vals: list[tuple[str, ir.Expr]] = []
         seen: set[str] = set()
         key: ir.Expr | None = None
         for kw in call.keywords:
             if kw.arg is None:
-                raise ExprError("**kwargs is not allowed", _column(kw))
+                raise ExprError("**kwargs is not allowed", *self._at(kw))
             if kw.arg == edef.key:
                 key = self._expression(kw.value, scope, 0)
                 # A new id is a plain value of the key's runtime type (a str or int
@@ -1043,7 +1083,7 @@ class Elaborator:
             f = edef.fields.get(kw.arg)
             if f is None:
                 near = did_you_mean(kw.arg or "", self.entities[ent].fields)
-                raise ExprError(f"{ent} has no field {kw.arg!r}{near}", _column(kw))
+                raise ExprError(f"{ent} has no field {kw.arg!r}{near}", *self._at(kw))
             seen.add(kw.arg)
             value = self._expression(kw.value, scope, 0)
             vals.append((kw.arg, self._coerce(value, f.ty, kw.value)))
@@ -1052,12 +1092,14 @@ class Elaborator:
                 if isinstance(f.ty, ListT):
                     vals.append((fname, ir.ListLit((), f.ty)))
                 else:
-                    raise ExprError(f"{ent}.create(...) is missing field {fname!r}", _column(call))
+                    raise ExprError(
+                        f"{ent}.create(...) is missing field {fname!r}", *self._at(call)
+                    )
         if key is None and edef.data_key:
             raise ExprError(
                 f"{ent} ids are given by the data (key type str, no prefix), so "
                 f"{ent}.create(...) must name its key: {ent}.create({edef.key}=..., ...)",
-                _column(call),
+                *self._at(call),
             )
         order = list(edef.fields)
         vals.sort(key=lambda kv: order.index(kv[0]))

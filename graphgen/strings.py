@@ -17,7 +17,7 @@ from typing import Any
 
 from graphgen import ir
 from graphgen.decimals import dec_text
-from graphgen.types import DecT, Ty
+from graphgen.types import DecT, Ty, strip_opt
 
 #: Operations whose result is a string (the others give a bool, or an int for len).
 TEXT_OPS = frozenset({"concat", "fstring", "str", "lower", "upper"})
@@ -37,8 +37,9 @@ def message_parts(e: ir.StrOp) -> list[ir.Expr]:
 
 def text_of(value: Any, ty: Ty) -> str:
     """``value`` (of type ``ty``) as it reads inside a message."""
-    if isinstance(ty, DecT):
-        return dec_text(Decimal(value), ty.scale)
+    inner = strip_opt(ty)  # a present optional decimal reads as the decimal; None as None
+    if isinstance(inner, DecT) and value is not None:
+        return dec_text(Decimal(value), inner.scale)
     return str(value)
 
 

@@ -130,7 +130,8 @@ def is_number(t: Ty) -> bool:
 
 
 def scale_of(t: Ty) -> int:
-    """Places of a number type: a decimal's scale, 0 for int."""
+    """Places of a number type: a decimal's scale (an optional one's too), 0 for int."""
+    t = strip_opt(t)
     return t.scale if isinstance(t, DecT) else 0
 
 

@@ -5,6 +5,7 @@ that misuses one is rejected with a located, plain-words error."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,82 @@ def test_an_int_stored_in_a_decimal_field_is_scaled_once_on_every_row() -> None:
         assert want_oks == [True]
         got_oks, got = run_concrete(d, s, chain, via_template=True)
         assert (got_oks, got) == (want_oks, want), key
+
+
+def test_an_optional_decimal_means_the_same_in_every_backend(
+    compiled_pkgs: dict[str, Compiled],
+) -> None:
+    # ``decimal | None``: read as a number or None, compared across scales (2 with 3),
+    # and stored from an int, a None, a rounded value and an argument at its scale
+    d = domain("wallet")
+    s = state("wallet", 0)
+    acc = sorted(s.tables["Account"])[0]
+    s.tables["Account"][acc].update(rate="1.250", discount="1.25")
+    c = compiled_pkgs["wallet"]
+    chains: list[tuple[list[tuple[str, dict[str, Any]]], list[Any]]] = [
+        ([("set_discount", {"account_id": acc, "discount": "1.25"})], ["err"]),
+        ([("match_rate", {"account_id": acc})], ["err"]),  # 1.25 == 1.250
+        (
+            [
+                ("set_discount", {"account_id": acc, "discount": "2.5"}),
+                ("show_discount", {"account_id": acc}),
+                ("set_discount", {"account_id": acc}),
+                ("show_discount", {"account_id": acc}),
+            ],
+            [{"discount": "2.50"}, "discount 2.50", {"discount": None}, "discount None"],
+        ),
+        (
+            [("set_discount", {"account_id": acc}), ("match_rate", {"account_id": acc})],
+            [{"discount": None}, "1.25"],
+        ),
+        (
+            [
+                ("flat_discount", {"account_id": acc, "flat": True}),
+                ("price", {"account_id": acc, "amount": "12.00"}),
+                ("set_discount", {"account_id": acc, "discount": "5"}),
+            ],
+            ["ok", "7.00", "err"],
+        ),
+        (
+            [
+                ("flat_discount", {"account_id": acc, "flat": False}),
+                ("price", {"account_id": acc, "amount": "12.00"}),
+                ("discounted", {}),
+            ],
+            [
+                "ok",
+                "12.00",
+                [
+                    k
+                    for k, r in s.tables["Account"].items()
+                    if k != acc and r["discount"] and Decimal(r["discount"]) > Decimal("1.5")
+                ],
+            ],
+        ),
+    ]
+    for chain, want in chains:
+        cur = s.copy()
+        db = c.models.Db.from_state(s.to_dict())
+        got = []
+        for name, args in chain:
+            try:
+                out = call_tool(d, cur, name, dict(args))
+            except ToolError:
+                got.append("err")
+                with pytest.raises(c.pkg.ToolError):
+                    c.tools.call_tool(db, name, dict(args))
+                continue
+            assert c.tools.call_tool(db, name, dict(args)) == out, (chain, name)
+            got.append({"discount": out["discount"]} if isinstance(out, dict) else out)
+        assert got == want, chain
+        assert db.to_state() == cur.to_dict(), chain
+        want_oks, want_state = interpret(d, s, chain)
+        assert want_oks == [x != "err" for x in want]
+        for via_template in (False, True):
+            assert run_concrete(d, s, chain, via_template=via_template) == (
+                want_oks,
+                want_state,
+            ), (chain, via_template)
 
 
 # ------------------------------------------------------------------ broken files

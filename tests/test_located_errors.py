@@ -122,3 +122,171 @@ tools:
     assert r.unwritten_fields == ["User.name"]
     assert r.fixed_tables == ["Session", "User"]
     assert not any(f.startswith("Session") for f in r.unwritten_fields)
+
+
+# ------------------------------------------------------------ multi-line expressions
+
+FIND = '    returns: "[a.account_id for a in Account if a.email == email]"'
+FUNDS = '- {check: "Account[account_id].balance >= amount", message: "insufficient funds"}'
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "culprit"),
+    [
+        # folded: the lines are joined with spaces (a more-indented one keeps its break)
+        (
+            FIND,
+            "    returns: >-\n      [a.account_id for a in Account\n      if a.emial == email]",
+            "emial",
+        ),
+        (
+            FIND,
+            "    returns: >-\n      [a.account_id for a in Account\n         if a.emial == email]",
+            "emial",
+        ),
+        # literal: the breaks are kept
+        (
+            FIND,
+            "    returns: |\n      [a.account_id for a in Account\n          if a.emial == email]",
+            "emial",
+        ),
+        # a folded check of a requires item, the culprit on its third line
+        (
+            FUNDS,
+            "- check: >-\n          Account[account_id].status == 'active'\n"
+            "          and Account[account_id].balance\n          >= amont\n"
+            '        message: "insufficient funds"',
+            "amont",
+        ),
+        # plain: a scalar without quotes that goes on over the next lines
+        (
+            FUNDS,
+            "- check: Account[account_id].status == 'active' and\n"
+            "          Account[account_id].balance >= amont\n"
+            '        message: "insufficient funds"',
+            "amont",
+        ),
+        # single-quoted over two lines, a doubled quote before the culprit
+        (
+            FUNDS,
+            "- check: 'Account[account_id].status == ''active'' and\n"
+            "          Account[account_id].balance >= amont'\n"
+            '        message: "insufficient funds"',
+            "amont",
+        ),
+        # a character that takes two bytes in UTF-8 before the culprit, on one line
+        (
+            '"Account[account_id].balance -= amount"',
+            "\"Account[account_id].balance -= len('\u00e9t\u00e9') + amt\"",
+            "amt",
+        ),
+    ],
+    ids=["folded", "folded-more-indented", "literal", "requires-folded", "plain", "quoted", "utf8"],
+)
+def test_an_error_inside_a_multi_line_expression_is_at_the_culprits_line_and_column(
+    old: str, new: str, culprit: str
+) -> None:
+    text = _break(old, new)
+    (p,) = _problems(text)
+    assert culprit in p.message
+    assert text.count(culprit) == 1
+    assert (p.line, p.column) == _pos(text, culprit)
+
+
+def test_a_multi_line_expression_shows_the_line_inside_it() -> None:
+    text = _break(
+        FIND, "    returns: |\n      [a.account_id for a in Account\n          if a.emial == email]"
+    )
+    (p,) = _problems(text)
+    assert p.expr_line == 2 and p.col == 10
+    shown = str(p)
+    assert shown.startswith(f"my.yaml:{p.line}:{p.column}: tool 'find_account'")
+    # the expression's lines stay under one another, the place names its line
+    assert "    in: [a.account_id for a in Account\n            if a.emial" in shown
+    assert shown.endswith("(line 2, col 10)")
+
+
+def test_a_syntax_error_at_the_end_of_a_multi_line_expression_points_past_its_last_line() -> None:
+    text = _break(
+        FIND, "    returns: >-\n      [a.account_id for a in Account\n      if a.email ==]"
+    )
+    (p,) = _problems(text)
+    assert p.message.startswith("syntax error")
+    assert (p.line, p.column) == _pos(text, "]\n    intents")
+
+
+# ------------------------------------------------------------ misuses, in a file
+
+PAY_RETURNS = 'returns: "p"'
+
+
+@pytest.mark.parametrize(
+    ("new", "culprit", "message"),
+    [
+        (
+            "returns: \"{'id': p, 1: amount}\"",
+            "1: amount",
+            "a record's keys are quoted names, like {'total': ...}, not 1",
+        ),
+        (
+            "returns: \"{'id': p, 'amount': amount, 'id': account_id}\"",
+            "'id': account_id",
+            "the key 'id' is given twice in this record",
+        ),
+        (
+            'returns: "{**Account[account_id]}"',
+            "{**",
+            "a record lists its keys one by one; '**' is not allowed",
+        ),
+        (
+            'returns: "Account[account_id].balance[0]"',
+            "Account[account_id].balance[0]",
+            "only a table or a list can be indexed: Entity[id] or xs[0], got int",
+        ),
+        (
+            "returns: \"[a.balance for a in Account]['first']\"",
+            "'first'",
+            "a list index is an int position, got str",
+        ),
+        (
+            "returns: \"round(amount, 2, 'up')\"",
+            "'up'",
+            "round's mode is 'half_up' or 'half_even' (the default), not 'up'",
+        ),
+    ],
+    ids=[
+        "record-int-key",
+        "record-key-twice",
+        "record-unpacked",
+        "index-an-int",
+        "str-index",
+        "round-mode",
+    ],
+)
+def test_a_misused_expression_in_a_file_is_named_at_its_culprit(
+    new: str, culprit: str, message: str
+) -> None:
+    text = _break(PAY_RETURNS, new)
+    (p,) = _problems(text)
+    assert p.message == message
+    assert p.where.startswith("tool 'pay'") and p.where.endswith("returns")
+    assert (p.line, p.column) == _pos(text, culprit)
+    assert str(p).startswith(f"my.yaml:{p.line}:{p.column}: tool 'pay'")
+
+
+def test_a_string_method_on_an_optional_str_says_to_test_it_first() -> None:
+    text = _break("owner: {type: str, vocab: person_name}", 'owner: "str | None"')
+    got = text.replace(
+        'returns: "Account[account_id]"', 'returns: "Account[account_id].owner.lower()"'
+    )
+    (p,) = _problems(got)
+    assert p.message.startswith(".lower() needs a str, got str | None (it may be None: test ")
+    assert "is not None" in p.message and "str(x)" not in p.message
+    assert (p.line, p.column) == _pos(got, "Account[account_id].owner.lower")
+    # the advice works: a test that shows the value present lets .lower() read it
+    fixed = text.replace(
+        'returns: "Account[account_id]"',
+        'returns: "Account[account_id].owner is not None and '
+        "Account[account_id].owner.lower() == 'ann'\"",
+    )
+    assert loads_domain(fixed, source="my.yaml").tools["get_account"].returns is not None

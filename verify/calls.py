@@ -234,7 +234,7 @@ def _apply(
             if isinstance(fd.ty, ListT):
                 mem, unrepresentable = _membership(uni, ent, f, value, where)
                 value_err = or_(value_err, unrepresentable)
-            elif isinstance(fd.ty, DecT):
+            elif isinstance(strip_opt(fd.ty), DecT):
                 # to the field's scale (never fewer places), once: the value is the same
                 # for every row the key may name
                 value = rescale(value, v.ty, fd.ty)
@@ -294,7 +294,7 @@ def _apply(
             for f, x in vs:
                 vals[f] = (strings.index_of(uni, vals[f][0], where), vals[f][1])
                 fty = edef.fields[f].ty
-                if isinstance(fty, DecT):  # to the field's scale (never fewer places)
+                if isinstance(strip_opt(fty), DecT):  # to the field's scale (never fewer places)
                     vals[f] = (rescale(vals[f][0], x.ty, fty), vals[f][1])
             mems: dict[str, list[Term]] = {}
             for f, fd in edef.fields.items():

@@ -13,7 +13,7 @@ from typing import Any, assert_never
 from graphgen import ir
 from graphgen.ir import free_vars
 from graphgen.today import DEFAULT_TODAY
-from graphgen.types import BOOL, STR, DecT, ListT, MapT, RecordT, RefT, RowT, scale_of
+from graphgen.types import BOOL, STR, DecT, ListT, MapT, RecordT, RefT, RowT, scale_of, strip_opt
 from graphgen.verify import strings
 from graphgen.verify.numbers import rescale, round_terms
 from graphgen.verify.symstate import SymState, exists_at, read_field
@@ -176,7 +176,7 @@ class Evaluator:
                     mapped = strings.equal(uni, x, y, self.where)
                     if mapped is not None:
                         return (mapped if op == "==" else not_(mapped)), or_(ex, ey)
-                if isinstance(a.ty, DecT) or isinstance(b.ty, DecT):
+                if isinstance(strip_opt(a.ty), DecT) or isinstance(strip_opt(b.ty), DecT):
                     top = max(scale_of(a.ty), scale_of(b.ty))
                     x, y = rescale(x, a.ty, top), rescale(y, b.ty, top)
                 if op == "==":
@@ -239,7 +239,7 @@ class Evaluator:
                 cv, ce = self.evaluate(c, env)
                 tv, te = self.evaluate(t, env)
                 ov, oe = self.evaluate(o, env)
-                if isinstance(e.ty, DecT):
+                if isinstance(strip_opt(e.ty), DecT):
                     tv, ov = rescale(tv, t.ty, e.ty), rescale(ov, o.ty, e.ty)
                 return merge(cv, tv, ov), or_(ce, and_(cv, te), and_(not_(cv), oe))
             case ir.DictLit(keys=ks, values=vs):

@@ -19,8 +19,9 @@ from typing import Any
 
 import z3
 
-from graphgen.types import DecT, Ty, scale_of
+from graphgen.types import DecT, NoneT, OptT, Ty, scale_of
 from graphgen.verify.terms import TRUE, Term, arith, eq, int_const, int_val, ite
+from graphgen.verify.universe import NONE_VALUE
 
 
 def scaled(value: Any, scale: int) -> int:
@@ -29,11 +30,18 @@ def scaled(value: Any, scale: int) -> int:
 
 
 def rescale(t: Term, src: Ty, dst: Ty | int) -> Term:
-    """Term ``t`` of type ``src`` at the scale of ``dst`` (never smaller than src's)."""
+    """Term ``t`` of type ``src`` at the scale of ``dst`` (never smaller than src's); an
+    absent optional value stays the None sentinel."""
     want = dst if isinstance(dst, int) else scale_of(dst)
     up = want - scale_of(src)
     assert up >= 0, "a rescale never drops places (elaboration rounds explicitly)"
-    return t if up == 0 else arith("*", t, int_val(10**up))
+    if up == 0 or isinstance(src, NoneT):
+        return t
+    grown = arith("*", t, int_val(10**up))
+    if isinstance(src, OptT):
+        none = int_val(NONE_VALUE)
+        return ite(eq(t, none), none, grown)
+    return grown
 
 
 def bound_term(ty: Ty, bound: Any) -> Term:
