@@ -97,3 +97,13 @@ def test_unreachable_goal_and_node_budget() -> None:
         Call(tool="find_account", args={"email": row["email"]}),
         Call(tool="lock_account", args={"account_id": key}),
     ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "n"), [("banking", 40), ("helpdesk", 20), ("hotel", 20)])
+def test_engines_agree_on_language_v2_domains(name: str, n: int) -> None:
+    """Decimals, optional arguments, soft failures and strings: this comparison found the
+    z3 encoding refusing a valid int-into-decimal write on any account but the first
+    (banking-0-00034) and refusing every omitted optional argument (helpdesk)."""
+    _, q = _cross_check(load_builtin(name), n, 0)
+    assert q >= 10
