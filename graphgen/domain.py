@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from graphgen import ir
 from graphgen.types import EnumT, ListT, OptT, RefT, Ty
@@ -235,6 +235,8 @@ class Domain:
     phrases: dict[str, Phrase] = field(default_factory=dict)  # "Entity.field" / "tool.param"
     # ``today: {from, to}``: the range a generated state's today is drawn from
     today_range: tuple[str, str] | None = None
+    # facts analyses derive from the spec, computed once (:func:`per_domain`)
+    derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def content_hash(self) -> str:
@@ -270,6 +272,51 @@ class Domain:
             "write_tools": len(self.write_tools),
             "read_tools": len(self.read_tools),
         }
+
+
+_R = TypeVar("_R")
+
+
+def per_domain(fn: Callable[[Domain], _R]) -> Callable[[Domain], _R]:
+    """Memoise ``fn``, a pure function of a domain's spec, on the domain itself: every
+    proof asks the same questions of the same tools (what they read, the literals they
+    hold), and a loaded domain does not change. The result is shared, so it must not
+    be mutated (return frozen values)."""
+
+    def cached(domain: Domain) -> _R:
+        key = fn.__module__ + "." + fn.__qualname__
+        memo = domain.derived
+        if key not in memo:
+            memo[key] = fn(domain)
+        result: _R = memo[key]
+        return result
+
+    cached.__doc__ = fn.__doc__
+    cached.__name__ = fn.__name__
+    cached.__qualname__ = fn.__qualname__
+    cached.__wrapped__ = fn  # type: ignore[attr-defined]
+    return cached
+
+
+def per_tool(fn: Callable[[Domain, ToolDef], _R]) -> Callable[[Domain, ToolDef], _R]:
+    """:func:`per_domain` for a function of a domain and one of its tools (a tool not
+    in the domain, such as a hand-made one in a test, is not memoised)."""
+
+    def cached(domain: Domain, tool: ToolDef) -> _R:
+        if domain.tools.get(tool.name) is not tool:
+            return fn(domain, tool)
+        key = (fn.__module__ + "." + fn.__qualname__, tool.name)
+        memo = domain.derived
+        if key not in memo:
+            memo[key] = fn(domain, tool)
+        result: _R = memo[key]
+        return result
+
+    cached.__doc__ = fn.__doc__
+    cached.__name__ = fn.__name__
+    cached.__qualname__ = fn.__qualname__
+    cached.__wrapped__ = fn  # type: ignore[attr-defined]
+    return cached
 
 
 def canonical_json(obj: object) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from graphgen import ir
-from graphgen.domain import Domain, ToolDef
+from graphgen.domain import Domain, ToolDef, per_tool
 from graphgen.types import RefT
 
 __all__ = [
@@ -287,7 +287,8 @@ def tool_queries(domain: Domain, tool: ToolDef) -> set[FieldRef]:
 # ------------------------------------------------------------------ tools, whole call
 
 
-def cells_read(domain: Domain, tool: ToolDef) -> set[FieldRef]:
+@per_tool
+def cells_read(domain: Domain, tool: ToolDef) -> frozenset[FieldRef]:
     """Every location whose value can influence a call of ``tool``: its validity, its
     invariant checks or its output.
 
@@ -317,10 +318,11 @@ def cells_read(domain: Domain, tool: ToolDef) -> set[FieldRef]:
             for f, fd in domain.entities[ent].fields.items()
             if fd.unique or fd.min is not None or fd.max is not None
         )
-    return out
+    return frozenset(out)
 
 
-def cells_written(domain: Domain, tool: ToolDef) -> set[FieldRef]:
+@per_tool
+def cells_written(domain: Domain, tool: ToolDef) -> frozenset[FieldRef]:
     """Every location a call of ``tool`` can change: :func:`writes`, plus the id counter
     and every field of each entity it creates rows of."""
     out = writes(tool)
@@ -333,4 +335,4 @@ def cells_written(domain: Domain, tool: ToolDef) -> set[FieldRef]:
                 pass
             case _:
                 assert_never(stmt.effect)
-    return out
+    return frozenset(out)

@@ -15,6 +15,7 @@ import random
 from typing import TYPE_CHECKING
 
 from graphgen import ir
+from graphgen.domain import per_domain
 
 if TYPE_CHECKING:
     from graphgen.domain import Domain, ToolDef
@@ -52,6 +53,7 @@ def tool_uses_today(tool: ToolDef) -> bool:
     return any(isinstance(n, ir.Today) for e in exprs for n in ir.walk(e))
 
 
+@per_domain
 def uses_today(domain: Domain) -> bool:
     """Whether some tool of ``domain`` reads ``today()``."""
     return any(tool_uses_today(t) for t in domain.tools.values())

@@ -175,7 +175,6 @@ class Planner:
         # expander passes one cache per state); the first write switches to a private one.
         self._cache: ReadCache = shared_reads if shared_reads is not None else {}
         self._sorts: dict[str, dict[str, Sort]] = {}
-        self._read_sets: dict[str, set[FieldRef]] = {}
 
     # ------------------------------------------------------------- bookkeeping
 
@@ -341,12 +340,9 @@ class Planner:
                 if facts is not None and want in facts:
                     yield tool, args, self.read(tool, args)
 
-    def _reads_of(self, tool: str) -> set[FieldRef]:
-        """Every location a call of ``tool`` depends on (:func:`cells_read`), once per tool."""
-        got = self._read_sets.get(tool)
-        if got is None:
-            got = self._read_sets[tool] = cells_read(self.domain, self.domain.tools[tool])
-        return got
+    def _reads_of(self, tool: str) -> frozenset[FieldRef]:
+        """Every location a call of ``tool`` depends on (:func:`cells_read`)."""
+        return cells_read(self.domain, self.domain.tools[tool])
 
     def _param_sorts(self, tool: ToolDef) -> dict[str, Sort]:
         """Each parameter's sort (:func:`param_sort`), computed once per tool."""

@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import z3
 
 from graphgen import ir
-from graphgen.domain import Domain, Key, ToolDef
+from graphgen.domain import Domain, Key, ToolDef, per_tool
 from graphgen.footprint import ROWS, FieldRef, cells_read, cells_written
 from graphgen.keys import key_order
 from graphgen.knowledge import Sort, field_sorts, key_sort, param_sort, parse_sort
@@ -276,8 +277,23 @@ def description_atoms(cond: ir.Expr) -> tuple[tuple[str, Any], ...] | None:
 # ------------------------------------------------------------------ relevance
 
 
+@per_tool
+def revealed_sorts(domain: Domain, tool: ToolDef) -> frozenset[Sort]:
+    """The sorts a call of ``tool`` can make known: those its output can show
+    (:func:`graphgen.knowledge.produced_sorts`) and, for a shown field, every sort seeing
+    it makes known (:func:`shown_sorts`)."""
+    from graphgen.knowledge import produced_sorts
+
+    out = set(produced_sorts(domain, tool))
+    for s in list(out):
+        if s.kind == "field":
+            ent, _, f = s.name.partition(".")
+            out.update(shown_sorts(domain, ent, f))
+    return frozenset(out)
+
+
 def relevant_tools(
-    domain: Domain, reads: set[FieldRef], outputs: bool, sorts: Iterable[Sort] = ()
+    domain: Domain, reads: AbstractSet[FieldRef], outputs: bool, sorts: Iterable[Sort] = ()
 ) -> list[str]:
     """The tools that can matter for a goal reading ``reads`` (and, when ``outputs``,
     values shown by outputs; ``sorts``: values that must be shown, e.g. to recognise a
@@ -289,19 +305,9 @@ def relevant_tools(
     call reading the same cells and knowing the same values, so it stays valid and the
     goal keeps its value. Hence a shortest solution uses relevant tools only.
     """
-    from graphgen.knowledge import produced_sorts
-
     need_cells = set(reads)
     need_sorts: set[Sort] = set(sorts)
     chosen: set[str] = set()
-
-    def produced(t: ToolDef) -> set[Sort]:
-        out = set(produced_sorts(domain, t))
-        for s in list(out):
-            if s.kind == "field":
-                ent, _, f = s.name.partition(".")
-                out.update(shown_sorts(domain, ent, f))
-        return out
 
     def take(t: ToolDef) -> None:
         chosen.add(t.name)
@@ -318,7 +324,7 @@ def relevant_tools(
         for t in domain.tools.values():
             if t.name in chosen:
                 continue
-            if cells_written(domain, t) & need_cells or produced(t) & need_sorts:
+            if cells_written(domain, t) & need_cells or revealed_sorts(domain, t) & need_sorts:
                 take(t)
                 changed = True
     return [n for n in domain.tools if n in chosen]

@@ -25,11 +25,12 @@ rather than approximate it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 from graphgen import ir
-from graphgen.domain import Domain
+from graphgen.domain import Domain, per_domain
 from graphgen.strings import TEXT_OPS, apply
 from graphgen.types import STR, Ty
 from graphgen.verify.terms import (
@@ -57,7 +58,8 @@ class TextVal:
     index: Term | None
 
 
-def closure_ops(domain: Domain) -> set[str]:
+@per_domain
+def closure_ops(domain: Domain) -> frozenset[str]:
     """The case-mapping operations the domain's tools use (the table is closed under
     them), and every constant text the tools compute from literals only."""
     out: set[str] = set()
@@ -69,10 +71,11 @@ def closure_ops(domain: Domain) -> set[str]:
             for n in ir.walk(x):
                 if isinstance(n, ir.StrOp) and n.op in ("lower", "upper"):
                     out.add(n.op)
-    return out
+    return frozenset(out)
 
 
-def constant_texts(domain: Domain) -> set[str]:
+@per_domain
+def constant_texts(domain: Domain) -> frozenset[str]:
     """Texts of string operations over literals only (``'a' + 'b'``), folded here."""
     out: set[str] = set()
     for tool in domain.tools.values():
@@ -88,10 +91,10 @@ def constant_texts(domain: Domain) -> set[str]:
                 ):
                     vals = [a.value for a in n.args if isinstance(a, ir.Lit)]
                     out.add(apply(n.op, vals, [a.ty for a in n.args]))
-    return out
+    return frozenset(out)
 
 
-def close(strings: set[str], ops: set[str]) -> set[str]:
+def close(strings: set[str], ops: AbstractSet[str]) -> set[str]:
     """``strings`` closed under the case mappings ``ops`` (two rounds reach a fixpoint:
     lower(upper(s)) is lower(s) for every text the table holds in practice, and a third
     round is added if not)."""

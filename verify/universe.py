@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from graphgen import ir
 from graphgen.decimals import dec_text, parse_decimal, places
-from graphgen.domain import Domain, Key, ToolDef
+from graphgen.domain import Domain, Key, ToolDef, per_domain
 from graphgen.keys import key_order, next_counter
 from graphgen.parse import is_iso_date
 from graphgen.state import State
@@ -162,11 +162,8 @@ class Universe:
                 for f, fd in edef.fields.items():
                     if f in row:
                         add(fd.ty, row[f])
-        for tool in domain.tools.values():
-            for e in _tool_exprs(tool):
-                for n in ir.walk(e):
-                    if isinstance(n, ir.Lit):
-                        add(n.ty, n.value)
+        for ty, v in tool_literals(domain):
+            add(ty, v)
         for ty, v in extra:
             add(ty, v)
         # texts the tools compute from literals, and the case mappings they apply, are
@@ -361,6 +358,19 @@ class Universe:
 def is_key(v: object) -> bool:
     """A value that can be a row id: a str, or an int for ``type: int`` keys."""
     return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
+
+
+@per_domain
+def tool_literals(domain: Domain) -> tuple[tuple[Ty, Any], ...]:
+    """Every literal the tools' expressions hold, with its type (once per domain: each
+    universe needs them)."""
+    return tuple(
+        (n.ty, n.value)
+        for tool in domain.tools.values()
+        for e in _tool_exprs(tool)
+        for n in ir.walk(e)
+        if isinstance(n, ir.Lit)
+    )
 
 
 def _tool_exprs(tool: ToolDef) -> list[ir.Expr]:
