@@ -34,13 +34,13 @@ from graphgen.state import State
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Change, Given, Task
 from graphgen.tasks.taskset import generate
-from graphgen.types import BOOL, INT, STR, RefT, Ty
+from graphgen.types import BOOL, INT, STR, DecT, RefT, Ty, strip_opt
 from graphgen.verify.bmc import Bmc, ChangesGoal, search
 from graphgen.verify.calls import creates_per_call
 from graphgen.verify.proofs import Prover
 from graphgen.verify.slicing import Flow, analyze_flow
 from graphgen.verify.terms import EncodeError
-from tests.test_z3_encoding import DOMAINS, base_state
+from tests.test_z3_encoding import DOMAINS, V2, base_state
 
 # ------------------------------------------------------------------ knowable chains
 
@@ -162,10 +162,16 @@ def _check_claims(
             continue
         assert name in flow.callable, name
         for p, v in args.items():
-            s = param_sort(domain.tools[name].params[p])
+            param = domain.tools[name].params[p]
+            s = param_sort(param)
             # Enum members are never bounded by the analysis (every member stays possible),
-            # so it claims nothing about them to check here.
-            if isinstance(v, str) and s.kind != "enum":
+            # and decimals are numbers to it like ints (their JSON form is a string), so
+            # it claims nothing about them to check here.
+            if (
+                isinstance(v, str)
+                and s.kind != "enum"
+                and not isinstance(strip_opt(param.ty), DecT)
+            ):
                 assert v in flow.know.get(s, frozenset()), (name, p, v)
                 assert v in flow.params.get((name, p), frozenset([v])), (name, p, v)
         for ent, rows in cur.tables.items():
@@ -192,7 +198,13 @@ def test_knowable_chains_run_alike_on_the_slice(name: str, data: Any) -> None:
         for e, n in creates_per_call(t).items():
             creates[e] = max(creates.get(e, 0), n * 8)
     flow = analyze_flow(domain, state, givens=givens, creates=creates)
-    assert not flow.whole
+    if flow.whole:
+        # The analysis gave up and keeps every row (sound, nothing to compare): allowed
+        # for the v2 built-ins only, where a date written as another date plus a
+        # computed number of days (library's due date, rental's extended end) is a
+        # value it does not bound.
+        assert name in V2, "the analysis gave up on a domain it used to slice"
+        return
     full_outs, full = _run(domain, state, chain)
     sl_outs, sl_final = _run(domain, flow.state, chain)
     assert sl_outs == full_outs, chain
