@@ -32,6 +32,7 @@ from graphgen.types import (
     DecT,
     EnumT,
     ListT,
+    MapT,
     OptT,
     RecordT,
     RefT,
@@ -535,6 +536,9 @@ def result_shape(ty: Ty) -> Any:
     if isinstance(ty, ListT):
         inner = result_shape(ty.elem)
         return None if inner is None else ["list", inner]
+    if isinstance(ty, MapT):  # a JSON object keyed by ids: its values are results
+        inner = result_shape(ty.value)
+        return None if inner is None else ["map", inner]
     if isinstance(ty, RecordT):
         shapes = {k: result_shape(t) for k, t in ty.fields}
         return {k: s for k, s in shapes.items() if s is not None} or None
