@@ -26,6 +26,7 @@ from graphgen.tasks.model import Call, Task
 from graphgen.tasks.taskset import generate
 from graphgen.types import INT, OptT
 from graphgen.verify.calls import encode_call
+from graphgen.verify.concrete import run_concrete
 from graphgen.verify.proofs import prove_task
 from graphgen.verify.symstate import SymState
 from graphgen.verify.terms import is_t
@@ -292,6 +293,41 @@ def test_encoding_of_no_case_and_optional_arguments() -> None:
     uni2 = Universe.build(DESK, st)
     enc = encode_call(uni2, SymState.from_state(uni2, st), close, args)
     assert not is_t(z3.simplify(enc.ok)) and not is_t(z3.simplify(enc.soft))  # no case
+
+
+def test_encoding_fails_a_call_whose_message_shows_an_absent_narrowed_argument() -> None:
+    # The f-string reads the arguments a check showed present; when a check fails
+    # because one is absent, the encoding still folds the text on that failing path.
+    # Decoding None's sentinel as an enum member or a string crashed it (IndexError)
+    # where the interpreter just fails the call.
+    d = loads_domain(
+        """
+name: shown
+enums: {Tier: [bronze, gold]}
+entities:
+  Item:
+    key: {name: item_id, type: int}
+    size: 2
+    fields: {label: str}
+tools:
+  tag:
+    params:
+      item: Item
+      level: {type: "Tier | None", default: null}
+      word: {type: "str | None", default: null}
+      other: {type: "Item | None", default: null}
+    requires: ["level is not None", "word is not None", "other is not None"]
+    returns: "f'{item} is {level}, {word}, {other}'"
+""",
+        source="<shown>",
+    )
+    st = State({"Item": {1: {"label": "a"}, 2: {"label": "b"}}}, {"Item": 3})
+    given = {"level": "gold", "word": "a", "other": 2}
+    for n in range(4):
+        chain = [("tag", {"item": 1, **dict(list(given.items())[:n])})]
+        for via_template in (False, True):
+            got = run_concrete(d, st, chain, via_template=via_template)
+            assert got == ([n == 3], st), (n, via_template)
 
 
 # ------------------------------------------------------------------ tasks, gate, proofs

@@ -85,6 +85,13 @@ class KeyBounds(Protocol):
         """Every key id parameter ``p`` of ``tool`` can be given (known ids)."""
 
 
+def _index(n: int, size: int, ty: Ty) -> int:
+    """``n`` if it indexes a universe of ``size`` values of ``ty``; else EncodeError."""
+    if not 0 <= n < size:
+        raise EncodeError(f"{n} is no {ty.show()} of the universe")
+    return n
+
+
 @dataclass
 class Universe:
     """The finite world an encoding ranges over, and the value codec."""
@@ -269,12 +276,14 @@ class Universe:
             if not 1 <= n <= _MAX_ORDINAL:  # e.g. an unchecked sum on a failing path
                 raise EncodeError(f"day number {n} is no date")
             return ordinal_date(n)
+        # An index outside the universe (None's sentinel read as a narrowed value on a
+        # path whose checks fail) is no value: refused, never read from the end.
         if ty == STR:
-            return self.strings[n]
+            return self.strings[_index(n, len(self.strings), ty)]
         if isinstance(ty, EnumT):
-            return ty.values[n]
+            return ty.values[_index(n, len(ty.values), ty)]
         if isinstance(ty, RefT):
-            return self.keys[ty.entity][n] if n >= 0 else None
+            return self.keys[ty.entity][_index(n, len(self.keys[ty.entity]), ty)] if n >= 0 else None
         if isinstance(ty, DecT):
             return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
         raise EncodeError(f"cannot decode a {ty.show()}")
