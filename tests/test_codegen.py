@@ -706,6 +706,43 @@ def test_a_case_that_reads_no_earlier_state_keeps_no_copy(tmp_path: Path) -> Non
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+# The only decimal of the domain is in the guard of a lone case, and of cases that
+# return nothing: the two places the tool's static views (effects, returns) leave out.
+_DECIMAL_IN_GUARDS = """
+name: guards
+entities:
+  Box:
+    key: {name: box_id, prefix: "B", width: 1}
+    size: 2
+    fields: {label: str, n: int}
+tools:
+  check_label:
+    params: {box_id: Box}
+    cases:
+      - when: "Box[box_id].label.startswith(str(0.50))"
+        fails: true
+        returns: "'no'"
+  bump:
+    params: {box_id: Box}
+    cases:
+      - when: "round(Box[box_id].n / 3, 1) > 1.5"
+        effects: ["Box[box_id].n += 1"]
+      - effects: ["Box[box_id].n -= 1"]
+"""
+
+
+def test_a_decimal_only_in_case_guards_ships_the_decimal_helpers(tmp_path: Path) -> None:
+    """The package imports its decimal helpers where a guard uses them (it imported a
+    decimals.py it did not ship: ModuleNotFoundError on import)."""
+    dom = loads_domain(_DECIMAL_IN_GUARDS, "guards.yaml")
+    write_package(dom, tmp_path / "guards_env")
+    assert (tmp_path / "guards_env" / "decimals.py").exists()
+    c = Compiled(dom, tmp_path / "guards_env", _import_package(tmp_path / "guards_env"))
+    tally = Tally()
+    run_differential(c, range(4), 10, tally)
+    assert not tally.mismatches and tally.writes_ok > 0, tally
+
+
 @pytest.mark.slow
 def test_mypy_strict_clean(gen_root: Path) -> None:
     dirs = [str(c.path) for c in _all_compiled(gen_root)]

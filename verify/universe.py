@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from graphgen import ir
 from graphgen.decimals import dec_text, parse_decimal, places
-from graphgen.domain import Domain, Key, ToolDef
+from graphgen.domain import Domain, Key
 from graphgen.keys import key_order, next_counter
 from graphgen.parse import is_iso_date
 from graphgen.state import State
@@ -170,7 +170,7 @@ class Universe:
                     if f in row:
                         add(fd.ty, row[f])
         for tool in domain.tools.values():
-            for e in _tool_exprs(tool):
+            for e in tool.expressions():
                 for n in ir.walk(e):
                     if isinstance(n, ir.Lit):
                         add(n.ty, n.value)
@@ -372,13 +372,3 @@ def is_key(v: object) -> bool:
     return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
 
 
-def _tool_exprs(tool: ToolDef) -> list[ir.Expr]:
-    out = [c.expr for c in tool.requires]
-    for case in tool.branches:
-        if case.when is not None:
-            out.append(case.when)
-        for s in case.effects:
-            out.extend(ir.effect_exprs(s.effect))
-        if case.returns is not None:
-            out.append(case.returns)
-    return out
