@@ -32,6 +32,7 @@ from graphgen.verify.symstate import SymState
 from graphgen.verify.terms import is_t
 from graphgen.verify.universe import Universe
 from tests.cases_domain import cases_domain
+from tests.test_z3_encoding import interpret
 
 DESK = cases_domain()
 
@@ -328,6 +329,37 @@ tools:
         for via_template in (False, True):
             got = run_concrete(d, st, chain, via_template=via_template)
             assert got == ([n == 3], st), (n, via_template)
+
+
+def test_encoding_knows_the_strings_of_guards_of_cases_that_return_nothing() -> None:
+    # The string universe took its constant texts ('a' + 'b') and case mappings from
+    # the tool's static return view, which has no guards when no case returns: the
+    # encoding then refused these calls as comparing a computed string.
+    d = loads_domain(
+        """
+name: guards
+entities:
+  Box:
+    key: {name: box_id, prefix: "B", width: 1}
+    fields: {label: str, n: int}
+tools:
+  bump:
+    params: {box_id: Box, word: str}
+    cases:
+      - when: "word.lower() == Box[box_id].label"
+        effects: ["Box[box_id].n += 1"]
+      - when: "('a' + 'b') == word"
+        effects: ["Box[box_id].n -= 1"]
+""",
+        source="<guards>",
+    )
+    st = State({"Box": {"B1": {"label": "abc", "n": 0}}}, {"Box": 2})
+    for word, ok in (("ABC", True), ("ab", True), ("zz", False)):
+        chain = [("bump", {"box_id": "B1", "word": word})]
+        want = interpret(d, st, chain)
+        assert want[0] == [ok]
+        for via_template in (False, True):
+            assert run_concrete(d, st, chain, via_template=via_template) == want, word
 
 
 # ------------------------------------------------------------------ tasks, gate, proofs
