@@ -72,11 +72,12 @@ class RowCreated:
 
 @dataclass(frozen=True, slots=True)
 class RowDeleted:
-    """A row was deleted; ``row`` is the record as it was."""
+    """A row was deleted; ``row`` is the record as it was, ``counter`` the id counter."""
 
     entity: str
     key: Any
     row: dict[str, Any]
+    counter: int
 
 
 # One entry per state change of a call, in order; rolled back newest first.
@@ -614,7 +615,10 @@ def apply_effect(
         case ir.Delete(entity=ent, key=k):
             key = evaluate(k, st, env, domain)
             row = _row(st, ent, key)
-            undo.append(RowDeleted(ent, key, row))
+            undo.append(RowDeleted(ent, key, row, st.counters[ent]))
+            # A delete does not give its id back: the counter moves past the ids the
+            # table holds first (it may be behind them in an imported state).
+            st.counters[ent] = next_counter(domain.entities[ent], st.tables[ent], st.counters[ent])
             del st.tables[ent][key]
         case _:
             assert_never(eff)
@@ -668,7 +672,8 @@ def rollback(st: State, undo: list[Undo]) -> None:
             case RowCreated(entity=ent, key=key, counter=n):
                 del st.tables[ent][key]
                 st.counters[ent] = n
-            case RowDeleted(entity=ent, key=key, row=row):
+            case RowDeleted(entity=ent, key=key, row=row, counter=n):
                 st.tables[ent][key] = row
+                st.counters[ent] = n
             case _:
                 assert_never(u)
