@@ -299,8 +299,9 @@ def test_encoding_of_no_case_and_optional_arguments() -> None:
 def test_encoding_fails_a_call_whose_message_shows_an_absent_narrowed_argument() -> None:
     # The f-string reads the arguments a check showed present; when a check fails
     # because one is absent, the encoding still folds the text on that failing path.
-    # Decoding None's sentinel as an enum member or a string crashed it (IndexError)
-    # where the interpreter just fails the call.
+    # Decoding None's sentinel as an enum member or a string (IndexError), or a decimal
+    # computed from it (InvalidOperation), crashed it where the interpreter just fails
+    # the call.
     d = loads_domain(
         """
 name: shown
@@ -317,18 +318,19 @@ tools:
       level: {type: "Tier | None", default: null}
       word: {type: "str | None", default: null}
       other: {type: "Item | None", default: null}
-    requires: ["level is not None", "word is not None", "other is not None"]
-    returns: "f'{item} is {level}, {word}, {other}'"
+      num: {type: "int | None", default: null}
+    requires: ["level is not None", "word is not None", "other is not None", "num is not None"]
+    returns: "f'{item} is {level}, {word}, {other}, {num * 10.00}'"
 """,
         source="<shown>",
     )
     st = State({"Item": {1: {"label": "a"}, 2: {"label": "b"}}}, {"Item": 3})
-    given = {"level": "gold", "word": "a", "other": 2}
-    for n in range(4):
+    given = {"level": "gold", "word": "a", "other": 2, "num": 3}
+    for n in range(5):
         chain = [("tag", {"item": 1, **dict(list(given.items())[:n])})]
         for via_template in (False, True):
             got = run_concrete(d, st, chain, via_template=via_template)
-            assert got == ([n == 3], st), (n, via_template)
+            assert got == ([n == 4], st), (n, via_template)
 
 
 def test_encoding_knows_the_strings_of_guards_of_cases_that_return_nothing() -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
 from graphgen import ir
@@ -283,9 +283,15 @@ class Universe:
         if isinstance(ty, EnumT):
             return ty.values[_index(n, len(ty.values), ty)]
         if isinstance(ty, RefT):
-            return self.keys[ty.entity][_index(n, len(self.keys[ty.entity]), ty)] if n >= 0 else None
+            if n < 0:  # OUT (or None's sentinel): no row
+                return None
+            keys = self.keys[ty.entity]
+            return keys[_index(n, len(keys), ty)]
         if isinstance(ty, DecT):
-            return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
+            try:
+                return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
+            except InvalidOperation:  # past Decimal's precision: arithmetic on None's sentinel
+                raise EncodeError(f"{n} is no {ty.show()}") from None
         raise EncodeError(f"cannot decode a {ty.show()}")
 
     def elements(self, ty: Ty) -> list[Any]:
@@ -370,5 +376,3 @@ class Universe:
 def is_key(v: object) -> bool:
     """A value that can be a row id: a str, or an int for ``type: int`` keys."""
     return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
-
-
