@@ -141,11 +141,14 @@ def test_a_delete_does_not_give_its_id_back_when_the_counter_is_behind(tmp_path:
     assert [pkg.tools.call_tool(db, name, args) for name, args in chain][1] == 11
     assert db.to_state() == st.to_dict()
     # a call that fails after its delete puts the counter back with the row
-    drop = TEXT + """
+    drop = (
+        TEXT
+        + """
   drop:
     params: {ticket_id: Ticket}
     effects: ["del Ticket[ticket_id]", "Ticket[1].priority = 99"]
 """
+    )
     d2 = loads_domain(drop)
     st = _state()
     with pytest.raises(ToolError, match="priority"):

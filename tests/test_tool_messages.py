@@ -353,7 +353,9 @@ def test_message_format_specs_fit_every_value_a_parameter_takes(
 
     text = FORMATS.replace("MESSAGE", message)
     if words is not None:
-        with pytest.raises(DomainError, match=r"tool 't' \(line \d+\), requires\[0\]\.message") as e:
+        with pytest.raises(
+            DomainError, match=r"tool 't' \(line \d+\), requires\[0\]\.message"
+        ) as e:
             loads_domain(text)
         assert words in str(e.value)
         return
