@@ -66,10 +66,7 @@ def uses_decimals(domain: Domain) -> bool:
     tys = [f.ty for e in domain.entities.values() for f in e.fields.values()]
     for t in domain.tools.values():
         tys += [p.ty for p in t.params.values()]
-        exprs = [c.expr for c in t.requires]
-        exprs += [x for s in t.effects for x in ir.effect_exprs(s.effect)]
-        exprs += [t.returns] if t.returns is not None else []
-        tys += [n.ty for x in exprs for n in ir.walk(x)]
+        tys += [n.ty for x in t.expressions() for n in ir.walk(x)]
     return any(isinstance(ty, DecT) for ty in tys)
 
 

@@ -661,6 +661,9 @@ class ToolEmitter:
         out(4, "except BaseException:")
         out(8, f"{journal}.rollback()")
         out(8, "raise")
+        # The copy is this case's own: later guards and cases read old(...) as the state
+        # as it is (no effect has run there), not a name that may never have been set.
+        self.printer.old_db = None
 
     def _key(self, out: Lines, k: ir.Expr, key: str) -> str:
         if isinstance(k, ir.Var | ir.Lit):

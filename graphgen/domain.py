@@ -190,6 +190,20 @@ class ToolDef:
             return self.cases
         return (Case(None, None, False, self.effects, self.returns, self.returns_source),)
 
+    def expressions(self) -> list[ir.Expr]:
+        """Every expression a call may evaluate: the checks, then each case's guard,
+        effects and return (functions and ``let`` names are inlined into them). The
+        static ``returns`` view of a tool with cases is not one of them: it omits the
+        guards of a tool whose cases return nothing, and of a lone case."""
+        out = [c.expr for c in self.requires]
+        for case in self.branches:
+            if case.when is not None:
+                out.append(case.when)
+            out += [x for s in case.effects for x in ir.effect_exprs(s.effect)]
+            if case.returns is not None:
+                out.append(case.returns)
+        return out
+
     @property
     def soft_fails(self) -> bool:
         """Some case is a soft failure."""

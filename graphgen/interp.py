@@ -32,6 +32,7 @@ from graphgen.types import (
     DecT,
     EnumT,
     ListT,
+    MapT,
     OptT,
     RecordT,
     RefT,
@@ -71,11 +72,12 @@ class RowCreated:
 
 @dataclass(frozen=True, slots=True)
 class RowDeleted:
-    """A row was deleted; ``row`` is the record as it was."""
+    """A row was deleted; ``row`` is the record as it was, ``counter`` the id counter."""
 
     entity: str
     key: Any
     row: dict[str, Any]
+    counter: int
 
 
 # One entry per state change of a call, in order; rolled back newest first.
@@ -535,6 +537,9 @@ def result_shape(ty: Ty) -> Any:
     if isinstance(ty, ListT):
         inner = result_shape(ty.elem)
         return None if inner is None else ["list", inner]
+    if isinstance(ty, MapT):  # a JSON object keyed by ids: its values are results
+        inner = result_shape(ty.value)
+        return None if inner is None else ["map", inner]
     if isinstance(ty, RecordT):
         shapes = {k: result_shape(t) for k, t in ty.fields}
         return {k: s for k, s in shapes.items() if s is not None} or None
@@ -610,7 +615,10 @@ def apply_effect(
         case ir.Delete(entity=ent, key=k):
             key = evaluate(k, st, env, domain)
             row = _row(st, ent, key)
-            undo.append(RowDeleted(ent, key, row))
+            undo.append(RowDeleted(ent, key, row, st.counters[ent]))
+            # A delete does not give its id back: the counter moves past the ids the
+            # table holds first (it may be behind them in an imported state).
+            st.counters[ent] = next_counter(domain.entities[ent], st.tables[ent], st.counters[ent])
             del st.tables[ent][key]
         case _:
             assert_never(eff)
@@ -664,7 +672,8 @@ def rollback(st: State, undo: list[Undo]) -> None:
             case RowCreated(entity=ent, key=key, counter=n):
                 del st.tables[ent][key]
                 st.counters[ent] = n
-            case RowDeleted(entity=ent, key=key, row=row):
+            case RowDeleted(entity=ent, key=key, row=row, counter=n):
                 st.tables[ent][key] = row
+                st.counters[ent] = n
             case _:
                 assert_never(u)

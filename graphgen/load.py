@@ -11,7 +11,7 @@ import keyword
 import re
 import string
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -604,8 +604,9 @@ class _Compiler:
         # (parameters never change); field reads are narrowed within one expression only,
         # as an effect may write the field in between.
         known: frozenset[ir.Expr] = frozenset()
+        int_keys = [e for e, d in el.entities.items() if d.int_key]
         for i, c in enumerate(ts.requires):
-            for msg in message_problems(c.message, params):
+            for msg in message_problems(c.message, params, int_keys):
                 self.err(msg, self.where("tool", name, f"requires[{i}].message"), c.message)
                 ok = False
             try:
@@ -1053,14 +1054,32 @@ _SPEC = re.compile(r"[<>=^]?[+\- ]?#?0?\d{0,3}[,_]?(\.\d{1,3})?[a-zA-Z%]?\Z")
 _CONVERT: dict[str, Callable[[object], str]] = {"r": repr, "s": str, "a": ascii}
 
 
-def message_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
+def _message_samples(ty: Ty, int_keys: Collection[str]) -> list[object]:
+    """One value of each form a parameter of type ``ty`` has when a message is filled:
+    an int id is an int, a decimal a Decimal, an optional parameter may be None."""
+    if isinstance(ty, OptT):
+        return [*_message_samples(ty.inner, int_keys), None]
+    if ty == INT or (isinstance(ty, RefT) and ty.entity in int_keys):
+        return [0]
+    if ty == BOOL:
+        return [True]
+    if isinstance(ty, DecT):
+        return [Decimal(0)]
+    return ["x"]
+
+
+def message_problems(
+    text: str, params: dict[str, ParamDef], int_keys: Collection[str] = ()
+) -> list[str]:
     """What is wrong with a precondition's message template.
 
     A message is shown to the agent with ``{p}`` filled by parameter ``p``, optionally
     converted (``!r``, ``!s``, ``!a``) and formatted by a short standard spec that suits
-    the parameter's type (``{amount:>6}``). Nothing else is allowed between braces (no
-    index or attribute access, no nested field): ``str.format`` would act on it when
-    the agent first fails the check. A literal brace is written twice: ``{{``, ``}}``.
+    every value the parameter can take (``{amount:>6}``; an optional one is converted
+    first, ``{note!s:>6}``, as None takes no spec). ``int_keys`` names the entities whose
+    ids are ints. Nothing else is allowed between braces (no index or attribute access,
+    no nested field): ``str.format`` would act on it when the agent first fails the
+    check. A literal brace is written twice: ``{{``, ``}}``.
     """
     try:
         fields = [(f, cv, sp) for _, f, sp, cv in string.Formatter().parse(text) if f is not None]
@@ -1080,13 +1099,23 @@ def message_problems(text: str, params: dict[str, ParamDef]) -> list[str]:
             continue
         if not spec:
             continue
-        sample: object = 0 if p.ty == INT else True if p.ty == BOOL else "x"
-        try:
-            if not _SPEC.match(spec):
-                raise ValueError("not a short standard format spec")
-            format(convert(sample) if convert else sample, spec)
-        except ValueError as exc:
-            out.append(f"placeholder {{{f}:{spec}}}: bad format spec for {p.ty.show()}: {exc}")
+        if not _SPEC.match(spec):
+            out.append(
+                f"placeholder {{{f}:{spec}}}: bad format spec for {p.ty.show()}: "
+                "not a short standard format spec"
+            )
+            continue
+        for sample in _message_samples(p.ty, int_keys):
+            try:
+                format(convert(sample) if convert else sample, spec)
+            except (TypeError, ValueError) as exc:
+                why = (
+                    f"{f} may be None, which takes no format spec: write {{{f}!s:{spec}}}"
+                    if sample is None
+                    else f"bad format spec for {p.ty.show()}: {exc}"
+                )
+                out.append(f"placeholder {{{f}:{spec}}}: {why}")
+                break
     return out
 
 

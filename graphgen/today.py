@@ -46,11 +46,7 @@ def today_of_state(st: State) -> str:
 def tool_uses_today(tool: ToolDef) -> bool:
     """Whether ``tool`` reads ``today()`` (functions and ``let`` names are inlined, so
     their uses show here)."""
-    exprs: list[ir.Expr] = [c.expr for c in tool.requires]
-    for case in tool.branches:
-        exprs += [x for x in (case.when, case.returns) if x is not None]
-        exprs += [x for s in case.effects for x in ir.effect_exprs(s.effect)]
-    return any(isinstance(n, ir.Today) for e in exprs for n in ir.walk(e))
+    return any(isinstance(n, ir.Today) for e in tool.expressions() for n in ir.walk(e))
 
 
 @per_domain

@@ -816,6 +816,82 @@ def test_a_case_that_reads_no_earlier_state_keeps_no_copy(tmp_path: Path) -> Non
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+# Case 0 copies the state for old(); the guard and the read-only result of case 1 read
+# old() too, where it is the state as it is (no effect has run).
+_OLD_IN_LATER_CASES = """
+name: counter
+entities:
+  Counter:
+    key: {name: counter_id, prefix: "C"}
+    size: 2
+    fields:
+      value: {type: int, min: 0, max: 1000}
+tools:
+  bump:
+    params: {counter_id: Counter, by: {type: int, min: 1, max: 10}}
+    let:
+      was: "Counter[counter_id].value"
+    cases:
+      - when: "by > 5"
+        effects: ["Counter[counter_id].value += by"]
+        returns: "was"
+      - when: "old(Counter[counter_id].value) >= 0 and was >= 0"
+        returns: "old(Counter[counter_id].value) + was"
+"""
+
+
+def test_old_in_a_later_case_reads_the_state_as_it_is(tmp_path: Path) -> None:
+    """A guard or a read-only result after a case that copied the state read that
+    case's copy, which does not exist when the case did not run (UnboundLocalError)."""
+    dom = loads_domain(_OLD_IN_LATER_CASES, "counter.yaml")
+    write_package(dom, tmp_path / "counter_env")
+    c = Compiled(dom, tmp_path / "counter_env", _import_package(tmp_path / "counter_env"))
+    st = State({"Counter": {"C0001": {"value": 7}}}, {"Counter": 2})
+    db = c.models.Db.from_state(st.to_dict())
+    assert c.tools.call_tool(db, "bump", {"counter_id": "C0001", "by": 2}) == 14
+    assert call_tool(dom, st, "bump", {"counter_id": "C0001", "by": 2}) == 14
+    tally = Tally()
+    run_differential(c, range(6), 10, tally)
+    assert not tally.mismatches and tally.ok > 0, tally
+
+
+# The only decimal of the domain is in the guard of a lone case, and of cases that
+# return nothing: the two places the tool's static views (effects, returns) leave out.
+_DECIMAL_IN_GUARDS = """
+name: guards
+entities:
+  Box:
+    key: {name: box_id, prefix: "B", width: 1}
+    size: 2
+    fields: {label: str, n: int}
+tools:
+  check_label:
+    params: {box_id: Box}
+    cases:
+      - when: "Box[box_id].label.startswith(str(0.50))"
+        fails: true
+        returns: "'no'"
+  bump:
+    params: {box_id: Box}
+    cases:
+      - when: "round(Box[box_id].n / 3, 1) > 1.5"
+        effects: ["Box[box_id].n += 1"]
+      - effects: ["Box[box_id].n -= 1"]
+"""
+
+
+def test_a_decimal_only_in_case_guards_ships_the_decimal_helpers(tmp_path: Path) -> None:
+    """The package imports its decimal helpers where a guard uses them (it imported a
+    decimals.py it did not ship: ModuleNotFoundError on import)."""
+    dom = loads_domain(_DECIMAL_IN_GUARDS, "guards.yaml")
+    write_package(dom, tmp_path / "guards_env")
+    assert (tmp_path / "guards_env" / "decimals.py").exists()
+    c = Compiled(dom, tmp_path / "guards_env", _import_package(tmp_path / "guards_env"))
+    tally = Tally()
+    run_differential(c, range(4), 10, tally)
+    assert not tally.mismatches and tally.writes_ok > 0, tally
+
+
 @pytest.mark.slow
 def test_mypy_strict_clean(gen_root: Path) -> None:
     dirs = [str(c.path) for c in _all_compiled(gen_root)]

@@ -26,11 +26,13 @@ from graphgen.tasks.model import Call, Task
 from graphgen.tasks.taskset import generate
 from graphgen.types import INT, OptT
 from graphgen.verify.calls import encode_call
+from graphgen.verify.concrete import run_concrete
 from graphgen.verify.proofs import prove_task
 from graphgen.verify.symstate import SymState
 from graphgen.verify.terms import is_t
 from graphgen.verify.universe import Universe
 from tests.cases_domain import cases_domain
+from tests.test_z3_encoding import interpret
 
 DESK = cases_domain()
 
@@ -292,6 +294,74 @@ def test_encoding_of_no_case_and_optional_arguments() -> None:
     uni2 = Universe.build(DESK, st)
     enc = encode_call(uni2, SymState.from_state(uni2, st), close, args)
     assert not is_t(z3.simplify(enc.ok)) and not is_t(z3.simplify(enc.soft))  # no case
+
+
+def test_encoding_fails_a_call_whose_message_shows_an_absent_narrowed_argument() -> None:
+    # The f-string reads the arguments a check showed present; when a check fails
+    # because one is absent, the encoding still folds the text on that failing path.
+    # Decoding None's sentinel as an enum member or a string (IndexError), or a decimal
+    # computed from it (InvalidOperation), crashed it where the interpreter just fails
+    # the call.
+    d = loads_domain(
+        """
+name: shown
+enums: {Tier: [bronze, gold]}
+entities:
+  Item:
+    key: {name: item_id, type: int}
+    size: 2
+    fields: {label: str}
+tools:
+  tag:
+    params:
+      item: Item
+      level: {type: "Tier | None", default: null}
+      word: {type: "str | None", default: null}
+      other: {type: "Item | None", default: null}
+      num: {type: "int | None", default: null}
+    requires: ["level is not None", "word is not None", "other is not None", "num is not None"]
+    returns: "f'{item} is {level}, {word}, {other}, {num * 10.00}'"
+""",
+        source="<shown>",
+    )
+    st = State({"Item": {1: {"label": "a"}, 2: {"label": "b"}}}, {"Item": 3})
+    given = {"level": "gold", "word": "a", "other": 2, "num": 3}
+    for n in range(5):
+        chain = [("tag", {"item": 1, **dict(list(given.items())[:n])})]
+        for via_template in (False, True):
+            got = run_concrete(d, st, chain, via_template=via_template)
+            assert got == ([n == 4], st), (n, via_template)
+
+
+def test_encoding_knows_the_strings_of_guards_of_cases_that_return_nothing() -> None:
+    # The string universe took its constant texts ('a' + 'b') and case mappings from
+    # the tool's static return view, which has no guards when no case returns: the
+    # encoding then refused these calls as comparing a computed string.
+    d = loads_domain(
+        """
+name: guards
+entities:
+  Box:
+    key: {name: box_id, prefix: "B", width: 1}
+    fields: {label: str, n: int}
+tools:
+  bump:
+    params: {box_id: Box, word: str}
+    cases:
+      - when: "word.lower() == Box[box_id].label"
+        effects: ["Box[box_id].n += 1"]
+      - when: "('a' + 'b') == word"
+        effects: ["Box[box_id].n -= 1"]
+""",
+        source="<guards>",
+    )
+    st = State({"Box": {"B1": {"label": "abc", "n": 0}}}, {"Box": 2})
+    for word, ok in (("ABC", True), ("ab", True), ("zz", False)):
+        chain = [("bump", {"box_id": "B1", "word": word})]
+        want = interpret(d, st, chain)
+        assert want[0] == [ok]
+        for via_template in (False, True):
+            assert run_concrete(d, st, chain, via_template=via_template) == want, word
 
 
 # ------------------------------------------------------------------ tasks, gate, proofs

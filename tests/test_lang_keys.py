@@ -118,6 +118,50 @@ def test_create_takes_the_next_free_int_never_below_the_largest_id() -> None:
     assert call_tool(D, st, "open_ticket", {"user_id": "U002", "title": "Cup", "priority": 1}) == 13
 
 
+def test_a_delete_does_not_give_its_id_back_when_the_counter_is_behind(tmp_path: Path) -> None:
+    # Counter 4 is behind id 10 (an imported state may be). Deleting 10 left the
+    # largest id at 2, so the interpreter and the compiled package gave the next ticket
+    # id 4 while the z3 encoding, which takes the next id from the initial state, gave
+    # 11: the proofs and the environment disagreed on the new row's id.
+    from graphgen.envs.codegen import write_package
+    from graphgen.verify.concrete import run_concrete
+    from tests.test_codegen import _import_package
+
+    chain = [
+        ("delete_ticket", {"user_id": "U001", "ticket_id": 10}),
+        ("open_ticket", {"user_id": "U002", "title": "Cup", "priority": 1}),
+    ]
+    st = _state()
+    assert [call_tool(D, st, name, args) for name, args in chain][1] == 11
+    assert st.counters["Ticket"] == 12
+    assert run_concrete(D, _state(), chain) == ([True, True], st)
+    write_package(D, tmp_path / "tickets_env")
+    pkg = _import_package(tmp_path / "tickets_env")
+    db = pkg.models.Db.from_state(_state().to_dict())
+    assert [pkg.tools.call_tool(db, name, args) for name, args in chain][1] == 11
+    assert db.to_state() == st.to_dict()
+    # a call that fails after its delete puts the counter back with the row
+    drop = (
+        TEXT
+        + """
+  drop:
+    params: {ticket_id: Ticket}
+    effects: ["del Ticket[ticket_id]", "Ticket[1].priority = 99"]
+"""
+    )
+    d2 = loads_domain(drop)
+    st = _state()
+    with pytest.raises(ToolError, match="priority"):
+        call_tool(d2, st, "drop", {"ticket_id": 10})
+    assert st == _state()
+    write_package(d2, tmp_path / "drop_env")
+    pkg = _import_package(tmp_path / "drop_env")
+    db = pkg.models.Db.from_state(_state().to_dict())
+    with pytest.raises(pkg.ToolError, match="priority"):
+        pkg.tools.call_tool(db, "drop", {"ticket_id": 10})
+    assert db.to_state() == _state().to_dict()
+
+
 def test_int_id_arguments_are_checked_by_type() -> None:
     st = _state()
     with pytest.raises(ToolError) as info:

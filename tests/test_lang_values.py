@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from graphgen.decimals import dec_text
 from graphgen.domain import Domain
 from graphgen.errors import DomainError, ToolError
 from graphgen.interp import call_tool
@@ -182,6 +183,24 @@ def test_an_optional_decimal_means_the_same_in_every_backend(
                 want_oks,
                 want_state,
             ), (chain, via_template)
+
+
+def test_decimals_in_a_result_keyed_by_id_are_json_text(
+    compiled_pkgs: dict[str, Compiled],
+) -> None:
+    # A dict comprehension's decimal values are results like any other: JSON text at
+    # their scale (the interpreter once returned Decimal objects, and the compiled
+    # package undid the call because its result was not JSON data).
+    d = domain("wallet")
+    s = state("wallet", 0)
+    for row in s.tables["Account"].values():
+        row["currency"] = "EUR"
+    row["balance"] = "0.05"
+    want = {k: dec_text(Decimal(r["balance"]) * 2, 2) for k, r in s.tables["Account"].items()}
+    assert call_tool(d, s, "doubled", {}) == want
+    pkg = compiled_pkgs["wallet"]
+    db = pkg.models.Db.from_state(s.to_dict())
+    assert pkg.tools.call_tool(db, "doubled", {}) == want
 
 
 # ------------------------------------------------------------------ broken files

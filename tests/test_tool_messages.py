@@ -25,7 +25,7 @@ from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs import runtime
 from graphgen.envs.codegen import write_package
 from graphgen.envs.schemas import openai_tools
-from graphgen.errors import NO_MESSAGE, StateGenError, ToolError
+from graphgen.errors import NO_MESSAGE, DomainError, StateGenError, ToolError
 from graphgen.interp import check_args, evaluate, precheck
 from graphgen.state import State
 from graphgen.stategen import generate_state
@@ -306,3 +306,69 @@ def test_refusals_are_not_for_a_stranger_drawn_as_the_customer(name: str) -> Non
             assert st.tables[ent][call.args[key]]["user_id"] == call.args["user_id"]
             owned += 1
     assert owned > 0
+
+
+# A check that always fails, so that its message is written with the arguments given.
+FORMATS = """
+name: formats
+entities:
+  Ticket:
+    key: {name: ticket_id, type: int}
+    size: 2
+    fields:
+      title: str
+tools:
+  t:
+    params:
+      ticket_id: Ticket
+      amt: decimal
+      opt: {type: "int | None", default: null}
+    requires: {check: "False", message: "MESSAGE"}
+    returns: "1"
+"""
+
+
+@pytest.mark.parametrize(
+    ("message", "words"),
+    [
+        # None takes no format spec: an optional parameter is converted first
+        ("{opt:>4}", "opt may be None, which takes no format spec: write {opt!s:>4}"),
+        ("{opt!s:>4}|{opt!r}", None),
+        ("{opt:d}", "may be None"),
+        # an int id is an int: 's' does not fit it, a width does
+        ("{ticket_id:s}", "bad format spec for Ticket id"),
+        ("{ticket_id:>3}", None),
+        # a decimal is a Decimal: fixed point fits it
+        ("{amt:.1f}|{amt:>8}", None),
+        ("{amt:d}", "bad format spec for decimal"),
+    ],
+)
+def test_message_format_specs_fit_every_value_a_parameter_takes(
+    message: str, words: str | None, tmp_path: Path
+) -> None:
+    # The check tried a spec on one sample per parameter ("x" for all but ints and
+    # bools), so {opt:>4} with opt absent, or {ticket_id:s} with an int id, loaded and
+    # then crashed the call (a TypeError, not a ToolError) in every backend.
+    from graphgen.load import loads_domain
+
+    text = FORMATS.replace("MESSAGE", message)
+    if words is not None:
+        with pytest.raises(
+            DomainError, match=r"tool 't' \(line \d+\), requires\[0\]\.message"
+        ) as e:
+            loads_domain(text)
+        assert words in str(e.value)
+        return
+    dom = loads_domain(text)
+    write_package(dom, tmp_path / "formats_env")
+    pkg = _import_package(tmp_path / "formats_env")
+    tools = __import__(pkg.__name__ + ".tools", fromlist=["call_tool"])
+    state = generate_state(dom, 0)
+    for args in ({"ticket_id": 1, "amt": "2.50"}, {"ticket_id": 2, "amt": 3, "opt": 7}):
+        with pytest.raises(ToolError) as want:
+            precheck(dom, state, "t", args)
+        db = pkg.models.Db.from_state(state.to_dict())
+        with pytest.raises(pkg.ToolError) as got:
+            tools.call_tool(db, "t", args)
+        assert got.value.message == want.value.message
+    assert want.value.message.startswith("t: ")

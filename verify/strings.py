@@ -64,10 +64,7 @@ def closure_ops(domain: Domain) -> frozenset[str]:
     them), and every constant text the tools compute from literals only."""
     out: set[str] = set()
     for tool in domain.tools.values():
-        exprs = [c.expr for c in tool.requires]
-        exprs += [x for s in tool.effects for x in ir.effect_exprs(s.effect)]
-        exprs += [tool.returns] if tool.returns is not None else []
-        for x in exprs:
+        for x in tool.expressions():
             for n in ir.walk(x):
                 if isinstance(n, ir.StrOp) and n.op in ("lower", "upper"):
                     out.add(n.op)
@@ -79,10 +76,7 @@ def constant_texts(domain: Domain) -> frozenset[str]:
     """Texts of string operations over literals only (``'a' + 'b'``), folded here."""
     out: set[str] = set()
     for tool in domain.tools.values():
-        exprs = [c.expr for c in tool.requires]
-        exprs += [x for s in tool.effects for x in ir.effect_exprs(s.effect)]
-        exprs += [tool.returns] if tool.returns is not None else []
-        for x in exprs:
+        for x in tool.expressions():
             for n in ir.walk(x):
                 if (
                     isinstance(n, ir.StrOp)

@@ -26,12 +26,12 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
 from graphgen import ir
 from graphgen.decimals import dec_text, parse_decimal, places
-from graphgen.domain import Domain, Key, ToolDef, per_domain
+from graphgen.domain import Domain, Key, per_domain
 from graphgen.keys import key_order, next_counter
 from graphgen.parse import is_iso_date
 from graphgen.state import State
@@ -83,6 +83,13 @@ class KeyBounds(Protocol):
 
     def param_keys(self, tool: str, p: Any) -> frozenset[Key] | None:
         """Every key id parameter ``p`` of ``tool`` can be given (known ids)."""
+
+
+def _index(n: int, size: int, ty: Ty) -> int:
+    """``n`` if it indexes a universe of ``size`` values of ``ty``; else EncodeError."""
+    if not 0 <= n < size:
+        raise EncodeError(f"{n} is no {ty.show()} of the universe")
+    return n
 
 
 @dataclass
@@ -266,14 +273,22 @@ class Universe:
             if not 1 <= n <= _MAX_ORDINAL:  # e.g. an unchecked sum on a failing path
                 raise EncodeError(f"day number {n} is no date")
             return ordinal_date(n)
+        # An index outside the universe (None's sentinel read as a narrowed value on a
+        # path whose checks fail) is no value: refused, never read from the end.
         if ty == STR:
-            return self.strings[n]
+            return self.strings[_index(n, len(self.strings), ty)]
         if isinstance(ty, EnumT):
-            return ty.values[n]
+            return ty.values[_index(n, len(ty.values), ty)]
         if isinstance(ty, RefT):
-            return self.keys[ty.entity][n] if n >= 0 else None
+            if n < 0:  # OUT (or None's sentinel): no row
+                return None
+            keys = self.keys[ty.entity]
+            return keys[_index(n, len(keys), ty)]
         if isinstance(ty, DecT):
-            return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
+            try:
+                return dec_text(Decimal(n).scaleb(-ty.scale), ty.scale)
+            except InvalidOperation:  # past Decimal's precision: arithmetic on None's sentinel
+                raise EncodeError(f"{n} is no {ty.show()}") from None
         raise EncodeError(f"cannot decode a {ty.show()}")
 
     def elements(self, ty: Ty) -> list[Any]:
@@ -367,19 +382,7 @@ def tool_literals(domain: Domain) -> tuple[tuple[Ty, Any], ...]:
     return tuple(
         (n.ty, n.value)
         for tool in domain.tools.values()
-        for e in _tool_exprs(tool)
+        for e in tool.expressions()
         for n in ir.walk(e)
         if isinstance(n, ir.Lit)
     )
-
-
-def _tool_exprs(tool: ToolDef) -> list[ir.Expr]:
-    out = [c.expr for c in tool.requires]
-    for case in tool.branches:
-        if case.when is not None:
-            out.append(case.when)
-        for s in case.effects:
-            out.extend(ir.effect_exprs(s.effect))
-        if case.returns is not None:
-            out.append(case.returns)
-    return out
