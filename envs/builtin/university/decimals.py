@@ -121,13 +121,20 @@ def round_div(
 
 def to_result(value: Any, shape: Any) -> Any:
     """A computed value in its JSON form: ``shape`` says where decimals are (an int is a
-    decimal's scale, ``["list", s]`` a list of ``s``, ``{"key": s}`` a record's fields,
-    None a value with no computed decimal in it)."""
+    decimal's scale, ``["list", s]`` a list of ``s``, ``["map", s]`` an object whose
+    values are ``s``, ``{"key": s}`` a record's fields, None a value with no computed
+    decimal in it).
+
+    >>> to_result({"1": Decimal("2.5"), "7": Decimal("0")}, ["map", 2])
+    {'1': '2.50', '7': '0.00'}
+    """
     if shape is None:
         return value
     if isinstance(shape, int):
         return None if value is None else dec_text(value, shape)
     if isinstance(shape, list):
+        if shape[0] == "map":
+            return {k: to_result(v, shape[1]) for k, v in value.items()}
         return [to_result(v, shape[1]) for v in value]
     return {k: to_result(v, shape.get(k)) for k, v in value.items()}
 

@@ -380,15 +380,21 @@ class Journal:
         self.counters[entity] = n + 1
 
     def delete(self, table: dict[Any, Any], entity: str, key: Any) -> None:
-        """Delete a row; undoing puts it back (at the end of the table's order)."""
+        """Delete a row; undoing puts it back (at the end of the table's order). A delete
+        does not give an int id back: the counter first moves past the table's ids (it
+        may be behind them in an imported state), as ``create_int`` would take them."""
         row = table.get(key)
         if row is None:
             raise ToolError(f"{entity} {key!r} not found", kind="not_found")
+        before = self.counters[entity]
 
         def undo() -> None:
             table[key] = row
+            self.counters[entity] = before
 
         self.undo.append(undo)
+        if isinstance(key, int) and not isinstance(key, bool):  # a ``type: int`` key
+            self.counters[entity] = max(before, max(table) + 1)
         del table[key]
 
     def commit(self, result: T) -> T:
