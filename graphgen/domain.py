@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cached_property
+from functools import cached_property, wraps
 from typing import Any, TypeVar
 
 from graphgen import ir
@@ -297,6 +297,7 @@ def per_domain(fn: Callable[[Domain], _R]) -> Callable[[Domain], _R]:
     hold), and a loaded domain does not change. The result is shared, so it must not
     be mutated (return frozen values)."""
 
+    @wraps(fn)
     def cached(domain: Domain) -> _R:
         key = fn.__module__ + "." + fn.__qualname__
         memo = domain.derived
@@ -305,10 +306,6 @@ def per_domain(fn: Callable[[Domain], _R]) -> Callable[[Domain], _R]:
         result: _R = memo[key]
         return result
 
-    cached.__doc__ = fn.__doc__
-    cached.__name__ = fn.__name__
-    cached.__qualname__ = fn.__qualname__
-    cached.__wrapped__ = fn  # type: ignore[attr-defined]
     return cached
 
 
@@ -316,6 +313,7 @@ def per_tool(fn: Callable[[Domain, ToolDef], _R]) -> Callable[[Domain, ToolDef],
     """:func:`per_domain` for a function of a domain and one of its tools (a tool not
     in the domain, such as a hand-made one in a test, is not memoised)."""
 
+    @wraps(fn)
     def cached(domain: Domain, tool: ToolDef) -> _R:
         if domain.tools.get(tool.name) is not tool:
             return fn(domain, tool)
@@ -326,10 +324,6 @@ def per_tool(fn: Callable[[Domain, ToolDef], _R]) -> Callable[[Domain, ToolDef],
         result: _R = memo[key]
         return result
 
-    cached.__doc__ = fn.__doc__
-    cached.__name__ = fn.__name__
-    cached.__qualname__ = fn.__qualname__
-    cached.__wrapped__ = fn  # type: ignore[attr-defined]
     return cached
 
 
