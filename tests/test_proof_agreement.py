@@ -19,6 +19,7 @@ from graphgen.verify import strings
 from graphgen.verify.certify import certify
 from graphgen.verify.proofs import Prover
 from graphgen.verify.universe import Universe
+from tests.test_z3_encoding import _task as make_task
 
 NOTES_YAML = """
 name: notes
@@ -107,33 +108,12 @@ def _state() -> State:
     )
 
 
-def _task(domain: Domain, chain: list[Call], givens: list[Given]) -> Task:
-    goal = Goal(
-        changes=[
-            Change(
-                entity="Note",
-                key="N01",
-                field="title",
-                before="VPN drops every hour",
-                after=NEW_TITLE,
-            )
-        ]
+def _task(chain: list[Call], givens: list[Given]) -> Task:
+    """Retitle note N01 (its title found case-insensitively), through ``chain``."""
+    change = Change(
+        entity="Note", key="N01", field="title", before="VPN drops every hour", after=NEW_TITLE
     )
-    return Task(
-        id="notes-0",
-        domain=domain.name,
-        domain_hash=domain.content_hash,
-        seed=0,
-        kind="action",
-        instruction="",
-        givens=givens,
-        initial_state=_state().to_dict(),
-        chain=chain,
-        goal=goal,
-        min_calls=len(chain),
-        difficulty=len(chain),
-        tools_used=sorted({c.tool for c in chain}),
-    )
+    return make_task(_state(), chain, Goal(changes=[change]), givens)
 
 
 def _pinned(domain: Domain, task: Task, chain: list[Call]) -> str:
@@ -159,7 +139,7 @@ def test_omitted_optional_arguments_need_no_knowledge(notes: Domain) -> None:
     """list_notes without its status filter and edit_note without a priority were refused
     by the encoding (None was not a known value) while the dry-run accepted them; the
     chain is now valid in both, and proven."""
-    task = _task(notes, [FIND, LIST, EDIT], GIVENS)
+    task = _task([FIND, LIST, EDIT], GIVENS)
     assert _pinned(notes, task, [FIND, LIST]) == "sat"
     got = certify(notes, task)
     assert not isinstance(got, str), got
@@ -169,7 +149,7 @@ def test_omitted_optional_arguments_need_no_knowledge(notes: Domain) -> None:
 def test_arguments_passed_must_still_be_known(notes: Domain) -> None:
     """Leaving an argument out is free; naming a value nobody showed is not: a note id
     before any listing, or a status filter the user never stated."""
-    task = _task(notes, [FIND, LIST, EDIT], GIVENS)
+    task = _task([FIND, LIST, EDIT], GIVENS)
     assert _pinned(notes, task, [FIND, EDIT]) == "unsat"
     final = Call(tool="list_notes", args={"user_id": "U01", "status": "final"})
     assert _pinned(notes, task, [FIND, final]) == "unsat"
@@ -183,7 +163,7 @@ def test_case_insensitive_search_reaches_the_goal(notes: Domain) -> None:
     query = "vpn drops EVERY hour"
     search = Call(tool="search_notes", args={"user_id": "U01", "query": query})
     givens = [*GIVENS, Given(sort="field:Note.title", value=query)]
-    got = certify(notes, _task(notes, [FIND, search, EDIT], givens))
+    got = certify(notes, _task([FIND, search, EDIT], givens))
     assert not isinstance(got, str), got
     assert got.min_calls == 3
 
