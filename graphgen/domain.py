@@ -297,9 +297,10 @@ def per_domain(fn: Callable[[Domain], _R]) -> Callable[[Domain], _R]:
     hold), and a loaded domain does not change. The result is shared, so it must not
     be mutated (return frozen values)."""
 
+    key = fn.__module__ + "." + fn.__qualname__  # once: the wrapper is on hot paths
+
     @wraps(fn)
     def cached(domain: Domain) -> _R:
-        key = fn.__module__ + "." + fn.__qualname__
         memo = domain.derived
         if key not in memo:
             memo[key] = fn(domain)
@@ -313,11 +314,13 @@ def per_tool(fn: Callable[[Domain, ToolDef], _R]) -> Callable[[Domain, ToolDef],
     """:func:`per_domain` for a function of a domain and one of its tools (a tool not
     in the domain, such as a hand-made one in a test, is not memoised)."""
 
+    name = fn.__module__ + "." + fn.__qualname__
+
     @wraps(fn)
     def cached(domain: Domain, tool: ToolDef) -> _R:
         if domain.tools.get(tool.name) is not tool:
             return fn(domain, tool)
-        key = (fn.__module__ + "." + fn.__qualname__, tool.name)
+        key = (name, tool.name)
         memo = domain.derived
         if key not in memo:
             memo[key] = fn(domain, tool)
