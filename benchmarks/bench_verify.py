@@ -17,7 +17,7 @@ the script prints
 Usage::
 
     .venv/bin/python benchmarks/bench_verify.py [--n 40] [--seed 0] [--jobs 2] \\
-        [--domain retail ...] [--scales 10,100] [--scale-n 10] [--json]
+        [--domain retail ...] [--scales 10,100] [--scale-n 10] [--engine auto] [--json]
 """
 
 from __future__ import annotations
@@ -35,13 +35,16 @@ from graphgen.domains import builtin_names, load_builtin
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Task
 from graphgen.tasks.taskset import generate
+from graphgen.verify.proofs import Engine
 
 _DOMAIN: Domain | None = None  # the domain of this worker process
+_ENGINE: Engine = "auto"  # who answers the search questions (see Prover)
 
 
-def _init_worker(name: str) -> None:
-    global _DOMAIN
+def _init_worker(name: str, engine: Engine = "auto") -> None:
+    global _DOMAIN, _ENGINE
     _DOMAIN = load_builtin(name)
+    _ENGINE = engine
 
 
 def _warm(_: int) -> int:
@@ -56,7 +59,7 @@ def _certify(task: Task) -> tuple[float, float, str]:
     assert _DOMAIN is not None
     t0 = time.perf_counter()
     c0 = time.process_time()
-    got = certify(_DOMAIN, task)
+    got = certify(_DOMAIN, task, engine=_ENGINE)
     cpu = (time.process_time() - c0) * 1000
     ms = (time.perf_counter() - t0) * 1000
     return ms, cpu, got if isinstance(got, str) else ""
@@ -77,11 +80,12 @@ def candidates(domain: Domain, n: int, seed: int, scale: int = 1) -> list[Task]:
 
 
 def verify_all(
-    name: str, tasks: list[Task], jobs: int
+    name: str, tasks: list[Task], jobs: int, engine: Engine = "auto"
 ) -> tuple[float, list[float], list[float], Counter[str]]:
     """Certify ``tasks`` in ``jobs`` processes: (wall seconds, wall ms per task, CPU ms
     per task, outcomes)."""
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(name,)) as pool:
+    init = (name, engine)
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=init) as pool:
         list(pool.map(_warm, range(jobs * 2)))  # start and import in every worker
         t0 = time.perf_counter()
         results = list(pool.map(_certify, tasks, chunksize=1))
@@ -91,18 +95,25 @@ def verify_all(
 
 
 def bench(
-    name: str, n: int, seed: int, jobs: int, scales: list[int], scale_n: int
+    name: str,
+    n: int,
+    seed: int,
+    jobs: int,
+    scales: list[int],
+    scale_n: int,
+    engine: Engine = "auto",
 ) -> dict[str, Any]:
     """All the measures for built-in domain ``name``."""
     domain = load_builtin(name)
     tasks = candidates(domain, n, seed)
-    wall, ms, cpu, outcomes = verify_all(name, tasks, jobs)
+    wall, ms, cpu, outcomes = verify_all(name, tasks, jobs, engine)
     cpu_s = sum(cpu) / 1000
     out: dict[str, Any] = {
         "domain": name,
         "n": len(tasks),
         "seed": seed,
         "jobs": jobs,
+        "engine": engine,
         "wall_s": round(wall, 3),
         "tasks_per_s": round(len(tasks) / wall, 1) if wall else None,
         "accepted_per_s": round(outcomes["accepted"] / wall, 1) if wall else None,
@@ -120,13 +131,15 @@ def bench(
     }
     for f in scales:
         big = candidates(domain, scale_n, seed, f)
-        _, ms_f, _, _ = verify_all(name, big, jobs)
+        _, ms_f, _, _ = verify_all(name, big, jobs, engine)
         out["scaling"][str(f)] = round(_pct(ms_f, 0.5), 1)
     return out
 
 
 def _print(r: dict[str, Any]) -> None:
-    print(f"== {r['domain']}  (n={r['n']}, seed={r['seed']}, jobs={r['jobs']})")
+    print(
+        f"== {r['domain']}  (n={r['n']}, seed={r['seed']}, jobs={r['jobs']}, engine={r['engine']})"
+    )
     print(
         f"  verified             {r['n']} tasks in {r['wall_s']} s = {r['tasks_per_s']} tasks/s"
         f" ({r['accepted_per_s']} accepted/s)"
@@ -161,13 +174,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--scale-n", type=int, default=None, help="tasks per scaling run (default: max(4, n // 4))"
     )
+    ap.add_argument(
+        "--engine",
+        choices=["auto", "z3", "explicit"],
+        default="auto",
+        help="who answers the search questions (default auto: the explicit search for "
+        "small tasks, z3 for the rest)",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per domain")
     args = ap.parse_args(argv)
     scales = [int(x) for x in args.scales.split(",") if x.strip()]
     scale_n = args.scale_n if args.scale_n is not None else max(4, args.n // 4)
     names = args.domain or [d for d in ("mock", "retail", "airline") if d in builtin_names()]
     for name in names:
-        r = bench(name, args.n, args.seed, args.jobs, scales, scale_n)
+        r = bench(name, args.n, args.seed, args.jobs, scales, scale_n, args.engine)
         if args.json:
             print(json.dumps(r, sort_keys=True))
         else:

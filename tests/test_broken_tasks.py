@@ -42,6 +42,7 @@ from graphgen.tasks.dryrun import REASONS, check_task
 from graphgen.tasks.model import Given, Task
 from graphgen.tasks.taskset import generate, read_taskset
 from graphgen.verify.certify import certify, recheck
+from graphgen.verify.proofs import Engine
 
 DATA = Path(__file__).parent / "data"
 DOMAINS = ("mock", "retail", "airline")
@@ -200,10 +201,12 @@ def test_script_names_a_case_it_cannot_build_and_writes_nothing(tmp_path: Path) 
 # ------------------------------------------------------------------ recheck, per task
 
 
+@pytest.mark.parametrize("engine", ["auto", "z3", "explicit"])
 @pytest.mark.parametrize("tid", IDS)
-def test_recheck_gives_the_expected_reason(tid: str) -> None:
+def test_recheck_gives_the_expected_reason(tid: str, engine: Engine) -> None:
+    """Whichever engine answers the search questions, each task is rejected for its flaw."""
     d, t = broken(tid)
-    why, cert = recheck(d, t)
+    why, cert = recheck(d, t, engine=engine)
     assert why == EXPECTED[tid]["reason"]
     if why.startswith("proof_"):  # the failing proof is in the certificate, with a reason
         assert cert is not None

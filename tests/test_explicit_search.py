@@ -1,8 +1,11 @@
-"""The explicit-state search (graphgen.verify.explicit) and the z3 minimum search answer
-the same question two ways; on random small tasks they must agree, both on the minimum
-and on "no chain within the bound" (asked one call below each minimum)."""
+"""The explicit-state search (graphgen.verify.explicit) and the z3 encoding answer the same
+questions two ways; on random small tasks they must agree: on the minimum, on "no chain
+within the bound" (asked one call below each minimum), and on every proof's verdict when
+the explicit search answers proofs 3 and 5."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -13,8 +16,12 @@ from graphgen.stategen import generate_state
 from graphgen.synth import synth_yaml
 from graphgen.tasks.model import Call, Change, Given, Goal, Task
 from graphgen.tasks.taskset import generate
+from graphgen.verify import proofs as proofs_module
+from graphgen.verify.certify import certify
 from graphgen.verify.explicit import shortest_chain, task_shortest
-from graphgen.verify.proofs import Prover
+from graphgen.verify.proofs import Engine, Prover, prove_task
+from tests.test_fair_proofs import EMAIL_GIVEN, FIND, WALLET_YAML
+from tests.test_fair_proofs import _task as fair_task
 
 
 def _z3_min(domain: Domain, task: Task, upto: int) -> int | None:
@@ -107,3 +114,104 @@ def test_engines_agree_on_language_v2_domains(name: str, n: int) -> None:
     (banking-0-00034) and refusing every omitted optional argument (helpdesk)."""
     _, q = _cross_check(load_builtin(name), n, 0)
     assert q >= 10
+
+
+# ------------------------------------------------------------------ every proof, both engines
+
+
+def _verdict(domain: Domain, task: Task, engine: Engine) -> tuple[Any, ...]:
+    """What a certification decides, without the words: the rejection reason, or the
+    minimum and each proof's outcome."""
+    got = certify(domain, task, engine=engine)
+    if isinstance(got, str):
+        return (got,)
+    assert got.certificate is not None
+    return got.min_calls, [(p.name, p.status) for p in got.certificate.proofs]
+
+
+def _engines_agree(domain: Domain, n: int, seed: int) -> tuple[int, int]:
+    """(tasks compared, tasks the explicit search decided alone); asserts that z3 alone
+    and the explicit search (z3 only where it gives up) reach the same verdict."""
+    tasks = generate(domain, n, seed).tasks
+    decided = 0
+    for t in tasks:
+        ex = _verdict(domain, t, "explicit")
+        assert ex == _verdict(domain, t, "z3"), t.id
+        p = Prover(domain, t, engine="explicit")
+        if t.kind != "refusal" and len(ex) > 1:
+            p.task = t.model_copy(update={"min_calls": ex[0]})
+            decided += p.by_search
+    return len(tasks), decided
+
+
+def test_engines_agree_on_every_proof() -> None:
+    """The minimum, proofs 3 and 5 (and the proofs that then need no encoding) answered by
+    the explicit search give the verdicts z3 gives, task for task."""
+    compared = decided = 0
+    for domain, n in [
+        (load_builtin("mock"), 40),
+        (loads_domain(synth_yaml(0), source="synth0.yaml"), 20),
+    ]:
+        c, d = _engines_agree(domain, n, 0)
+        compared, decided = compared + c, decided + d
+    assert compared >= 50
+    assert decided >= 30  # the comparison is about the explicit answers, not z3's fallback
+
+
+@pytest.mark.slow
+def test_engines_agree_on_every_proof_over_a_thousand_tasks() -> None:
+    """>= 1,000 random small tasks, refusals included (z3 answers their proof 6 either
+    way): the same verdict from both engines on every one."""
+    compared = decided = 0
+    for seed in range(1, 9):
+        c, d = _engines_agree(load_builtin("mock"), 100, seed)
+        compared, decided = compared + c, decided + d
+    for s in range(2, 8):
+        c, d = _engines_agree(loads_domain(synth_yaml(s), source=f"synth{s}.yaml"), 40, 0)
+        compared, decided = compared + c, decided + d
+    assert compared >= 1000
+    assert decided >= 600
+
+
+def test_every_minimal_solutions_writes_are_collected() -> None:
+    """One-write solutions of the same length (a card of 50 or of 70, both amounts stated,
+    or the whole balance swept onto a card): the search lists every such write, and proof 5 fails on the one that ends apart,
+    whichever engine answers it."""
+    wallet = loads_domain(WALLET_YAML, source="<wallet>")
+    gv = [EMAIL_GIVEN, Given(sort="free:int", value=50), Given(sort="free:int", value=70)]
+    chain = [FIND, Call(tool="buy_card", args={"account_id": "A001", "amount": 50})]
+    goal = Goal(changes=[Change(entity="Card", key="C001", field="account_id", after="A001")])
+    task = fair_task(wallet, chain, goal, gv)
+    p = Prover(wallet, task, engine="explicit")
+    mn = p.explicit_minimum()
+    assert mn is not None and mn.min_calls == 2
+    buys = sorted(c.args["amount"] for c in mn.writes if c.tool == "buy_card")
+    assert buys == [50, 70]
+    assert [c.tool for c in mn.writes if c.tool != "buy_card"] == ["sweep"]  # a third way
+    for engine in ("explicit", "z3"):
+        proofs = {r.name: r for r in prove_task(wallet, task, engine=engine).proofs}
+        assert not proofs["unique_final_state"].ok, engine
+        assert "amount=70" in proofs["unique_final_state"].detail
+    explicit = {r.name: r for r in prove_task(wallet, task, engine="explicit").proofs}
+    assert "explicit search" in explicit["min_calls"].detail
+
+
+def test_auto_falls_back_to_z3_past_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a budget of no calls the explicit search gives up and z3 answers: same
+    verdict, and the certificate says which engine answered."""
+    d = load_builtin("mock")
+    task = next(t for t in generate(d, 10, 0).tasks if t.kind == "action")
+    small = certify(d, task)
+    assert not isinstance(small, str) and small.certificate is not None
+    details = {p.name: p.detail for p in small.certificate.proofs}
+    assert "explicit search" in details["min_calls"]
+    monkeypatch.setattr(proofs_module, "EXPLICIT_CALLS", 0)
+    big = certify(d, task)
+    assert not isinstance(big, str) and big.certificate is not None
+    details = {p.name: p.detail for p in big.certificate.proofs}
+    assert "explicit search" not in details["min_calls"]
+    assert "z3 agrees" in details["reference_chain"]
+    assert big.min_calls == small.min_calls
+    assert [p.status for p in big.certificate.proofs] == [
+        p.status for p in small.certificate.proofs
+    ]

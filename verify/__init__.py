@@ -11,9 +11,12 @@
 * :mod:`graphgen.verify.slicing` — the cone of influence: the rows any call chain can ever read;
 * :mod:`graphgen.verify.bmc`     — bounded model checking over call chains whose arguments must be
   known to the agent (:mod:`graphgen.knowledge`), with witness extraction;
+* :mod:`graphgen.verify.explicit` — the second engine: breadth-first search over concrete
+  states, which answers the minimum and proofs 3 and 5 for small tasks;
 * :mod:`graphgen.verify.proofs`  — the per-task proof obligations, collected into a certificate.
 """
 
 # 0.2: enum members and recognition in the agent model; proof 5 up to the reference
 # length, created ids up to renaming; the write_orders proof
-CHECKER_VERSION = "verify-z3-0.2"
+# 0.3: small tasks' minimum and proofs 3 and 5 by explicit search (the detail says so)
+CHECKER_VERSION = "verify-z3-0.3"

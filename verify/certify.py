@@ -25,7 +25,7 @@ from graphgen.state import State
 from graphgen.tasks.dryrun import check_task
 from graphgen.tasks.model import Certificate, Inconclusive, ProofResult, ProofStatus, Task
 from graphgen.verify import CHECKER_VERSION
-from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS, Prover
+from graphgen.verify.proofs import DEFAULT_TIMEOUT_MS, Engine, Prover
 from graphgen.verify.terms import EncodeError
 
 
@@ -46,9 +46,12 @@ def rejection_reason(results: list[ProofResult]) -> str:
     return ""
 
 
-def certify(domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Task | str:
-    """The task with its proven ``min_calls`` and certificate, or why it is rejected."""
-    prover = Prover(domain, task, None, timeout_ms)
+def certify(
+    domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS, engine: Engine = "auto"
+) -> Task | str:
+    """The task with its proven ``min_calls`` and certificate, or why it is rejected.
+    ``engine`` picks who answers the search questions (:data:`~graphgen.verify.proofs.Engine`)."""
+    prover = Prover(domain, task, None, timeout_ms, engine=engine)
     if task.kind != "refusal":
         found = prover.find_min_calls(len(task.chain))
         if isinstance(found, ProofResult):
@@ -79,7 +82,7 @@ def proof_check(domain: Domain, task: Task) -> Task | str:
 
 
 def recheck(
-    domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    domain: Domain, task: Task, timeout_ms: int = DEFAULT_TIMEOUT_MS, engine: Engine = "auto"
 ) -> tuple[str, Certificate | None]:
     """Re-verify a task from scratch, ignoring its certificate: ("" , cert) if it holds."""
     if task.domain != domain.name or task.domain_hash != domain.content_hash:
@@ -93,7 +96,7 @@ def recheck(
         return f"dry_run_{gate.reason}", None
     if task.difficulty != len(task.chain) or task.min_calls > len(task.chain):
         return "bad_metadata", None
-    prover = Prover(domain, task, None, timeout_ms)
+    prover = Prover(domain, task, None, timeout_ms, engine=engine)
     results = prover.all()
     cert = Certificate(
         k=prover.k,

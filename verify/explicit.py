@@ -17,6 +17,13 @@ order are one node (two reads in either order show the same values; two writes t
 commute end in the same state), which is the reduction that keeps it small. It is exact
 on small tasks and gives up, saying so, past ``max_nodes``: it never guesses.
 
+Besides the shortest length, one breadth-first pass also yields what proof 5 needs: every
+write call some shortest solution makes (:func:`minimum` keeps, per node, the writes of
+every shortest chain reaching it), and :func:`other_final_state` walks every chain of up
+to the reference's length whose writes are among those, looking for one that reaches the
+goal in another final state. :class:`~graphgen.verify.proofs.Prover` asks these when the
+search is small (a node budget, so the choice is deterministic) and z3 otherwise.
+
 The two engines are cross-checked on random small tasks (``tests/test_explicit_search.py``):
 any disagreement is a bug in one of them, as the z3 encoding's refusal of omitted
 optional arguments was.
@@ -39,12 +46,13 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
+from graphgen.footprint import cells_written
 from graphgen.interp import call_or_fail
 from graphgen.knowledge import facts_of_result, param_sort
 from graphgen.state import State
@@ -69,6 +77,27 @@ class SearchResult:
     nodes: int
 
 
+@dataclass(frozen=True)
+class Minimum(SearchResult):
+    """A :class:`SearchResult` whose last layer was searched whole: ``writes`` holds every
+    write call (arguments in full, defaults included) some solution of exactly
+    ``min_calls`` calls makes, in a fixed order."""
+
+    writes: list[Call] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FinalStates:
+    """Proof 5's question answered: ``chain`` reaches the goal and ends in ``state``,
+    none of the expected states (both None when no such chain exists), ``complete``
+    false when the search gave up first."""
+
+    chain: list[Call] | None
+    complete: bool
+    nodes: int
+    state: State | None = None
+
+
 @dataclass
 class _Node:
     state: State
@@ -77,12 +106,22 @@ class _Node:
     chain: list[Call]
     # (field sort name, value) outputs showed: what recognising a target takes
     seen: frozenset[tuple[str, Any]] = frozenset()
+    # the write calls (keys) of every shortest chain found to end here
+    writes: frozenset[str] = frozenset()
+    # how often each allowed write call was made, then all writes (proof 5's bounds)
+    made: tuple[int, ...] = ()
+    # the parts of the fingerprint, kept up to date call by call: the writable tables
+    # as text, the facts known (origins aside) and the values shown (as text: they may
+    # be unhashable)
+    tables: str = ""
+    facts: frozenset[tuple[Any, Any]] = frozenset()
+    shown_text: frozenset[str] = frozenset()
 
 
-def moves(domain: Domain, know: Knowledge) -> Iterator[Call]:
-    """Every call whose arguments are all known, tools and values in a fixed order; an
-    optional parameter is also left out (its default)."""
-    for name in sorted(domain.tools):
+def moves(domain: Domain, know: Knowledge, tools: Sequence[str] | None = None) -> Iterator[Call]:
+    """Every call whose arguments are all known, tools (all, or ``tools``) and values in
+    a fixed order; an optional parameter is also left out (its default)."""
+    for name in sorted(domain.tools) if tools is None else tools:
         tool = domain.tools[name]
         options: list[list[tuple[str, Any]]] = []
         for p in tool.params.values():
@@ -99,6 +138,247 @@ def moves(domain: Domain, know: Knowledge) -> Iterator[Call]:
                 yield Call(tool=name, args={p: v for p, v in combo if v is not _OMIT})
 
 
+def call_key(domain: Domain, call: Call) -> str:
+    """One text per distinct call: tool and arguments with defaults filled in, so leaving
+    out an optional argument and passing its default are the same call."""
+    tool = domain.tools[call.tool]
+    return json.dumps([call.tool, tool.full_args(call.args)], sort_keys=True, default=str)
+
+
+class Space:
+    """The agent's moves on one task (the calls of ``tools``, default all), and what
+    tells two nodes apart.
+
+    Only the tables some allowed tool can write are copied per node and compared (the
+    others never change); the state part of a node's fingerprint is those tables."""
+
+    def __init__(
+        self,
+        domain: Domain,
+        initial: State,
+        givens: Sequence[Given],
+        goal: Goal | ChangesGoal,
+        tools: Sequence[str] | None = None,
+        recognize: Sequence[Recognition] = (),
+        execute: Executor | None = None,
+    ) -> None:
+        self.domain = domain
+        self.initial = initial
+        self.givens = list(givens)
+        self.want = (
+            goal
+            if isinstance(goal, ChangesGoal)
+            else ChangesGoal(list(goal.changes), list(goal.answer))
+        )
+        self.tools = sorted(domain.tools) if tools is None else sorted(tools)
+        self.writable = sorted(
+            {c.entity for n in self.tools for c in cells_written(domain, domain.tools[n])}
+        )
+        self.recognize = list(recognize)
+        self.run = execute or call_or_fail
+        self.calls: dict[str, Call] = {}  # each write call made, by its key
+        self.calls_run = 0  # calls the searches on this space have made
+
+    def key(self, call: Call) -> str:
+        k = call_key(self.domain, call)
+        self.calls.setdefault(k, call)
+        return k
+
+    def root(self) -> _Node:
+        know = Knowledge.from_givens(self.givens)
+        st = self._copy(self.initial)
+        facts = frozenset((s, _hashable(v)) for s, v in know.facts_items())
+        return _Node(st, know, [], [], tables=self._tables_text(st), facts=facts)
+
+    def _copy(self, st: State) -> State:
+        # tables no allowed tool writes are shared: no call of the search changes them
+        tables = {
+            e: {k: dict(r) for k, r in t.items()} if e in self.writable else t
+            for e, t in st.tables.items()
+        }
+        return State(tables, dict(st.counters), st.today)
+
+    def _tables_text(self, st: State) -> str:
+        return json.dumps(
+            [[st.tables.get(e) for e in self.writable], st.counters], sort_keys=True, default=str
+        )
+
+    def goal(self, node: _Node) -> bool:
+        from graphgen.verify.proofs import goal_holds  # proofs may use this module
+
+        return goal_holds(self.want, node.state, node.shown, self.givens, self.initial)
+
+    def children(
+        self, node: _Node, depth: int, allow: Callable[[ToolDef, Call, _Node], bool] | None = None
+    ) -> Iterator[_Node]:
+        """Every node one successful call away; ``allow`` may veto a call first. Each
+        call made counts in :attr:`calls_run`."""
+        for call in moves(self.domain, node.know, self.tools):
+            tool = self.domain.tools[call.tool]
+            if not _recognised(tool, call, self.recognize, node.seen):
+                continue
+            if allow is not None and not allow(tool, call, node):
+                continue
+            self.calls_run += 1
+            # a read has no effects: it runs on the node's own state, which it cannot change
+            st = self._copy(node.state) if tool.is_write else node.state
+            try:
+                result = self.run(self.domain, st, call.tool, dict(call.args))
+            except ToolError:
+                continue  # a failing call changes nothing and shows nothing
+            yield self._child(tool, node, st, call, result, depth)
+
+    def _child(
+        self, tool: ToolDef, node: _Node, st: State, call: Call, result: Any, depth: int
+    ) -> _Node:
+        from graphgen.verify.proofs import search_facts  # proofs may use this module
+
+        know = node.know.copy()
+        facts = facts_of_result(self.domain, tool, result)
+        for s, v in facts:
+            know.add(s, v, depth - 1)
+        new = list(scalars(result)) if tool.returns is not None else []
+        seen = set(node.seen)
+        seen.update((s.name, _hashable(v)) for s, v in facts if s.kind == "field")
+        seen.update((name, _hashable(v)) for name, v in search_facts(tool, call.args, result))
+        child = _Node(
+            st,
+            know,
+            node.shown + new,
+            [*node.chain, call],
+            frozenset(seen),
+            node.writes,
+            node.made,
+            node.tables,
+            node.facts | {(s, _hashable(v)) for s, v in facts},
+            node.shown_text | {json.dumps(v, sort_keys=True, default=str) for v in new},
+        )
+        if tool.is_write:
+            child.tables = self._tables_text(st)
+            child.writes = node.writes | {self.key(call)}
+        return child
+
+    def fingerprint(self, node: _Node) -> tuple[Any, ...]:
+        """What decides a node's future: the writable tables, what the agent knows
+        (origins aside), the values shown so far, the fields seen, and the write counts
+        proof 5 bounds."""
+        return node.tables, node.facts, node.shown_text, node.seen, node.made
+
+    def same_state(self, st: State, other: State) -> bool:
+        return all(st.tables.get(e) == other.tables.get(e) for e in self.writable)
+
+
+def minimum(
+    space: Space,
+    upto: int,
+    *,
+    max_nodes: int = MAX_NODES,
+    max_calls: int | None = None,
+    whole_layer: bool = True,
+) -> Minimum:
+    """The shortest chain of at most ``upto`` calls reaching the goal. Breadth first:
+    every node at depth ``j`` ends some chain of ``j`` successful calls, so the first
+    depth with a goal node is the minimum. With ``whole_layer`` that depth is searched to
+    its end and every shortest chain's writes are collected; without, the search stops
+    at the first goal node (``writes`` is then empty). It gives up past ``max_nodes``
+    expanded nodes, or once the space's searches made more than ``max_calls`` calls."""
+    root = space.root()
+    if space.goal(root):
+        return Minimum(0, [], True, 1)
+    seen = {space.fingerprint(root)}
+    layer = [root]
+    expanded = 0
+    for depth in range(1, upto + 1):
+        nxt: dict[tuple[Any, ...], _Node] = {}
+        for node in layer:
+            expanded += 1
+            if expanded > max_nodes:
+                return Minimum(None, None, False, expanded)
+            for child in space.children(node, depth):
+                if max_calls is not None and space.calls_run > max_calls:
+                    return Minimum(None, None, False, expanded)
+                fp = space.fingerprint(child)
+                if fp in nxt:
+                    # another chain of the same length ends here: its writes count too
+                    nxt[fp].writes |= child.writes
+                    continue
+                if fp in seen:
+                    continue
+                seen.add(fp)
+                nxt[fp] = child
+                if not whole_layer and space.goal(child):
+                    return Minimum(depth, child.chain, True, expanded)
+        goals = [n for n in nxt.values() if space.goal(n)]
+        if goals:
+            keys = sorted(set().union(*(n.writes for n in goals)))
+            calls = [space.calls[k] for k in keys]
+            return Minimum(depth, goals[0].chain, True, expanded, calls)
+        layer = list(nxt.values())
+        if not layer:
+            break
+    return Minimum(None, None, True, expanded)
+
+
+def other_final_state(
+    space: Space,
+    horizon: int,
+    writes: Sequence[Call],
+    times: Sequence[int],
+    total: int,
+    expected: Sequence[State],
+    *,
+    max_nodes: int = MAX_NODES,
+    max_calls: int | None = None,
+) -> FinalStates:
+    """A chain of at most ``horizon`` calls whose writes are all among ``writes`` (call
+    ``i`` at most ``times[i]`` times, at most ``total`` writes in all; reads are free)
+    that reaches the goal in a state none of ``expected`` is (compared on the tables the
+    tools can write). Breadth first over every such chain, by distinct nodes; it gives up
+    as :func:`minimum` does."""
+    index = {call_key(space.domain, c): i for i, c in enumerate(writes)}
+
+    def allow(tool: ToolDef, call: Call, node: _Node) -> bool:
+        if not tool.is_write:
+            return True
+        i = index.get(call_key(space.domain, call))
+        return i is not None and node.made[i] < times[i] and node.made[-1] < total
+
+    root = space.root()
+    root.made = (0,) * (len(writes) + 1)
+    seen = {space.fingerprint(root)}
+    layer = [root]
+    expanded = 0
+    for depth in range(0, horizon + 1):
+        nxt: list[_Node] = []
+        for node in layer:
+            if space.goal(node) and not any(space.same_state(node.state, e) for e in expected):
+                return FinalStates(node.chain, True, expanded, node.state)
+            if depth == horizon:
+                continue
+            expanded += 1
+            if expanded > max_nodes:
+                return FinalStates(None, False, expanded)
+            for child in space.children(node, depth + 1, allow):
+                if max_calls is not None and space.calls_run > max_calls:
+                    return FinalStates(None, False, expanded)
+                if child.chain and space.domain.tools[child.chain[-1].tool].is_write:
+                    made = list(node.made)
+                    made[index[call_key(space.domain, child.chain[-1])]] += 1
+                    made[-1] += 1
+                    child.made = tuple(made)
+                else:
+                    child.made = node.made
+                fp = space.fingerprint(child)
+                if fp in seen:
+                    continue
+                seen.add(fp)
+                nxt.append(child)
+        layer = nxt
+        if not layer:
+            break
+    return FinalStates(None, True, expanded)
+
+
 def shortest_chain(
     domain: Domain,
     initial: State,
@@ -109,6 +389,7 @@ def shortest_chain(
     max_nodes: int = MAX_NODES,
     execute: Executor | None = None,
     recognize: Sequence[Recognition] = (),
+    tools: Sequence[str] | None = None,
 ) -> SearchResult:
     """The shortest chain of at most ``upto`` calls after which ``goal`` holds (its
     changes, and each of its answers shown by an output or given).
@@ -117,68 +398,16 @@ def shortest_chain(
     successful calls, so the first depth at which the goal holds is the minimum. A write
     may name a target of ``recognize`` only once outputs showed the values its
     description rests on (:func:`graphgen.verify.proofs.recognitions`), as in the
-    proofs' model of the agent."""
-    from graphgen.verify.proofs import goal_holds  # proofs may use this module
-
-    run = execute or call_or_fail
-    given = list(givens)
-    want = ChangesGoal(list(goal.changes), list(goal.answer))
-    root = _Node(initial.copy(), Knowledge.from_givens(given), [], [])
-    if goal_holds(want, root.state, root.shown, given, initial):
-        return SearchResult(0, [], True, 1)
-    seen = {_fingerprint(root)}
-    layer = [root]
-    expanded = 0
-    for depth in range(1, upto + 1):
-        nxt: list[_Node] = []
-        for node in layer:
-            expanded += 1
-            if expanded > max_nodes:
-                return SearchResult(None, None, False, expanded)
-            for call in moves(domain, node.know):
-                tool = domain.tools[call.tool]
-                if not _recognised(tool, call, recognize, node.seen):
-                    continue
-                st = node.state.copy()
-                try:
-                    result = run(domain, st, call.tool, dict(call.args))
-                except ToolError:
-                    continue  # a failing call changes nothing and shows nothing
-                child = _child(domain, tool, node, st, call, result, depth)
-                fp = _fingerprint(child)
-                if fp in seen:
-                    continue
-                seen.add(fp)
-                if goal_holds(want, child.state, child.shown, given, initial):
-                    return SearchResult(depth, child.chain, True, expanded)
-                nxt.append(child)
-        layer = nxt
-        if not layer:
-            break
-    return SearchResult(None, None, True, expanded)
+    proofs' model of the agent. ``tools`` limits the calls to those tools."""
+    space = Space(domain, initial, givens, goal, tools, recognize, execute)
+    r = minimum(space, upto, max_nodes=max_nodes, whole_layer=False)
+    return SearchResult(r.min_calls, r.chain, r.complete, r.nodes)
 
 
-def _child(
-    domain: Domain,
-    tool: ToolDef,
-    node: _Node,
-    st: State,
-    call: Call,
-    result: Any,
-    depth: int,
-) -> _Node:
-    know = node.know.copy()
-    for s, v in facts_of_result(domain, tool, result):
-        know.add(s, v, depth - 1)
-    from graphgen.verify.proofs import search_facts
-
-    shown = node.shown + (list(scalars(result)) if tool.returns is not None else [])
-    seen = set(node.seen)
-    for s, v in facts_of_result(domain, tool, result):
-        if s.kind == "field":
-            seen.add((s.name, _hashable(v)))
-    seen.update((name, _hashable(v)) for name, v in search_facts(tool, call.args, result))
-    return _Node(st, know, shown, [*node.chain, call], frozenset(seen))
+def to_recognise(recognize: Sequence[Recognition], givens: Sequence[Given]) -> list[Recognition]:
+    """The targets the agent must recognise: none whose id the user gives."""
+    given_keys = {(g.sort, repr(g.value)) for g in givens}
+    return [r for r in recognize if (f"key:{r.entity}", repr(r.key)) not in given_keys]
 
 
 def _recognised(
@@ -210,14 +439,6 @@ def _order(v: Any) -> tuple[str, str]:
     return (type(v).__name__, repr(v))
 
 
-def _fingerprint(node: _Node) -> tuple[str, frozenset[Any], frozenset[str], frozenset[Any]]:
-    """What decides a node's future: its state, what the agent knows (origins aside),
-    the values shown so far (as text: they may be unhashable) and the fields seen."""
-    facts = frozenset((s, _hashable(v)) for s, v in node.know.facts_items())
-    shown = frozenset(json.dumps(v, sort_keys=True, default=str) for v in node.shown)
-    return node.state.to_json(indent=None), facts, shown, node.seen
-
-
 def _hashable(v: Any) -> Any:
     try:
         hash(v)
@@ -237,12 +458,7 @@ def task_shortest(
 
     initial = State.from_dict(task.initial_state, domain)
     givens = agent_givens(domain, task)
-    given_keys = {(g.sort, repr(g.value)) for g in givens}
-    recognize = [
-        r
-        for r in recognitions(domain, task.targets, initial)
-        if (f"key:{r.entity}", repr(r.key)) not in given_keys
-    ]
+    recognize = to_recognise(recognitions(domain, task.targets, initial), givens)
     bound = len(task.chain) if upto is None else upto
     return shortest_chain(
         domain, initial, givens, task.goal, bound, max_nodes=max_nodes, recognize=recognize

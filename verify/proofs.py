@@ -46,7 +46,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import z3
 
@@ -86,6 +86,15 @@ from graphgen.verify.bmc import (
     strings_in,
 )
 from graphgen.verify.evaluator import Evaluator
+from graphgen.verify.explicit import (
+    FinalStates,
+    Minimum,
+    Space,
+    call_key,
+    minimum,
+    other_final_state,
+    to_recognise,
+)
 from graphgen.verify.slicing import analyze_flow
 from graphgen.verify.symstate import SymState
 from graphgen.verify.terms import EncodeError, and_, eq, is_f, is_t
@@ -95,6 +104,14 @@ DEFAULT_TIMEOUT_MS = 4000
 NOT_APPLICABLE = "n/a"
 # Most distinct write calls the minimal solutions of one task may make (proof 5 lists them).
 MAX_MINIMAL_WRITES = 24
+#: Calls the explicit searches of one task may make (``engine="auto"``) before its
+#: questions go to z3: a count, not a time, so the choice is the same on every machine.
+EXPLICIT_CALLS = 400
+#: Which engine answers proofs 3 and 5 (and the minimum search): the explicit search
+#: when it finishes within its budget, else z3 ("auto"); z3 alone; or the explicit
+#: search with the large budget of :data:`graphgen.verify.explicit.MAX_NODES`, z3
+#: only where it gives up ("explicit", for cross-checks).
+Engine = Literal["auto", "z3", "explicit"]
 
 
 # ------------------------------------------------------------------ concrete side
@@ -355,10 +372,13 @@ class Prover:
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
         *,
         slice_rows: bool = True,
+        engine: Engine = "auto",
     ) -> None:
         """``slice_rows=False`` encodes the whole state with every cell symbolic (no
-        value-flow analysis): the same answers, slower; for testing the slicing."""
+        value-flow analysis): the same answers, slower; for testing the slicing.
+        ``engine``: see :data:`Engine`."""
         self.domain = domain
+        self.engine = engine
         self.slice_rows = slice_rows
         self.task = task
         self.timeout_ms = timeout_ms
@@ -388,6 +408,66 @@ class Prover:
         self._unsat: dict[tuple[int, tuple[int, ...]], list[Any]] = {}
         self._models: dict[int, list[tuple[int, Any]]] = {}
         self._reads: Bmc | None = None
+        self._space: Space | None = None
+        self._minimum: Minimum | None = None
+        self._final: FinalStates | None = None
+        self._searched = False
+
+    # ------------------------------------------------------------ the explicit engine
+
+    def _search_space(self) -> Space:
+        if self._space is None:
+            recognize = to_recognise(self.recognize, self.givens)
+            self._space = Space(
+                self.domain, self.initial, self.givens, self.goal, self.tool_set(), recognize
+            )
+        return self._space
+
+    @property
+    def _max_calls(self) -> int | None:
+        return EXPLICIT_CALLS if self.engine == "auto" else None
+
+    def explicit_minimum(self) -> Minimum | None:
+        """The explicit search's shortest solutions within :attr:`horizon` (their length
+        and every write call they make), or None when this task's proofs go to z3: a
+        refusal (proof 6 is z3's), a failing reference chain, or a search that gave up."""
+        if not self._searched:
+            self._searched = True
+            if self.engine != "z3" and not self.refusal and not self.run_failed:
+                got = minimum(self._search_space(), self.horizon, max_calls=self._max_calls)
+                self._minimum = got if got.complete else None
+        return self._minimum
+
+    def explicit_final(self) -> FinalStates | None:
+        """Proof 5's question asked of the explicit search (see :meth:`unique_final_state`),
+        or None when it is z3's: no explicit minimum, a minimum other than the task's
+        claim, too many minimal writes, or a search that gave up."""
+        mn = self.explicit_minimum()
+        if mn is None or mn.min_calls != self.task.min_calls:
+            return None
+        if len(mn.writes) > MAX_MINIMAL_WRITES:
+            return None
+        if self._final is None:
+            space = self._search_space()
+            chain = [c for c in self.task.chain if self.domain.tools[c.tool].is_write]
+            keys = [call_key(self.domain, c) for c in chain]
+            times = [max(1, keys.count(call_key(self.domain, c))) for c in mn.writes]
+            got = other_final_state(
+                space,
+                self.horizon,
+                mn.writes,
+                times,
+                len(chain),
+                renamed_states(self.initial, self.run.final),
+                max_calls=self._max_calls,
+            )
+            self._final = got if got.complete else None
+        return self._final
+
+    @property
+    def by_search(self) -> bool:
+        """Proofs 3 and 5 are the explicit search's, so no z3 encoding is needed."""
+        return self.explicit_minimum() is not None and self.explicit_final() is not None
 
     def _seeds_and_extra(self) -> tuple[set[str], list[tuple[Ty, Any]]]:
         ints = bool(self.domain.int_keys)  # int values may be ids only there
@@ -532,12 +612,7 @@ class Prover:
         bmc = bmc or self.bmc
         assert bmc is not None
         chain = bmc.extract(model)[:upto]
-        text = (
-            " → ".join(
-                f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})" for c in chain
-            )
-            or "(no calls)"
-        )
+        text = _chain_text(chain)
         run = replay(self.domain, self.initial, self.givens, chain)
         goal = goal or self.goal
         failed = run.first_problem() or knowledge_problem(
@@ -569,6 +644,14 @@ class Prover:
             self.goal, run.final, shown_values(self.domain, run), self.givens, self.initial
         ):
             return _res("reference_chain", False, "dry-run: the goal does not hold after it")
+        if self.by_search:
+            # no encoding was built: there is nothing for z3 to agree with
+            return _res(
+                "reference_chain",
+                True,
+                f"{len(self.task.chain)} calls valid, goal reached (proofs 3 and 5 by "
+                f"explicit search)",
+            )
         bmc = self.build()
         if bmc is None:
             return _res("reference_chain", False, self.build_error)
@@ -609,6 +692,20 @@ class Prover:
             )
         if goal_holds(self.goal, self.initial, [], self.givens):
             return _res("goal_not_initial", False, "the goal already holds initially")
+        if self.by_search:
+            if not self.goal.changes:
+                return _res(
+                    "goal_not_initial",
+                    True,
+                    "goal false initially; read-only part n/a (answered by reads)",
+                )
+            # a read changes no cell, so after any chain of reads the state is the initial
+            # one, where the changes were just found not to hold
+            return _res(
+                "goal_not_initial",
+                True,
+                "goal false initially; reads change no cell, so no read-only chain reaches it",
+            )
         bmc = self.build()
         if bmc is None:
             return _res("goal_not_initial", False, self.build_error)
@@ -651,10 +748,24 @@ class Prover:
         """(3) nothing shorter than min_calls reaches the goal; min_calls does."""
         if self.refusal:
             return _res("min_calls", True, f"{NOT_APPLICABLE}: refusal task")
+        m = self.task.min_calls
+        found = self.explicit_minimum()
+        if found is not None:
+            got, nodes = found.min_calls, found.nodes
+            if got is not None and got < m:
+                return _res(
+                    "min_calls", False, f"shortcut below {m} calls: {_chain_text(found.chain)}"
+                )
+            if got != m:
+                return _res("min_calls", False, f"no chain of exactly {m} calls reaches the goal")
+            return _res(
+                "min_calls",
+                True,
+                f"no chain below {m} calls; {m} calls suffice (explicit search, {nodes} states)",
+            )
         bmc = self.build()
         if bmc is None:
             return _res("min_calls", False, self.build_error)
-        m = self.task.min_calls
         # Both queries unroll only m steps (the goal after m steps ranges over every chain
         # of at most m calls); the reference's length is unrolled later, by proofs 5 and 1.
         if m > 0:
@@ -732,13 +843,34 @@ class Prover:
             return _res("unique_final_state", True, f"{NOT_APPLICABLE}: refusal task")
         if self.run_failed:
             return _res("unique_final_state", False, "no reference final state (chain fails)")
+        h = self.horizon
+        final = self.explicit_final()
+        if final is not None:
+            mn = self.explicit_minimum()
+            assert mn is not None
+            if final.chain is not None:
+                assert final.state is not None
+                d = diff(self.run.final, final.state)[:3]
+                return _res(
+                    "unique_final_state",
+                    False,
+                    f"a solution of <= {h} calls making only minimal solutions' writes ends "
+                    f"elsewhere: {_chain_text(final.chain)}; differences {d}",
+                )
+            return _res(
+                "unique_final_state",
+                True,
+                f"every solution of <= {h} calls whose writes are among the "
+                f"{len(mn.writes)} write call(s) of {self.task.min_calls}-call solutions "
+                f"ends in one state (up to renaming created ids; explicit search, "
+                f"{mn.nodes + final.nodes} states)",
+            )
         bmc = self.build()
         if bmc is None:
             return _res("unique_final_state", False, self.build_error)
         writes = self.minimal_writes()
         if isinstance(writes, ProofResult):
             return writes
-        h = self.horizon
         try:
             differs = and_(
                 *(bmc.state_differs(st, h) for st in renamed_states(self.initial, self.run.final))
@@ -920,6 +1052,9 @@ class Prover:
         ``min_calls`` result saying why there is none: refuted when no chain within the
         bound reaches the goal (or nothing can be encoded), inconclusive when z3 gave up."""
         self.last_unknown = None
+        found = self.explicit_minimum() if upto is None or upto >= self.horizon else None
+        if found is not None and found.min_calls is not None:
+            return found.min_calls
         m, _, why = self.shortest(upto)
         if m is not None:
             return m
@@ -956,6 +1091,16 @@ class Prover:
             r.ms = round((time.perf_counter() - t0) * 1000, 3)
             out[i] = r
         return [out[i] for i in range(len(listed))]
+
+
+def _chain_text(chain: list[Call] | None) -> str:
+    """A chain as the proofs' details print it."""
+    return (
+        " → ".join(
+            f"{c.tool}({', '.join(f'{k}={v!r}' for k, v in c.args.items())})" for c in chain or []
+        )
+        or "(no calls)"
+    )
 
 
 def _res(name: str, ok: bool, detail: str) -> ProofResult:
@@ -1017,11 +1162,15 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
 
 
 def prove_task(
-    domain: Domain, task: Task, k: int | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    domain: Domain,
+    task: Task,
+    k: int | None = None,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    engine: Engine = "auto",
 ) -> Certificate:
     """Run every applicable proof for ``task`` (bound ``k``, default chain length + 2)."""
     try:
-        p = Prover(domain, task, k, timeout_ms)
+        p = Prover(domain, task, k, timeout_ms, engine=engine)
     except (ValueError, GraphgenError, KeyError) as exc:  # e.g. a malformed initial state
         bad = ProofResult.refuted("input", f"cannot read the task: {exc}")
         return Certificate(
