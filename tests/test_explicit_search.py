@@ -215,3 +215,19 @@ def test_auto_falls_back_to_z3_past_its_budget(monkeypatch: pytest.MonkeyPatch) 
     assert [p.status for p in big.certificate.proofs] == [
         p.status for p in small.certificate.proofs
     ]
+
+
+def test_a_pinned_goal_shown_by_reads_is_still_caught() -> None:
+    """The explicit side's shortcut for proof 2 (a read changes no cell) covers only a
+    goal whose changes are false initially. Here the one change pins a value the row
+    already has and the balance is the answer: two reads reach the goal, so proof 2
+    fails, with either engine."""
+    wallet = loads_domain(WALLET_YAML, source="<wallet>")
+    pin = Change(entity="Account", key="A001", field="status", before="active", after="active")
+    goal = Goal(changes=[pin], answer=[500])
+    chain = [FIND, Call(tool="get_account", args={"account_id": "A001"})]
+    task = fair_task(wallet, chain, goal, [EMAIL_GIVEN])
+    for engine in ("auto", "explicit", "z3"):
+        proofs = {r.name: r for r in prove_task(wallet, task, engine=engine).proofs}
+        assert not proofs["goal_not_initial"].ok, engine
+        assert "read-only chain reaches the goal" in proofs["goal_not_initial"].detail
