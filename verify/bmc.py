@@ -108,6 +108,45 @@ def sort_type(domain: Domain, s: Sort) -> Ty | None:
     return None
 
 
+def chain_creates(tools: Sequence[ToolDef], k: int) -> dict[str, int]:
+    """How many rows of each entity a chain of ``k`` calls of ``tools`` can create."""
+    per: dict[str, int] = {}
+    for t in tools:
+        for e, n in creates_per_call(t).items():
+            per[e] = max(per.get(e, 0), n)
+    return {e: n * k for e, n in per.items()}
+
+
+def chain_flow(
+    domain: Domain,
+    state: State,
+    givens: Sequence[tuple[Sort, Ty, Any]],
+    tools: Sequence[ToolDef],
+    k: int,
+    seeds: Iterable[str],
+    extra_scans: Sequence[ir.Comp] = (),
+) -> Flow:
+    """The value-flow slice (:func:`~graphgen.verify.slicing.analyze_flow`) for chains of
+    up to ``k`` calls of ``tools`` from ``givens`` (:func:`typed_givens`), keeping the
+    rows keyed by a seed: what the encoding holds symbolically, and the state the
+    explicit search runs on."""
+    rows = [
+        (e, s)
+        for e in domain.entities
+        for s in sorted(set(seeds), key=key_order)
+        if s in state.tables.get(e, {})
+    ]
+    return analyze_flow(
+        domain,
+        state,
+        tools=tools,
+        givens=[(s, v) for s, _, v in givens],
+        rows=rows,
+        creates=chain_creates(tools, k),
+        extra_scans=extra_scans,
+    )
+
+
 def typed_givens(domain: Domain, givens: Iterable[Given]) -> list[tuple[Sort, Ty, Any]]:
     """Givens with their sort and the type of that sort (unknown sorts are dropped)."""
     out = []
@@ -634,21 +673,7 @@ class Bmc:
         self.full_state = state
         self.flow: Flow | None = None
         if slice_rows:
-            rows = [
-                (e, s)
-                for e in domain.entities
-                for s in sorted(seeds, key=key_order)
-                if s in state.tables.get(e, {})
-            ]
-            self.flow = analyze_flow(
-                domain,
-                state,
-                tools=self.tools,
-                givens=[(s, v) for s, _, v in self.givens],
-                rows=rows,
-                creates=self.creates,
-                extra_scans=extra_scans,
-            )
+            self.flow = chain_flow(domain, state, self.givens, self.tools, k, seeds, extra_scans)
             self.state = self.flow.state
             # a tool with an argument no chain can know is never called
             self.tools = [t for t in self.tools if t.name in self.flow.callable]
@@ -689,12 +714,7 @@ class Bmc:
         return out
 
     def _creates(self, k: int) -> dict[str, int]:
-        """How many rows of each entity a chain of ``k`` calls can create."""
-        per: dict[str, int] = {}
-        for t in self.tools:
-            for e, n in creates_per_call(t).items():
-                per[e] = max(per.get(e, 0), n)
-        return {e: n * k for e, n in per.items()}
+        return chain_creates(self.tools, k)
 
     def _setup(self) -> None:
         """The per-unrolling part (shared by :meth:`reads_only`)."""

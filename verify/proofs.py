@@ -78,12 +78,14 @@ from graphgen.verify.bmc import (
     Bmc,
     ChangesGoal,
     Recognition,
+    chain_flow,
     description_atoms,
     relevant_tools,
     same_value,
     scalars,
     sort_type,
     strings_in,
+    typed_givens,
 )
 from graphgen.verify.evaluator import Evaluator
 from graphgen.verify.explicit import (
@@ -416,12 +418,43 @@ class Prover:
     # ------------------------------------------------------------ the explicit engine
 
     def _search_space(self) -> Space:
+        """The explicit search's space: the task's relevant tools on the value-flow slice
+        the encoding would use (every chain of known arguments behaves on it as on the
+        whole state, :mod:`graphgen.verify.slicing`), so a node costs what the slice
+        costs, not what the tables do."""
         if self._space is None:
             recognize = to_recognise(self.recognize, self.givens)
-            self._space = Space(
-                self.domain, self.initial, self.givens, self.goal, self.tool_set(), recognize
-            )
+            tools = self.tool_set()
+            state = self.initial
+            if self.slice_rows:
+                seeds, _ = self._seeds_and_extra()
+                flow = chain_flow(
+                    self.domain,
+                    self.initial,
+                    typed_givens(self.domain, self.givens),
+                    [self.domain.tools[n] for n in tools],
+                    self.horizon,
+                    seeds,
+                )
+                if not flow.whole:
+                    state = flow.state
+                    tools = [n for n in tools if n in flow.callable]
+            self._space = Space(self.domain, state, self.givens, self.goal, tools, recognize)
         return self._space
+
+    def _on_slice(self, st: State) -> State:
+        """``st`` (a state the whole initial one led to) on the search's rows: those of
+        the slice and those created since."""
+        space = self._search_space()
+        tables = {
+            e: {
+                k: r
+                for k, r in t.items()
+                if k in space.initial.tables.get(e, {}) or k not in self.initial.tables.get(e, {})
+            }
+            for e, t in st.tables.items()
+        }
+        return State(tables, dict(st.counters), st.today)
 
     @property
     def _max_calls(self) -> int | None:
@@ -458,7 +491,7 @@ class Prover:
                 mn.writes,
                 times,
                 len(chain),
-                renamed_states(self.initial, self.run.final),
+                [self._on_slice(st) for st in renamed_states(self.initial, self.run.final)],
                 max_calls=self._max_calls,
             )
             self._final = got if got.complete else None
@@ -853,7 +886,7 @@ class Prover:
             assert mn is not None
             if final.chain is not None:
                 assert final.state is not None
-                d = diff(self.run.final, final.state)[:3]
+                d = diff(self._on_slice(self.run.final), final.state)[:3]
                 return _res(
                     "unique_final_state",
                     False,
