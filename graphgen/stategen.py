@@ -35,7 +35,7 @@ from graphgen.domain import Domain, EntityDef, FieldDef, Key
 from graphgen.errors import StateGenError
 from graphgen.keys import key_words
 from graphgen.limits import MAX_TABLE_SIZE
-from graphgen.state import State
+from graphgen.state import State, shared_rows
 from graphgen.statecheck import state_issues
 from graphgen.staterules import REQUIRE_TRIES, RuleEngine
 from graphgen.today import draw_today, uses_today
@@ -217,18 +217,21 @@ class StateGenerator:
         today = None
         if self.domain.today_range is not None or uses_today(self.domain):
             today = draw_today(self.stream("today"), self.domain.today_range)
-        state = State(tables, counters, today)
         if any(e.derive or e.require or e.invariants for e in self.domain.entities.values()):
-            rules = RuleEngine(self, state)
+            # The rules change the rows in place, before the state is handed out.
+            rules = RuleEngine(self, State(tables, counters, today))
             rules.derive_all()
             rules.enforce()
+            state = State(shared_rows(tables), counters, today)
             problems = check_state(self.domain, state)
             if problems:  # e.g. a derived id that names no row, or a repeated unique value
                 raise StateGenError(
                     f"{self.domain.source}: the generate rules produced an "
                     f"invalid state: {'; '.join(problems[:5])}"
                 )
-        return state
+            return state
+        # Shared by every candidate drawn on it, so its rows are read-only (SharedRow).
+        return State(shared_rows(tables), counters, today)
 
     def _check_refs(self) -> None:
         for t in self._tables.values():

@@ -405,13 +405,13 @@ class Expander:
                     continue
                 if self._two_customers(initial, planner):
                     planner.restore(snap)  # reached through another customer's rows
-                    st.tables, st.counters = before.tables, before.counters
+                    st.assign(before)
                     planner.forget_reads()
                     continue
                 written = {(e, k, f) for e, k, f, _, _ in diff(before, st)}
                 if any(written & w for w in intent_writes):
                     planner.restore(snap)  # a later intent would hide an earlier one
-                    st.tables, st.counters = before.tables, before.counters
+                    st.assign(before)
                     planner.forget_reads()
                     continue
                 intent_writes.append(written)
