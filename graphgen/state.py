@@ -91,15 +91,16 @@ class State:
     def __init__(
         self, tables: dict[str, Table], counters: dict[str, int], today: str | None = None
     ) -> None:
-        # The given tables become the bases: this state never changes them in place.
+        # The given tables become the bases (each when first needed: a state made to
+        # evaluate one expression makes none): this state never changes them in place.
         self.tables = dict(tables)
         self.counters = counters
         self.today = today  # None: graphgen.today.DEFAULT_TODAY
-        self._bases = {e: Base(t) for e, t in self.tables.items()}
-        self._dirty: dict[str, set[Any]] = {e: set() for e in self.tables}
-        # The table dicts this state set itself; one found in :attr:`tables` instead was
-        # put there whole from outside (``st.tables["User"] = {...}``) and becomes a base.
-        self._cur = dict(self.tables)
+        self._bases: dict[str, Base] = {}
+        self._dirty: dict[str, set[Any]] = {}
+        # The table dicts the bases and writes are of; one found in :attr:`tables` instead
+        # is new: given, or put there whole from outside (``st.tables["User"] = {...}``).
+        self._cur: dict[str, Table] = {}
         # Tables whose dict is this state's alone, each with the keys whose row dict is.
         self._mine: dict[str, set[Any]] = {}
         # The JSON form, built once per content (and the counters and today it is of).
@@ -111,6 +112,8 @@ class State:
 
     def copy(self) -> State:
         """An independent state with the same contents, in time independent of its size."""
+        for e in self.tables:
+            self._sync(e)  # one base per table for the copies to share
         new = State.__new__(State)
         new.tables = dict(self.tables)
         new.counters = dict(self.counters)
@@ -142,8 +145,9 @@ class State:
         """``entity``'s base (a table put in whole from outside becomes one)."""
         table = self.tables[entity]
         if table is not self._cur.get(entity):
+            if entity in self._cur:
+                self._json = None  # put there from outside: new content
             self._cur[entity] = table
-            self._json = None
             self._bases[entity] = Base(table)
             self._dirty[entity] = set()
             self._mine.pop(entity, None)

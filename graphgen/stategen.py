@@ -28,7 +28,7 @@ import datetime as _dt
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from graphgen.decimals import from_units, units
 from graphgen.domain import Domain, EntityDef, FieldDef, Key
@@ -136,6 +136,7 @@ class StateGenerator:
                 )
             self.sizes[name] = n
         self.keys: dict[str, list[Key]] = {}
+        self._key_at: dict[str, dict[Key, int]] = {}
         self._tables: dict[str, _Table] = {}
         self._busy: set[tuple[str, str]] = set()
         self._bounds: dict[FieldDef, tuple[int, int]] = {}  # int_bounds, which is slow
@@ -150,6 +151,13 @@ class StateGenerator:
     def plans(self, ent: str) -> Mapping[str, ColumnPlan]:
         """How each column of ``ent`` follows others (set up by :meth:`generate`)."""
         return self._tables[ent].plans
+
+    def _positions(self, ent: str) -> dict[Key, int]:
+        """Each key of ``ent`` -> its place in :attr:`keys` (made once per entity)."""
+        got = self._key_at.get(ent)
+        if got is None:
+            got = self._key_at[ent] = {k: i for i, k in enumerate(self.keys[ent])}
+        return got
 
     def _where(self, edef: EntityDef, f: FieldDef) -> str:
         return f"{self.domain.source}: entity {edef.name!r}, field {f.name!r}"
@@ -737,10 +745,14 @@ class StateGenerator:
         rng: random.Random,
         attempt: int,
         tables: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+        rows_where: Callable[[str, str, Any], list[Any] | None] | None = None,
     ) -> Any:
         """A fresh value of ``f`` for row ``key`` (the ``i``-th) of ``ent``, drawn the way
         its column was; ``table`` holds the current rows (for unique fields), ``tables``
-        every table's (for references that follow another one, and copied contacts).
+        every table's (for references that follow another one, and copied contacts);
+        ``rows_where(entity, field, value)``, when given, lists the keys of the rows
+        holding ``value`` in table order (None: not indexed, scan), so that following a
+        reference does not read the whole target table.
 
         A reference picks a target consistent with the row's other references when its
         column does (:meth:`_via`: a payment method of the order's user), else any
@@ -762,11 +774,17 @@ class StateGenerator:
             pool = targets
             if plan.via is not None and tables is not None:
                 g, y, h = plan.via
-                pool = [k for k, r in tables[y].items() if r[h] == row[g]] or targets
+                found = rows_where(y, h, row[g]) if rows_where is not None else None
+                if found is None:
+                    found = [k for k, r in tables[y].items() if r[h] == row[g]]
+                pool = found or targets
             banned = taken | {row[g] for g in plan.avoid if g in row}
             if ty.entity == ent and len(targets) > 1:
                 banned.add(key)
-            ok = [x for x in pool if x not in banned] or [x for x in targets if x not in banned]
+            at = self._positions(ty.entity) if pool is targets else None
+            ok = _Without(pool, banned, at)
+            if not ok:
+                ok = _Without(targets, banned, self._positions(ty.entity))
             return rng.choice(ok) if ok else old
         if ty == STR and plan.copy is not None and tables is not None:
             g, x = plan.copy
@@ -845,6 +863,36 @@ def _decimal_draw(f: FieldDef, ty: DecT, rng: random.Random) -> Callable[[], str
         return from_units(n, ty.scale)
 
     return draw
+
+
+class _Without(Sequence[Any]):
+    """``[x for x in items if x not in banned]`` without building it: the same length
+    and items, so ``rng.choice`` on it draws what it draws on the list. ``at`` maps each
+    item to its place in ``items`` (for a whole table's keys); without it the items are
+    looked through once."""
+
+    def __init__(
+        self, items: Sequence[Any], banned: set[Any], at: Mapping[Any, int] | None = None
+    ) -> None:
+        self._items = items
+        if at is None:
+            at = {x: i for i, x in enumerate(items) if x in banned}
+        self._skip = sorted(i for b in banned if (i := at.get(b)) is not None)
+
+    def __len__(self) -> int:
+        return len(self._items) - len(self._skip)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        for s in self._skip:  # the banned items before it push it along
+            if s <= i:
+                i += 1
+        return self._items[i]
 
 
 def _choose_not(rng: random.Random, pool: list[Key], banned: set[Key]) -> Key | None:

@@ -435,6 +435,14 @@ class RuleEngine:
             self._index[(ent, fname)] = idx
         return idx
 
+    def _rows_where(self, ent: str, fname: str, value: Any) -> list[Any] | None:
+        """The keys of ``ent``'s rows whose ``fname`` is ``value``, in table order, from the
+        index kept right through repairs (None for a field that is not indexed)."""
+        if not self._stable(ent, fname):
+            return None
+        pos = self._pos[ent]
+        return sorted(self._lookup(ent, fname).get(value, {}), key=pos.__getitem__)
+
     def _where(self, ent: str, key: str) -> str:
         return f"{self.domain.source}: entity {ent!r}, row {key!r}"
 
@@ -624,6 +632,7 @@ class RuleEngine:
                     rng,
                     attempt,
                     tables=self.st.tables,
+                    rows_where=self._rows_where,
                 )
                 if (ent, f) in self.drawn:
                     self.drawn[(ent, f)][key] = v
