@@ -217,14 +217,102 @@ def _date_arith(op: str, x: Any, y: Any, left_is_date: bool) -> Any:
 
 
 def _comp(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any]:
-    table = st.tables[c.entity]
+    keys = _probed_keys(c, st, env, domain)
     inner = dict(env)
     out = []
-    for key in sorted(table):  # key order is the one order every backend uses
+    # key order is the one order every backend uses
+    for key in st.sorted_keys(c.entity) if keys is None else keys:
         inner[c.var] = key
         if c.cond is None or evaluate(c.cond, st, inner, domain):
             out.append(evaluate(c.proj, st, inner, domain))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """The first conjunct of a comprehension's condition when it pins the row:
+    ``x.f == e`` (``kind`` "field"), ``x == e`` ("key") or ``x in e`` ("keys"), where
+    ``e`` does not read the comprehension's variable ``x``.
+
+    Every row evaluates that conjunct first, so a row it is false on is skipped
+    without evaluating anything else, and ``e`` has the same value (or error) on every
+    row: the rows it is true on, found through the state's index, are the only ones
+    whose condition can hold, and the only ones on which it can raise."""
+
+    kind: str
+    field: str
+    decimal: bool  # kind "field": the field holds decimals (compared as numbers)
+    expr: ir.Expr
+
+
+_PROBES: dict[int, tuple[ir.Expr, str, str, Probe | None]] = {}
+
+
+def probe(c: ir.Comp) -> Probe | None:
+    """The :class:`Probe` of ``c`` (None: every row must be visited), memoised per
+    condition node."""
+    cond = c.cond
+    if cond is None:
+        return None
+    hit = _PROBES.get(id(cond))
+    if hit is not None and hit[0] is cond and hit[1:3] == (c.var, c.entity):
+        return hit[3]
+    first = cond
+    while isinstance(first, ir.BoolOp) and first.op == "and":
+        first = first.values[0]
+    got: Probe | None = None
+    match first:
+        case ir.Compare(op="==", left=left, right=right):
+            for a, b in ((left, right), (right, left)):
+                if c.var in ir.free_vars(b):
+                    continue
+                if isinstance(a, ir.Var) and a.name == c.var:
+                    got = Probe("key", "", False, b)
+                elif (
+                    isinstance(a, ir.FieldOf)
+                    and a.entity == c.entity
+                    and isinstance(a.key, ir.Var)
+                    and a.key.name == c.var
+                    and not isinstance(strip_opt(a.ty), ListT | MapT | RecordT)
+                ):
+                    got = Probe("field", a.field, isinstance(strip_opt(a.ty), DecT), b)
+                if got is not None:
+                    break
+        case ir.Contains(item=ir.Var(name=name), container=container, negated=False):
+            if name == c.var and c.var not in ir.free_vars(container):
+                got = Probe("keys", "", False, container)
+        case _:
+            pass  # any other condition: every row is visited
+    _PROBES[id(cond)] = (cond, c.var, c.entity, got)
+    return got
+
+
+def _probed_keys(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any] | None:
+    """The keys, in order, of the only rows whose condition can hold or raise (None:
+    visit every row)."""
+    p = probe(c)
+    table = st.tables[c.entity]
+    if p is None or not table:
+        return None  # an empty table evaluates nothing, not even the probe
+    try:
+        v = evaluate(p.expr, st, env, domain)
+    except Exception:
+        return None  # every row raises it: the visit does, as it would
+    if p.kind == "field":
+        return keys_equal(st, c.entity, p.field, v, p.decimal)
+    # Ids are str or int; anything else (True == 1) is left to the visit.
+    ids = [v] if p.kind == "key" else v if isinstance(v, list) else None
+    if ids is None or not all(isinstance(k, str | int) and not isinstance(k, bool) for k in ids):
+        return None
+    return sorted({k for k in ids if k in table})
+
+
+def keys_equal(st: State, entity: str, field: str, value: Any, decimal: bool) -> list[Any] | None:
+    """:meth:`State.keys_where`, or None when ``value`` cannot be looked up (a list)."""
+    try:
+        return st.keys_where(entity, field, value, decimal)
+    except TypeError:
+        return None
 
 
 # ------------------------------------------------------------------ argument checks
@@ -574,7 +662,8 @@ def apply_effect(
             undo.append(FieldWritten(ent, key, f, old))
             fty = domain.entities[ent].fields[f].ty
             cur = Decimal(old) if isinstance(fty, DecT) else old
-            row[f] = stored(fty, val if op == "=" else cur + val if op == "+=" else cur - val)
+            new = stored(fty, val if op == "=" else cur + val if op == "+=" else cur - val)
+            st.set_field(ent, key, f, new)
         case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
             key = evaluate(k, st, env, domain)
             row = _row(st, ent, key)
@@ -592,7 +681,7 @@ def apply_effect(
                 new = list(old)
                 new.remove(val)
             undo.append(FieldWritten(ent, key, f, old))
-            row[f] = new
+            st.set_field(ent, key, f, new)
         case ir.Create(entity=ent, bind=b, values=vs, key=given):
             edef = domain.entities[ent]
             n = next_counter(edef, st.tables[ent], st.counters[ent])
@@ -608,7 +697,7 @@ def apply_effect(
             fields = edef.fields
             row = {f: stored(fields[f].ty, evaluate(x, st, env, domain)) for f, x in vs}
             undo.append(RowCreated(ent, key, st.counters[ent]))
-            st.tables[ent][key] = row
+            st.put_row(ent, key, row)
             st.counters[ent] = n + 1
             if b is not None:
                 env[b] = key
@@ -619,7 +708,7 @@ def apply_effect(
             # A delete does not give its id back: the counter moves past the ids the
             # table holds first (it may be behind them in an imported state).
             st.counters[ent] = next_counter(domain.entities[ent], st.tables[ent], st.counters[ent])
-            del st.tables[ent][key]
+            st.delete_row(ent, key)
         case _:
             assert_never(eff)
 
@@ -656,8 +745,10 @@ def check_invariants(domain: Domain, st: State, undo: list[Undo]) -> None:
                     kind="invariant",
                 )
             if f.unique:
-                for k2, r2 in sorted(st.tables[ent].items()):
-                    if k2 != key and r2[f.name] == v:
+                table = st.tables[ent]
+                same = keys_equal(st, ent, f.name, v, isinstance(strip_opt(f.ty), DecT))
+                for k2 in st.sorted_keys(ent) if same is None else same:
+                    if k2 != key and table[k2][f.name] == v:
                         raise ToolError(
                             f"{ent} {f.name} {v!r} is already used by {k2!r}", kind="invariant"
                         )
@@ -668,12 +759,12 @@ def rollback(st: State, undo: list[Undo]) -> None:
     for u in reversed(undo):
         match u:
             case FieldWritten(entity=ent, key=key, field=f, old=old):
-                st.tables[ent][key][f] = old
+                st.set_field(ent, key, f, old)
             case RowCreated(entity=ent, key=key, counter=n):
-                del st.tables[ent][key]
+                st.delete_row(ent, key)
                 st.counters[ent] = n
             case RowDeleted(entity=ent, key=key, row=row, counter=n):
-                st.tables[ent][key] = row
+                st.put_row(ent, key, row)
                 st.counters[ent] = n
             case _:
                 assert_never(u)

@@ -34,7 +34,7 @@ MAX_KEY_CHARS = 2 * MAX_NAME_CHARS + 1
 #: The most decimal digits of an integer in a domain file or an expression.
 MAX_INT_DIGITS = 18
 #: The most rows a table may have in a generated state (``size:``, ``--size``).
-MAX_TABLE_SIZE = 10_000
+MAX_TABLE_SIZE = 100_000
 #: Estimated evaluation steps of one expression (rows visited by nested comprehensions)
 #: above which ``graphgen check`` warns that tool calls will be slow.
 WARN_EXPR_COST = 100_000

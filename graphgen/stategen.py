@@ -28,14 +28,14 @@ import datetime as _dt
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from graphgen.decimals import from_units, units
 from graphgen.domain import Domain, EntityDef, FieldDef, Key
 from graphgen.errors import StateGenError
 from graphgen.keys import key_words
 from graphgen.limits import MAX_TABLE_SIZE
-from graphgen.state import State
+from graphgen.state import State, shared_rows
 from graphgen.statecheck import state_issues
 from graphgen.staterules import REQUIRE_TRIES, RuleEngine
 from graphgen.today import draw_today, uses_today
@@ -136,6 +136,7 @@ class StateGenerator:
                 )
             self.sizes[name] = n
         self.keys: dict[str, list[Key]] = {}
+        self._key_at: dict[str, dict[Key, int]] = {}
         self._tables: dict[str, _Table] = {}
         self._busy: set[tuple[str, str]] = set()
         self._bounds: dict[FieldDef, tuple[int, int]] = {}  # int_bounds, which is slow
@@ -150,6 +151,13 @@ class StateGenerator:
     def plans(self, ent: str) -> Mapping[str, ColumnPlan]:
         """How each column of ``ent`` follows others (set up by :meth:`generate`)."""
         return self._tables[ent].plans
+
+    def _positions(self, ent: str) -> dict[Key, int]:
+        """Each key of ``ent`` -> its place in :attr:`keys` (made once per entity)."""
+        got = self._key_at.get(ent)
+        if got is None:
+            got = self._key_at[ent] = {k: i for i, k in enumerate(self.keys[ent])}
+        return got
 
     def _where(self, edef: EntityDef, f: FieldDef) -> str:
         return f"{self.domain.source}: entity {edef.name!r}, field {f.name!r}"
@@ -217,18 +225,21 @@ class StateGenerator:
         today = None
         if self.domain.today_range is not None or uses_today(self.domain):
             today = draw_today(self.stream("today"), self.domain.today_range)
-        state = State(tables, counters, today)
         if any(e.derive or e.require or e.invariants for e in self.domain.entities.values()):
-            rules = RuleEngine(self, state)
+            # The rules change the rows in place, before the state is handed out.
+            rules = RuleEngine(self, State(tables, counters, today))
             rules.derive_all()
             rules.enforce()
+            state = State(shared_rows(tables), counters, today)
             problems = check_state(self.domain, state)
             if problems:  # e.g. a derived id that names no row, or a repeated unique value
                 raise StateGenError(
                     f"{self.domain.source}: the generate rules produced an "
                     f"invalid state: {'; '.join(problems[:5])}"
                 )
-        return state
+            return state
+        # Shared by every candidate drawn on it, so its rows are read-only (SharedRow).
+        return State(shared_rows(tables), counters, today)
 
     def _check_refs(self) -> None:
         for t in self._tables.values():
@@ -734,10 +745,14 @@ class StateGenerator:
         rng: random.Random,
         attempt: int,
         tables: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+        rows_where: Callable[[str, str, Any], list[Any] | None] | None = None,
     ) -> Any:
         """A fresh value of ``f`` for row ``key`` (the ``i``-th) of ``ent``, drawn the way
         its column was; ``table`` holds the current rows (for unique fields), ``tables``
-        every table's (for references that follow another one, and copied contacts).
+        every table's (for references that follow another one, and copied contacts);
+        ``rows_where(entity, field, value)``, when given, lists the keys of the rows
+        holding ``value`` in table order (None: not indexed, scan), so that following a
+        reference does not read the whole target table.
 
         A reference picks a target consistent with the row's other references when its
         column does (:meth:`_via`: a payment method of the order's user), else any
@@ -759,11 +774,17 @@ class StateGenerator:
             pool = targets
             if plan.via is not None and tables is not None:
                 g, y, h = plan.via
-                pool = [k for k, r in tables[y].items() if r[h] == row[g]] or targets
+                found = rows_where(y, h, row[g]) if rows_where is not None else None
+                if found is None:
+                    found = [k for k, r in tables[y].items() if r[h] == row[g]]
+                pool = found or targets
             banned = taken | {row[g] for g in plan.avoid if g in row}
             if ty.entity == ent and len(targets) > 1:
                 banned.add(key)
-            ok = [x for x in pool if x not in banned] or [x for x in targets if x not in banned]
+            at = self._positions(ty.entity) if pool is targets else None
+            ok = _Without(pool, banned, at)
+            if not ok:
+                ok = _Without(targets, banned, self._positions(ty.entity))
             return rng.choice(ok) if ok else old
         if ty == STR and plan.copy is not None and tables is not None:
             g, x = plan.copy
@@ -842,6 +863,36 @@ def _decimal_draw(f: FieldDef, ty: DecT, rng: random.Random) -> Callable[[], str
         return from_units(n, ty.scale)
 
     return draw
+
+
+class _Without(Sequence[Any]):
+    """``[x for x in items if x not in banned]`` without building it: the same length
+    and items, so ``rng.choice`` on it draws what it draws on the list. ``at`` maps each
+    item to its place in ``items`` (for a whole table's keys); without it the items are
+    looked through once."""
+
+    def __init__(
+        self, items: Sequence[Any], banned: set[Any], at: Mapping[Any, int] | None = None
+    ) -> None:
+        self._items = items
+        if at is None:
+            at = {x: i for i, x in enumerate(items) if x in banned}
+        self._skip = sorted(i for b in banned if (i := at.get(b)) is not None)
+
+    def __len__(self) -> int:
+        return len(self._items) - len(self._skip)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        for s in self._skip:  # the banned items before it push it along
+            if s <= i:
+                i += 1
+        return self._items[i]
 
 
 def _choose_not(rng: random.Random, pool: list[Key], banned: set[Key]) -> Key | None:

@@ -410,18 +410,21 @@ class RuleEngine:
 
     def _eval(self, e: ir.Expr, narrows: tuple[_Narrow, ...], key: str) -> Any:
         env = {"x": key}
+        # The engine changes rows in place, so each evaluation reads them through a
+        # state of its own: nothing a state builds from its rows (an index) outlives it.
         st = self.st
-        if narrows:
-            tables = dict(st.tables)
-            for nw in narrows:
-                v = evaluate(nw.rhs, st, env, self.domain)
-                if nw.kind == "eq":
-                    tables[nw.entity] = self._lookup(nw.entity, nw.field).get(v, {})
-                else:
-                    full = st.tables[nw.entity]
-                    tables[nw.entity] = {k: full[k] for k in sorted(v) if k in full}
-            st = State(tables, st.counters, st.today)
-        return evaluate(e, st, env, self.domain)
+        whole = State(st.tables, st.counters, st.today)
+        if not narrows:
+            return evaluate(e, whole, env, self.domain)
+        tables = dict(st.tables)
+        for nw in narrows:
+            v = evaluate(nw.rhs, whole, env, self.domain)
+            if nw.kind == "eq":
+                tables[nw.entity] = self._lookup(nw.entity, nw.field).get(v, {})
+            else:
+                full = st.tables[nw.entity]
+                tables[nw.entity] = {k: full[k] for k in sorted(v) if k in full}
+        return evaluate(e, State(tables, st.counters, st.today), env, self.domain)
 
     def _lookup(self, ent: str, fname: str) -> dict[Any, dict[str, Any]]:
         idx = self._index.get((ent, fname))
@@ -431,6 +434,14 @@ class RuleEngine:
                 idx.setdefault(k if fname == _KEY else row[fname], {})[k] = row
             self._index[(ent, fname)] = idx
         return idx
+
+    def _rows_where(self, ent: str, fname: str, value: Any) -> list[Any] | None:
+        """The keys of ``ent``'s rows whose ``fname`` is ``value``, in table order, from the
+        index kept right through repairs (None for a field that is not indexed)."""
+        if not self._stable(ent, fname):
+            return None
+        pos = self._pos[ent]
+        return sorted(self._lookup(ent, fname).get(value, {}), key=pos.__getitem__)
 
     def _where(self, ent: str, key: str) -> str:
         return f"{self.domain.source}: entity {ent!r}, row {key!r}"
@@ -621,6 +632,7 @@ class RuleEngine:
                     rng,
                     attempt,
                     tables=self.st.tables,
+                    rows_where=self._rows_where,
                 )
                 if (ent, f) in self.drawn:
                     self.drawn[(ent, f)][key] = v

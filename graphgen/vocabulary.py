@@ -615,6 +615,10 @@ SIMPLE_DRAWERS: dict[str, Callable[[random.Random], str]] = {
 }
 
 
+# Carrier codes for flight numbers beyond the first carrier's (GG).
+_CARRIERS = ("GH", "GJ", "GK", "GL", "GM", "GN", "GP", "GQ", "GR", "GS", "GT", "GV", "GW")
+
+
 def bumper(vocab: str, rng: random.Random) -> Callable[[str, int], str]:
     """How a unique string column makes a clashing value distinct (deterministically)."""
     if vocab == "email":
@@ -627,7 +631,12 @@ def bumper(vocab: str, rng: random.Random) -> Callable[[str, int], str]:
     if vocab == "airport_code":
         # More airports than the vocabulary holds: synthesize 3-letter codes.
         return lambda _v, _k: "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(3))
-    if vocab in ("zip", "phone", "flight_number", "code", "time", "seat"):
+    if vocab == "flight_number":
+        # More flights than one carrier's 9,900 numbers: another carrier's code. Reached
+        # only after the column's own re-draws failed, so a table that fits in GG's
+        # numbers draws exactly what it always did.
+        return lambda _v, k: f"{_CARRIERS[k % len(_CARRIERS)]}{rng.randint(100, 9999)}"
+    if vocab in ("zip", "phone", "code", "time", "seat"):
         simple = SIMPLE_DRAWERS.get(vocab, draw_time)
         return lambda _v, _k: simple(rng)
     return lambda v, k: f"{v} {k}"

@@ -41,6 +41,7 @@ from graphgen.tasks.dryrun import call_dependencies, order_problem
 from graphgen.tasks.identity import identified_principals, principal_entity
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
 from graphgen.tasks.plan import Executor, Planner, ReadCache
+from graphgen.tasks.pools import Joined, first_in_random_order, in_random_order
 from graphgen.tasks.referring import (
     MAX_CANDIDATES,
     absorb_givens,
@@ -159,8 +160,8 @@ class Expander:
 
     def _pools(
         self, tool: ToolDef, st: State, planner: Planner, rng: random.Random
-    ) -> dict[str, list[Any]]:
-        pools: dict[str, list[Any]] = {}
+    ) -> dict[str, Sequence[Any]]:
+        pools: dict[str, Sequence[Any]] = {}
         nows = now_params(self.domain, tool)
         for name, p in tool.params.items():
             s = param_sort(p)
@@ -171,8 +172,8 @@ class Expander:
             else:
                 vals = planner.candidates(s)
                 known = [v for v in planner.know.values(s) if v in vals] if s.kind == "key" else []
-                rng.shuffle(vals)
-                pools[name] = known + vals if rng.random() < 0.5 else vals + known
+                vals = in_random_order(rng, vals)
+                pools[name] = Joined(known, vals) if rng.random() < 0.5 else Joined(vals, known)
         return _with_absent(tool, pools)
 
     def _bind(
@@ -405,13 +406,13 @@ class Expander:
                     continue
                 if self._two_customers(initial, planner):
                     planner.restore(snap)  # reached through another customer's rows
-                    st.tables, st.counters = before.tables, before.counters
+                    st.assign(before)
                     planner.forget_reads()
                     continue
                 written = {(e, k, f) for e, k, f, _, _ in diff(before, st)}
                 if any(written & w for w in intent_writes):
                     planner.restore(snap)  # a later intent would hide an earlier one
-                    st.tables, st.counters = before.tables, before.counters
+                    st.assign(before)
                     planner.forget_reads()
                     continue
                 intent_writes.append(written)
@@ -517,7 +518,7 @@ class Expander:
         p = self.principal
         if p is None or not initial.tables[p]:
             return
-        key = rng.choice(sorted(initial.tables[p]))
+        key = rng.choice(initial.sorted_keys(p))
         planner.acquire(Sort("key", p), key)
         for _ in range(rng.randint(1, 3)):
             options = []
@@ -540,7 +541,7 @@ class Expander:
     ) -> dict[str, Any] | None:
         """Arguments drawn only from what the walk already knows (plus free values, and
         any enum member for a write: its intent sentence will state it)."""
-        pools: dict[str, list[Any]] = {}
+        pools: dict[str, Sequence[Any]] = {}
         nows = now_params(self.domain, tool)
         for name, p in tool.params.items():
             s = param_sort(p)
@@ -677,9 +678,7 @@ class Expander:
         rng.shuffle(pairs)
         pairs.sort(key=lambda p: self.usage[rows[p[2]].name])
         for ent, fname, other in pairs[:4]:
-            keys = sorted(initial.tables[ent])
-            rng.shuffle(keys)
-            for key in keys[:3]:
+            for key in first_in_random_order(rng, initial.sorted_keys(ent), 3):
                 snap = planner.snapshot()
                 u = initial.tables[ent][key][fname]
                 odef = self.domain.entities[other]
@@ -782,9 +781,7 @@ class Expander:
             assert row is not None and isinstance(row.key, ir.Var)
             ent = row.entity
             pname = row.key.name
-            keys = sorted(initial.tables[ent])
-            rng.shuffle(keys)
-            for key in keys[:5]:
+            for key in first_in_random_order(rng, initial.sorted_keys(ent), 5):
                 if snap is not None:
                     planner.restore(snap)
                 snap = planner.snapshot()
@@ -1034,7 +1031,7 @@ class _Absent:
 ABSENT = _Absent()
 
 
-def _with_absent(tool: ToolDef, pools: dict[str, list[Any]]) -> dict[str, list[Any]]:
+def _with_absent(tool: ToolDef, pools: dict[str, Sequence[Any]]) -> dict[str, Sequence[Any]]:
     """``pools`` where a parameter with a default may also be left out, about as often as
     given (a partial update names only what it changes). A left-out argument is never
     said: the call omits it and no template that names it is used."""

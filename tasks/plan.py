@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphgen.domain import Domain, ToolDef
+from graphgen import ir
+from graphgen.domain import Domain, ToolDef, per_tool
 from graphgen.errors import ToolError
 from graphgen.footprint import FieldRef, cells_read, cells_written
 from graphgen.interp import call_or_fail
@@ -23,7 +24,9 @@ from graphgen.knowledge import (
     Cell,
     Sort,
     facts_of_result,
+    field_sorts,
     givable_sorts,
+    key_sort,
     listed_keys,
     param_sort,
     parse_sort,
@@ -33,7 +36,7 @@ from graphgen.knowledge import (
 )
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given
-from graphgen.types import strip_opt
+from graphgen.types import ListT, RecordT, RowT, strip_opt
 
 MAX_BINDINGS = 400  # candidate argument tuples tried per producer tool
 MAX_DEPTH = 4  # nested lookups allowed to reveal one value
@@ -139,6 +142,149 @@ def _echoes(tool: ToolDef, s: Sort) -> bool:
 
 def _hashable(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
+
+
+class _Pool:
+    """The values tried for one parameter: the known ones, then the candidates not
+    known, in order (read without listing them all)."""
+
+    def __init__(self, known: list[Any], candidates: Sequence[Any]) -> None:
+        self.known, self.candidates = known, candidates
+        self._seen = {k: i for i, k in enumerate(known)}
+        # ranks among the candidates of the known values that are candidates too
+        ranks = (_rank(candidates, k) for k in known)
+        self._known_ranks = sorted(r for r in ranks if r is not None)
+
+    def __len__(self) -> int:
+        return len(self.known) + len(self.candidates) - len(self._known_ranks)
+
+    def position(self, v: Any) -> int | None:
+        """Where ``v`` is in the pool (None: not in it)."""
+        at = self._seen.get(_hashable(v))
+        if at is not None:
+            return at
+        r = _rank(self.candidates, v)
+        if r is None:
+            return None
+        return len(self.known) + r - sum(1 for k in self._known_ranks if k < r)
+
+    def first(self, n: int) -> list[Any]:
+        """The first ``n`` values of the pool."""
+        out = list(self.known[:n])
+        for c in self.candidates:
+            if len(out) >= n:
+                break
+            if c not in self._seen:
+                out.append(c)
+        return out
+
+
+def _rank(seq: Sequence[Any], v: Any) -> int | None:
+    """The position of ``v`` in ``seq`` (None when it is not in it)."""
+    rank = getattr(seq, "rank", None)
+    if rank is not None:
+        got: int | None = rank(v)
+        return got
+    try:
+        return seq.index(v)
+    except (ValueError, TypeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A read that lists rows of ``entity`` whose fields equal its arguments: its result
+    is the comprehension ``[proj for x in entity if ... x.f == param ...]`` with every
+    parameter pinned so (``pins``: parameter -> field, None for the row's key), or a row
+    by its key (``Entity[param]``). ``shows`` is what each listed row shows: its
+    "key", the whole "row", or one "field"."""
+
+    entity: str
+    pins: tuple[tuple[str, str | None], ...]
+    shows: str
+    field: str = ""
+
+
+@per_tool
+def lookup_shape(domain: Domain, tool: ToolDef) -> Lookup | None:
+    """``tool`` as a :class:`Lookup`, or None when it is not one."""
+    e = tool.returns
+    if isinstance(e, ir.RowOf) and isinstance(e.key, ir.Var) and list(tool.params) == [e.key.name]:
+        return Lookup(e.entity, ((e.key.name, None),), "row")
+    if not isinstance(e, ir.Comp) or e.cond is None or not tool.params:
+        return None
+    x, ent = e.var, e.entity
+    if isinstance(e.proj, ir.Var) and e.proj.name == x:
+        shows, fld = "key", ""
+    elif isinstance(e.proj, ir.RowOf) and _is_var(e.proj.key, x) and e.proj.entity == ent:
+        shows, fld = "row", ""
+    elif (
+        isinstance(e.proj, ir.FieldOf)
+        and _is_var(e.proj.key, x)
+        and e.proj.entity == ent
+        and not isinstance(strip_opt(e.proj.ty), ListT | RecordT | RowT)
+    ):
+        shows, fld = "field", e.proj.field
+    else:
+        return None
+    pins: dict[str, str | None] = {}
+    for part in _conjuncts(e.cond):
+        if not (isinstance(part, ir.Compare) and part.op == "=="):
+            continue
+        for a, b in ((part.left, part.right), (part.right, part.left)):
+            if not (isinstance(b, ir.Var) and b.name in tool.params and b.name != x):
+                continue
+            if _is_var(a, x):
+                pins.setdefault(b.name, None)
+            elif (
+                isinstance(a, ir.FieldOf)
+                and a.entity == ent
+                and _is_var(a.key, x)
+                and not isinstance(strip_opt(a.ty), ListT | RecordT | RowT)
+            ):
+                pins.setdefault(b.name, a.field)
+    if set(pins) != set(tool.params):
+        return None
+    return Lookup(ent, tuple((p, pins[p]) for p in tool.params), shows, fld)
+
+
+def _is_var(e: ir.Expr, name: str) -> bool:
+    return isinstance(e, ir.Var) and e.name == name
+
+
+def _conjuncts(e: ir.Expr) -> list[ir.Expr]:
+    if isinstance(e, ir.BoolOp) and e.op == "and":
+        return [c for v in e.values for c in _conjuncts(v)]
+    return [e]
+
+
+def showing_rows(domain: Domain, state: State, shape: Lookup, s: Sort, v: Any) -> list[Any] | None:
+    """The keys of the rows of ``shape.entity`` that show ``v`` at ``s`` when listed
+    (:func:`graphgen.knowledge.facts_of_result` of one row); None when that cannot be
+    looked up (a list field could show it)."""
+    ent = shape.entity
+    table = state.tables[ent]
+    keys: set[Any] = set()
+    if s == key_sort(ent) and shape.shows in ("key", "row"):
+        try:
+            if v in table:
+                keys.add(v)
+        except TypeError:
+            pass  # not hashable: no key
+    edef = domain.entities[ent]
+    fields = list(edef.fields) if shape.shows == "row" else [shape.field] if shape.field else []
+    for f in fields:
+        if s not in field_sorts(domain, ent, f):
+            if isinstance(strip_opt(edef.fields[f].ty), ListT) and shape.shows == "row":
+                return None  # its items show sorts of their own: not looked up here
+            continue
+        if isinstance(strip_opt(edef.fields[f].ty), ListT):
+            return None
+        try:
+            keys.update(state.keys_where(ent, f, v))
+        except TypeError:
+            continue  # an unhashable value equals no scalar field
+    return sorted(keys)
 
 
 class Planner:
@@ -251,14 +397,19 @@ class Planner:
 
     # ------------------------------------------------------------- acquisition
 
-    def candidates(self, s: Sort) -> list[Any]:
-        """Values of sort ``s`` present in the state (to enumerate producer arguments)."""
+    def candidates(self, s: Sort) -> Sequence[Any]:
+        """Values of sort ``s`` present in the state (to enumerate producer arguments), in
+        order; read-only. Keys and field values come from the state's ordered views,
+        which are indexed and searched without reading the whole table."""
         if s.kind == "key":
-            return sorted(self.state.tables[s.name])
+            return self.state.sorted_keys(s.name)
         if s.kind == "field":
             ent, _, f = s.name.partition(".")
-            vals = {_hashable(r[f]) for r in self.state.tables[ent].values()}
-            return sorted((v for v in vals if v is not None), key=repr)  # None is never said
+            try:
+                return self.state.field_values(ent, f)  # None is never said
+            except TypeError:  # a list field: its values as tuples
+                vals = {_hashable(r[f]) for r in self.state.tables[ent].values()}
+                return sorted((v for v in vals if v is not None), key=repr)
         if s.kind == "enum":
             for t in self.domain.tools.values():
                 for p in t.params.values():
@@ -329,16 +480,59 @@ class Planner:
         v: Any,
         pending: frozenset[tuple[Sort, Any]],
     ) -> Iterable[tuple[ToolDef, dict[str, Any], Any]]:
-        """The (tool, args, result) reads on this state whose output reveals ``v`` at ``s``."""
+        """The (tool, args, result) reads on this state whose output reveals ``v`` at ``s``:
+        per producer, its bindings (:meth:`_bindings`) in order that do."""
         want = (s, _hashable(v))
         for tool in producers:
             sorts = self._param_sorts(tool)
-            for args in self._bindings(tool):
+            found = self._revealing_bindings(tool, s, v)
+            for args in self._bindings(tool) if found is None else found:
                 if any((sorts[p], _hashable(a)) in pending for p, a in args.items()):
                     continue
                 facts = self.revealed(tool, args)
                 if facts is not None and want in facts:
                     yield tool, args, self.read(tool, args)
+
+    def _revealing_bindings(self, tool: ToolDef, s: Sort, v: Any) -> list[dict[str, Any]] | None:
+        """Among :meth:`_bindings`, in their order, the only ones that can reveal ``v`` at
+        ``s`` (a superset of those that do), found from the rows that show it instead of
+        by trying every binding; None when ``tool`` is not a :class:`Lookup`.
+
+        A lookup lists the rows whose pinned fields equal its arguments, and what a
+        result reveals is what its rows show, each on its own; so a row that shows ``v``
+        is listed by one binding only, its own field values."""
+        shape = lookup_shape(self.domain, tool)
+        if shape is None:
+            return None
+        keys = showing_rows(self.domain, self.state, shape, s, v)
+        if keys is None:
+            return None
+        names = list(tool.params)
+        pools = [self._pool_of(self._param_sorts(tool)[n]) for n in names]
+        if any(pool is None for pool in pools):
+            return []  # a free argument: no binding (as :meth:`_bindings`)
+        table = self.state.tables[shape.entity]
+        found: dict[int, dict[str, Any]] = {}
+        for k in keys:
+            args = {p: k if f is None else table[k][f] for p, f in shape.pins}
+            at, size = 0, 1
+            for n, pool in zip(reversed(names), reversed(pools), strict=True):
+                assert pool is not None
+                pos = pool.position(args[n])
+                if pos is None:
+                    break
+                at += pos * size
+                size *= len(pool)
+            else:
+                if at < MAX_BINDINGS:
+                    found.setdefault(at, {n: args[n] for n in names})
+        return [found[at] for at in sorted(found)]
+
+    def _pool_of(self, s: Sort) -> _Pool | None:
+        """The values :meth:`_bindings` tries at sort ``s`` (None: a free sort)."""
+        if s.kind == "free":
+            return None
+        return _Pool(self.know.values(s), self.candidates(s))
 
     def _reads_of(self, tool: str) -> frozenset[FieldRef]:
         """Every location a call of ``tool`` depends on (:func:`cells_read`)."""
@@ -377,16 +571,17 @@ class Planner:
         return cost
 
     def _bindings(self, tool: ToolDef) -> Iterable[dict[str, Any]]:
+        """Argument tuples to try for ``tool``: the product of each parameter's known
+        values, then the state's other values of its sort, in order; the first
+        :data:`MAX_BINDINGS` of them."""
         names = list(tool.params)
         pools: list[list[Any]] = []
         for n in names:
-            s = param_sort(tool.params[n])
-            if s.kind == "free":
+            pool = self._pool_of(param_sort(tool.params[n]))
+            if pool is None:
                 return  # a producer needing an invented value cannot reveal a given one
-            known = self.know.values(s)
-            seen = set(known)
-            pool = known + [c for c in self.candidates(s) if c not in seen]
-            pools.append(pool)
+            # A value past the first MAX_BINDINGS of its pool is in no binding tried.
+            pools.append(pool.first(MAX_BINDINGS))
         for i, combo in enumerate(itertools.product(*pools)):
             if i >= MAX_BINDINGS:
                 return

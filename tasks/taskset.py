@@ -60,7 +60,7 @@ def candidate_to_task(domain: Domain, c: Candidate, task_id: str, seed: int) -> 
         kind=c.kind,
         instruction=c.instruction,
         givens=c.givens,
-        initial_state=c.initial.to_dict(),
+        initial_state=c.initial.json_form(),
         chain=c.chain,
         goal=c.goal,
         min_calls=len(c.chain),

@@ -221,7 +221,7 @@ def test_overdraft_limits_are_capped_together(dom: Domain) -> None:
             {"customer_id": "C0001", "account_id": "AC0002", "limit": 100},
         )
     # a limit cannot be set below what the account is already overdrawn
-    st.tables["Account"]["AC0001"]["balance"] = "-300.00"
+    st.set_field("Account", "AC0001", "balance", "-300.00")
     with pytest.raises(ToolError, match="overdrawn by more than"):
         call_tool(
             dom,

@@ -378,8 +378,8 @@ def test_promo_codes_soft_failure_and_usage_limit(dom: Domain) -> None:
             "apply_promo",
             {"customer_id": "CU002", "order_id": out["order_id"], "promo_id": "P001"},
         )
-    st.tables["Order"]["O0006"]["promo_id"] = None
-    st.tables["Promo"]["P001"]["max_uses"] = 1
+    st.set_field("Order", "O0006", "promo_id", None)
+    st.set_field("Promo", "P001", "max_uses", 1)
     with pytest.raises(ToolError, match="reached its usage limit"):
         call_tool(
             dom,
@@ -518,7 +518,9 @@ def test_a_refusal_cites_the_promo_code_not_its_id(dom: Domain) -> None:
     st = generate_state(dom, 0)
     oid, order = next((k, o) for k, o in sorted(st.tables["Order"].items()))
     pid, promo = sorted(st.tables["Promo"].items())[0]
-    order.update(status="placed", promo_id=pid)
+    st.set_field("Order", oid, "status", "placed")
+    st.set_field("Order", oid, "promo_id", pid)
+    order = st.tables["Order"][oid]
     other = sorted(st.tables["Promo"])[1]
     args = {"customer_id": order["customer_id"], "order_id": oid, "promo_id": other}
     facts = _blocking_values(dom, st, dom.tools["apply_promo"], args)

@@ -210,7 +210,7 @@ def test_status_state_machine(dom: Domain) -> None:
         with pytest.raises(ToolError):
             call_tool(dom, st, tool, {"user_id": 1, "ticket_id": 1})
     # a resolved ticket goes back to its agent only if the agent has room (Eli is full)
-    st.tables["Ticket"][3]["assignee_id"] = 2
+    st.set_field("Ticket", 3, "assignee_id", 2)
     with pytest.raises(ToolError, match="has no free slot"):
         call_tool(dom, st, "reopen_ticket", {"user_id": 1, "ticket_id": 3})
 

@@ -400,9 +400,9 @@ def test_tier_upgrade_needs_points_and_fails_softly(dom: Domain) -> None:
     with pytest.raises(ToolError, match="already on the highest tier"):
         call_tool(dom, st, "upgrade_tier", {"guest_id": "G0002"})
     # silver -> gold needs 30000: 500 short fails softly, exactly 30000 is enough
-    st.tables["Guest"]["G0001"]["tier"] = "silver"
+    st.set_field("Guest", "G0001", "tier", "silver")
     assert run_call(dom, st, "upgrade_tier", {"guest_id": "G0001"}).soft_failed
-    st.tables["Guest"]["G0001"]["points"] = 30000
+    st.set_field("Guest", "G0001", "points", 30000)
     out = run_call(dom, st, "upgrade_tier", {"guest_id": "G0001"})
     assert not out.soft_failed and st.tables["Guest"]["G0001"]["tier"] == "gold"
     assert st.tables["Guest"]["G0001"]["points"] == 30000  # points are not spent

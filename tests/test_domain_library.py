@@ -165,7 +165,7 @@ def test_checkout_due_date_follows_format_and_today(dom: Domain) -> None:
 
 def test_hold_shelf_copy_only_for_its_member(dom: Domain) -> None:
     st = _state()
-    st.tables["Member"]["M0002"]["fines"] = "0.00"
+    st.set_field("Member", "M0002", "fines", "0.00")
     with pytest.raises(ToolError, match="not available to member M0002"):
         call_tool(dom, st, "check_out", {"member_id": "M0002", "copy_id": "C0004"})
     call_tool(dom, st, "check_out", {"member_id": "M0001", "copy_id": "C0004"})
@@ -185,7 +185,7 @@ def test_at_most_four_loans(dom: Domain) -> None:
     st = _state()
     for i in range(2):
         cid = f"C01{i}"
-        st.tables["Copy"][cid] = {"book_id": "B0003", "barcode": f"X{i}", "status": "available"}
+        st.put_row("Copy", cid, {"book_id": "B0003", "barcode": f"X{i}", "status": "available"})
         call_tool(dom, st, "check_out", {"member_id": "M0001", "copy_id": cid})
     # Ana now has 4 loans: the fifth is refused
     with pytest.raises(ToolError, match="already has 4 copies on loan"):
@@ -250,7 +250,7 @@ def test_return_charges_late_fee_and_feeds_the_hold_queue(dom: Domain) -> None:
 
 def test_late_fee_is_capped(dom: Domain) -> None:
     st = _state()
-    st.tables["Loan"]["L0002"]["due"] = "2026-01-10"
+    st.set_field("Loan", "L0002", "due", "2026-01-10")
     out = call_tool(dom, st, "return_loan", {"member_id": "M0001", "loan_id": "L0002"})
     assert out["late_fee"] == "10.00"
 

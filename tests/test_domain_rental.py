@@ -277,15 +277,15 @@ def test_late_return_and_late_cancellation_are_charged(dom: Domain) -> None:
 
 def test_pick_up_without_a_free_car_fails_softly(dom: Domain) -> None:
     st = _state()
-    st.tables["Vehicle"]["V001"]["status"] = "maintenance"
-    st.tables["Vehicle"]["V002"]["status"] = "rented"
+    st.set_field("Vehicle", "V001", "status", "maintenance")
+    st.set_field("Vehicle", "V002", "status", "rented")
     before = st.copy()
     out = run_call(dom, st, "pick_up_vehicle", {"customer_id": 1, "booking_id": 1})
     assert out.soft_failed and out.value["success"] is False
     assert "No economy car is available at Central Station" in out.value["message"]
     assert st == before
     # a booking that has not started yet cannot be picked up at all
-    st.tables["Booking"][1]["start_date"] = "2026-06-12"
+    st.set_field("Booking", 1, "start_date", "2026-06-12")
     with pytest.raises(ToolError, match="has not started yet"):
         call_tool(dom, st, "pick_up_vehicle", {"customer_id": 1, "booking_id": 1})
 

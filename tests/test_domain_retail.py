@@ -276,7 +276,7 @@ def test_failure_inside_effects_rolls_back(dom: Domain) -> None:
     # The refund would push the gift card past its maximum balance: the status change
     # already applied must be undone too.
     st = _state()
-    st.tables["PaymentMethod"]["PM0001"]["balance"] = 99_990
+    st.set_field("PaymentMethod", "PM0001", "balance", 99_990)
     before = st.copy()
     with pytest.raises(ToolError, match="above the maximum"):
         call_tool(dom, st, "cancel_pending_order", {"user_id": "U0001", "order_id": "O0001"})

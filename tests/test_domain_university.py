@@ -328,8 +328,10 @@ def test_waitlist_rules(dom: Domain) -> None:
     assert _seats(st, "SEC004") == 2  # waiting takes no seat
     # the waitlist holds 3: two more fill it, a fourth student is turned away
     for student, number in (("S0005", "20230005"), ("S0006", "20230006"), ("S0007", "20230007")):
-        st.tables["Student"][student] = _student(
-            f"{student.lower()}@uni.example", number, "good", None, "0.00", None
+        st.put_row(
+            "Student",
+            student,
+            _student(f"{student.lower()}@uni.example", number, "good", None, "0.00", None),
         )
     _call(dom, st, "join_waitlist", student_id="S0005", section_id="SEC004")
     _call(dom, st, "join_waitlist", student_id="S0006", section_id="SEC004")
@@ -442,7 +444,8 @@ def test_switching_sections(dom: Domain) -> None:
     assert (_seats(st, "SEC002"), _seats(st, "SEC003")) == (2, 2)
     assert _status(st, "E0007") == "enrolled"
     # now SEC002 is full
-    st.tables["Student"]["S0002"].update(hold=None, balance_due="0.00")
+    st.set_field("Student", "S0002", "hold", None)
+    st.set_field("Student", "S0002", "balance_due", "0.00")
     _refused(
         dom,
         st,
@@ -456,7 +459,7 @@ def test_switching_sections(dom: Domain) -> None:
 
 def test_switching_without_a_waitlist_moves_the_seat(dom: Domain) -> None:
     st = _state()
-    st.tables["Enrollment"]["E0007"]["status"] = "dropped"
+    st.set_field("Enrollment", "E0007", "status", "dropped")
     _call(dom, st, "swap_section", student_id="S0001", enrollment_id="E0004", section_id="SEC002")
     assert (_seats(st, "SEC002"), _seats(st, "SEC003")) == (2, 1)
 

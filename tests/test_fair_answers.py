@@ -188,7 +188,7 @@ def true_reasons(d: Domain, st: State, tool: ToolDef, args: dict[str, Any]) -> l
                     continue
                 for alt in _alternatives(st, node, v):
                     s2 = st.copy()
-                    s2.tables[node.entity][key][node.field] = alt
+                    s2.set_field(node.entity, key, node.field, alt)
                     if _truth(cond, s2, check_args(tool, args, s2), d):
                         cite = v
                         if isinstance(node.ty, RefT):
@@ -411,7 +411,8 @@ def test_a_failed_disjunction_cites_every_field_that_makes_it_fail() -> None:
         (k, r) for k, r in sorted(st.tables["PaymentMethod"].items()) if r["kind"] == "gift_card"
     )
     item_key = next(k for k, r in sorted(st.tables["Item"].items()) if r["available"])
-    pm["balance"], st.tables["Item"][item_key]["price"] = 50, 324
+    st.set_field("PaymentMethod", pm_key, "balance", 50)
+    st.set_field("Item", item_key, "price", 324)
     args = {
         "user_id": pm["user_id"],
         "item_id": item_key,
@@ -455,7 +456,7 @@ def test_a_flag_reason_is_not_generated() -> None:
         "placed_on": "2026-05-20",
     }
     assert _uncitable(RETAIL, st, RETAIL.tools["place_order"], args)
-    st.tables["Item"][item_key]["available"] = True
+    st.set_field("Item", item_key, "available", True)
     assert not _uncitable(RETAIL, st, RETAIL.tools["place_order"], args)
 
 
@@ -468,8 +469,8 @@ def test_seats_left_is_a_reason() -> None:
         for k, r in sorted(st.tables["Reservation"].items())
         if r["status"] == "booked" and r["passengers"] <= 7
     )
+    st.set_field("Flight", res["flight_id"], "status", "scheduled")
     flight = st.tables["Flight"][res["flight_id"]]
-    flight["status"] = "scheduled"
     seats = f"{res['cabin']}_capacity"
     probe = {"flight_id": res["flight_id"], "cabin": res["cabin"]}
     booked = flight[seats] - call_tool(AIRLINE, st.copy(), "count_available_seats", probe)

@@ -132,7 +132,7 @@ def _info_without_answer() -> tuple[Task, dict[str, Any]]:
 def _precondition_fails() -> tuple[Task, dict[str, Any]]:
     t = _deposit_task()
     state = State.from_dict(t.initial_state)
-    state.tables["Account"][_account_of(t)]["status"] = "locked"
+    state.set_field("Account", _account_of(t), "status", "locked")
     return t, {"initial": state}
 
 
@@ -265,7 +265,7 @@ def _information_changes_state() -> tuple[Task, dict[str, Any]]:
     t = _info_task()
     acc = next(str(c.args["account_id"]) for c in t.chain if "account_id" in c.args)
     state = State.from_dict(t.initial_state)
-    state.tables["Account"][acc]["status"] = "active"
+    state.set_field("Account", acc, "status", "active")
     chain = [*t.chain, Call(tool="deposit", args={"account_id": acc, "amount": 77})]
     return t, {
         "initial": state,
@@ -278,8 +278,8 @@ def _information_changes_state() -> tuple[Task, dict[str, Any]]:
 def _refusal_succeeds() -> tuple[Task, dict[str, Any]]:
     t = _refusal_task()
     state = State.from_dict(t.initial_state)
-    row = state.tables["Account"][_account_of(t)]
-    row["status"], row["balance"] = "active", 100_000
+    state.set_field("Account", _account_of(t), "status", "active")
+    state.set_field("Account", _account_of(t), "balance", 100_000)
     return t, {"initial": state}
 
 
@@ -474,7 +474,7 @@ def _hand_deposit(state: State, amount: int = 10) -> GateResult:
 
 def test_hand_built_deposit_on_active_account_passes() -> None:
     state = _hand_state()
-    state.tables["Account"]["A002"]["status"] = "active"
+    state.set_field("Account", "A002", "status", "active")
     assert _hand_deposit(state).ok
 
 
@@ -496,7 +496,7 @@ def test_hand_built_id_given_without_lookup_is_unknown() -> None:
 
 def test_replay_leaves_the_initial_state_alone_and_locates_errors() -> None:
     state = _hand_state()
-    state.tables["Account"]["A002"]["status"] = "active"
+    state.set_field("Account", "A002", "status", "active")
     before = state.copy()
     run = replay(
         MOCK,

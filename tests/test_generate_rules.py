@@ -508,15 +508,20 @@ def test_airline_amount_paid_matches_book_reservation() -> None:
             "payment_id": r["payment_id"],
         }
         # make the booking possible whatever the state: open flight, room, money, no twin
-        trial.tables["Flight"][r["flight_id"]].update(
-            status="scheduled", economy_capacity=30, business_capacity=8, baggage_capacity=60
-        )
-        for other in trial.tables["Reservation"].values():
-            other["status"] = "cancelled"
+        open_flight = {
+            "status": "scheduled",
+            "economy_capacity": 30,
+            "business_capacity": 8,
+            "baggage_capacity": 60,
+        }
+        for f, v in open_flight.items():
+            trial.set_field("Flight", r["flight_id"], f, v)
+        for other in list(trial.tables["Reservation"]):
+            trial.set_field("Reservation", other, "status", "cancelled")
         pm = trial.tables["PaymentMethod"][r["payment_id"]]
         if pm["user_id"] != r["user_id"] or r["passengers"] > 8:
             continue
-        pm["available"] = 1000000
+        trial.set_field("PaymentMethod", r["payment_id"], "available", 1000000)
         new = call_tool(d, trial, "book_reservation", args)
         assert trial.tables["Reservation"][new]["amount_paid"] == r["amount_paid"], key
         checked += 1

@@ -408,8 +408,10 @@ def _witnessed_enablings(
 
 def test_enables_covers_every_enabling_seen_on_mock_and_tags(mock: Domain) -> None:
     st = generate_state(mock, 3, {"Account": 3, "Payment": 1})
-    for acc in st.tables["Account"].values():
-        acc["balance"] = 2  # so payments run dry and deposits re-enable them
+    for acc in list(st.tables["Account"]):
+        st.set_field(
+            "Account", acc, "balance", 2
+        )  # so payments run dry and deposits re-enable them
     seen = _witnessed_enablings(mock, st, seed=1, steps=120, probes=3)
     assert ("deposit", "pay") in seen  # the check is not vacuous
     assert seen <= enables(build_graph(mock))

@@ -172,10 +172,10 @@ def test_a_claim_is_said_only_when_its_guard_holds() -> None:
     st = generate_state(dom, 1)
     key = sorted(st.tables["Account"])[0]
     tool = dom.tools["deposit"]
-    st.tables["Account"][key]["status"] = "active"
+    st.set_field("Account", key, "status", "active")
     with pytest.raises(NoTrueIntent):  # the only template would say something false
         intent_text(dom, tool, {"account_id": key, "amount": 5}, random.Random(0), {}, {}, None, st)
-    st.tables["Account"][key]["status"] = "locked"
+    st.set_field("Account", key, "status", "locked")
     text = intent_text(
         dom, tool, {"account_id": key, "amount": 5}, random.Random(0), {}, {}, None, st
     )
@@ -190,7 +190,7 @@ def test_cancelled_flight_claim_needs_a_cancelled_flight() -> None:
     new = next(f for f in sorted(st.tables["Flight"]) if f != fid)
     args = {"reservation_id": res_id, "new_flight_id": new}
     for status, said in (("scheduled", False), ("cancelled", True)):
-        st.tables["Flight"][fid]["status"] = status
+        st.set_field("Flight", fid, "status", status)
         texts = {
             intent_text(AIRLINE, tool, args, random.Random(i), {}, {}, None, st) for i in range(30)
         }

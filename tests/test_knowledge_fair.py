@@ -419,7 +419,7 @@ def test_descriptions_use_only_fields_some_tool_shows() -> None:
         t = describe(d, st, "Box", "B01", random.Random(seed), ("Person", "P01"))
         assert t is not None and "secret" not in t.description
         assert "x.tier == 'gold'" in t.description
-    st.tables["Box"]["B02"]["tier"] = "gold"  # now only the hidden secret tells them apart
+    st.set_field("Box", "B02", "tier", "gold")  # now only the hidden secret tells them apart
     assert describe(d, st, "Box", "B01", random.Random(0), ("Person", "P01")) is None
 
 

@@ -242,7 +242,7 @@ def test_soft_failure_returns_a_value_and_changes_nothing() -> None:
 def test_no_applicable_case_is_a_hard_failure() -> None:
     st = desk_state("U001")
     call_tool(DESK, st, "edit_ticket", {"ticket_id": "T001", "owner": "U001"})
-    st.tables["Ticket"]["T001"]["owner"] = None
+    st.set_field("Ticket", "T001", "owner", None)
     with pytest.raises(ToolError, match="close: no case applies") as info:
         call_tool(DESK, st, "close", {"ticket_id": "T001"})
     assert info.value.kind == "no_case"
@@ -290,7 +290,7 @@ def test_encoding_of_no_case_and_optional_arguments() -> None:
     enc = encode_call(uni, sym, close, args)
     assert is_t(z3.simplify(enc.ok))
     st = desk_state("U001")
-    st.tables["Ticket"]["T001"]["owner"] = None
+    st.set_field("Ticket", "T001", "owner", None)
     uni2 = Universe.build(DESK, st)
     enc = encode_call(uni2, SymState.from_state(uni2, st), close, args)
     assert not is_t(z3.simplify(enc.ok)) and not is_t(z3.simplify(enc.soft))  # no case

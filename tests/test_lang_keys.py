@@ -206,7 +206,8 @@ def test_generated_states_number_int_ids_from_one() -> None:
     assert st.counters["Ticket"] == D.entities["Ticket"].size + 1
     assert check_state(D, st) == []
     bad = st.copy()
-    bad.tables["Ticket"]["7"] = bad.tables["Ticket"].pop(1)
+    bad.put_row("Ticket", "7", bad.tables["Ticket"][1])
+    bad.delete_row("Ticket", 1)
     assert any("Ticket ids are integers" in p for p in check_state(D, bad))
 
 

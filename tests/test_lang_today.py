@@ -74,7 +74,7 @@ def test_today_reads_the_state() -> None:
     d = clinic()
     s = generate_state(d, 0)
     s.today = "2026-05-10"
-    s.tables["Patient"]["P001"]["born"] = "2008-05-10"
+    s.set_field("Patient", "P001", "born", "2008-05-10")
     assert call_tool(d, s, "whats_today", {}) == "2026-05-10"
     assert call_tool(d, s, "age_in_days", {"patient_id": "P001"}) == 6574
     assert call_tool(d, s, "book_visit", {"patient_id": "P001", "days_ahead": 2}) == (
@@ -139,7 +139,8 @@ def test_z3_reads_the_initial_states_today() -> None:
     in the future on one day is in the past on another."""
     d = clinic()
     s = generate_state(d, 0)
-    s.tables["Visit"]["V001"].update(day="2026-06-10", status="booked")
+    s.set_field("Visit", "V001", "day", "2026-06-10")
+    s.set_field("Visit", "V001", "status", "booked")
     chain = [("cancel_visit", {"visit_id": "V001"})]
     for today, ok in (("2026-06-09", True), ("2026-06-10", False)):
         s.today = today
@@ -263,7 +264,8 @@ def test_a_soft_failure_is_a_refusal_reason() -> None:
 def test_soft_reasons_come_from_the_guard_not_the_message() -> None:
     d = clinic()
     s = generate_state(d, 0)
-    s.tables["Visit"]["V001"].update(day="2026-06-10", status="booked")
+    s.set_field("Visit", "V001", "day", "2026-06-10")
+    s.set_field("Visit", "V001", "status", "booked")
     s.today = "2026-06-12"
     why = soft_reason(d, s, "cancel_visit", {"visit_id": "V001"})
     assert why is not None and why.message == "The visit is today or past."

@@ -45,10 +45,10 @@ def state(name: str, seed: int) -> State:
 def test_let_and_old_read_the_state_before_the_call() -> None:
     d = domain("till")
     s = state("till", 1)
-    s.tables["Account"]["A001"]["balance"] = 100
+    s.set_field("Account", "A001", "balance", 100)
     got = call_tool(d, s, "withdraw", {"account_id": "A001", "amount": 30})
     assert got == {"was": 100, "now": 70, "old": 200}
-    s.tables["Account"]["A002"]["balance"] = 5
+    s.set_field("Account", "A002", "balance", 5)
     got = call_tool(d, s, "sweep", {"account_id": "A001", "other": "A002"})
     assert s.tables["Account"]["A002"]["balance"] == 75
     assert got == [71]  # old(a.balance + 1) of the rows at 0 after the call
@@ -117,7 +117,8 @@ def test_an_optional_decimal_means_the_same_in_every_backend(
     d = domain("wallet")
     s = state("wallet", 0)
     acc = sorted(s.tables["Account"])[0]
-    s.tables["Account"][acc].update(rate="1.250", discount="1.25")
+    s.set_field("Account", acc, "rate", "1.250")
+    s.set_field("Account", acc, "discount", "1.25")
     c = compiled_pkgs["wallet"]
     chains: list[tuple[list[tuple[str, dict[str, Any]]], list[Any]]] = [
         ([("set_discount", {"account_id": acc, "discount": "1.25"})], ["err"]),
@@ -193,9 +194,9 @@ def test_decimals_in_a_result_keyed_by_id_are_json_text(
     # package undid the call because its result was not JSON data).
     d = domain("wallet")
     s = state("wallet", 0)
-    for row in s.tables["Account"].values():
-        row["currency"] = "EUR"
-    row["balance"] = "0.05"
+    for key in s.tables["Account"]:
+        s.set_field("Account", key, "currency", "EUR")
+    s.set_field("Account", key, "balance", "0.05")
     want = {k: dec_text(Decimal(r["balance"]) * 2, 2) for k, r in s.tables["Account"].items()}
     assert call_tool(d, s, "doubled", {}) == want
     pkg = compiled_pkgs["wallet"]
@@ -264,7 +265,7 @@ def test_constants_and_functions_expand_inline() -> None:
     t = d.tools["pay_with_fee"]
     assert to_source(t.requires[0].expr) == "Account[account_id].balance >= amount + 2"
     s = state("till", 1)
-    s.tables["Account"]["A001"]["balance"] = 600
+    s.set_field("Account", "A001", "balance", 600)
     assert call_tool(d, s, "pay_with_fee", {"account_id": "A001", "amount": 8}) == 900
     assert s.tables["Account"]["A001"]["balance"] == 590
 
@@ -436,7 +437,7 @@ def test_message_reveals_the_values_written_into_it() -> None:
 def test_date_arithmetic_counts_days() -> None:
     d = domain("desk")
     s = state("desk", 2)
-    s.tables["Ticket"]["T001"]["due"] = "2026-12-30"
+    s.set_field("Ticket", "T001", "due", "2026-12-30")
     got = call_tool(d, s, "postpone", {"ticket_id": "T001", "days": 3})
     assert s.tables["Ticket"]["T001"]["due"] == "2027-01-02"
     assert got == "T001 is due 2027-01-02, 4 days on"
@@ -476,10 +477,10 @@ def test_constant_tables_look_up_a_row_or_the_default() -> None:
         "+ (0 if amount == 1 else 3 if amount == 500 else 2)"
     )
     s = state("till", 1)
-    s.tables["Account"]["A002"]["balance"] = 10
+    s.set_field("Account", "A002", "balance", 10)
     assert call_tool(d, s, "bonus", {"account_id": "A002", "amount": 500}) == 73
     assert s.tables["Account"]["A002"]["balance"] == 20
-    s.tables["Account"]["A003"]["balance"] = 10
+    s.set_field("Account", "A003", "balance", 10)
     assert call_tool(d, s, "bonus", {"account_id": "A003", "amount": 7}) == 12
     assert s.tables["Account"]["A003"]["balance"] == 13
 

@@ -553,3 +553,37 @@ def test_lookup_tools_find_generated_rows(name: str) -> None:
                 for key in s.tables[p.ty.entity]:
                     call_tool(d, s, tool.name, {p.name: key})  # must not raise
     assert lookups >= 1
+
+
+@pytest.mark.parametrize("name", ["retail", "airline"])
+def test_repairs_read_indexes_as_the_scans_would(name: str) -> None:
+    """A re-drawn reference finds its pool through the rule engine's index and draws
+    from it without listing the table (graphgen/stategen.py ``_Without``): the same state
+    as scanning the tables."""
+    from unittest import mock
+
+    from graphgen import stategen
+    from graphgen.staterules import RuleEngine
+
+    d = load_builtin(name)
+    sizes = {e: ed.size * 3 for e, ed in d.entities.items()}
+    fast = generate_state(d, 2, sizes)
+
+    def plain(items: Any, banned: set[Any], at: Any = None) -> list[Any]:
+        return [x for x in items if x not in banned]
+
+    with (
+        mock.patch.object(RuleEngine, "_rows_where", lambda *a: None),
+        mock.patch.object(stategen, "_Without", plain),
+    ):
+        slow = generate_state(d, 2, sizes)
+    assert fast.to_json() == slow.to_json()
+
+
+def test_more_flights_than_one_carrier_has_numbers() -> None:
+    """GG100 to GG9999 hold 9,900 flights; a bigger table takes other carriers' codes."""
+    st = generate_state(load_builtin("airline"), 0, {"Flight": 10_500})
+    numbers = [r["flight_number"] for r in st.tables["Flight"].values()]
+    assert len(set(numbers)) == len(numbers) == 10_500
+    assert all(re.fullmatch(r"G[A-Z][1-9]\d{2,3}", n) for n in numbers)
+    assert len({n[:2] for n in numbers}) > 1

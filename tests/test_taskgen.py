@@ -348,7 +348,7 @@ def test_describe_gives_up_on_indistinguishable_rows() -> None:
         {"Account": 3, "Payment": 1},
     )
     assert describe(domain, st, "Account", "A001", random.Random(1)) is None
-    st.tables["Account"]["A002"]["balance"] = 6
+    st.set_field("Account", "A002", "balance", 6)
     t = describe(domain, st, "Account", "A001", random.Random(1))
     assert t is not None and matching_keys(domain, st, "Account", t.description) == ["A001"]
 

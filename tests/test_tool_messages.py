@@ -218,7 +218,7 @@ def test_facts_of_another_customer_stay_in_the_detail() -> None:
     assert err.value.message == "cancel_pending_order: order O0035 does not belong to user U0001"
     assert "U0002" in err.value.detail and "requires Order[order_id].user_id" in err.value.detail
     # Her own cancelled order: the status word comes from the message, not from a fact.
-    st.tables["Order"]["O0035"]["user_id"] = "U0001"
+    st.set_field("Order", "O0035", "user_id", "U0001")
     with pytest.raises(ToolError) as err:
         precheck(dom, st, "cancel_pending_order", {"user_id": "U0001", "order_id": "O0035"})
     assert "'cancelled'" not in err.value.message and "requires" not in err.value.message

@@ -353,7 +353,7 @@ def test_a_conjunct_that_can_raise_first_keeps_the_table_whole() -> None:
     assert set(flow.state.tables["Spot"]) == {"S01", "S02", "S05"}
     # a dangling reference: the read may raise on some row, so every row is kept
     state = grid_state()
-    state.tables["Spot"]["S03"]["owner"] = "O09"
+    state.set_field("Spot", "S03", "owner", "O09")
     flow = analyze_flow(domain, state, tools=[domain.tools["find"]], givens=givens)
     assert set(flow.state.tables["Spot"]) == set(state.tables["Spot"])
 
@@ -461,7 +461,7 @@ def _pad(domain: Domain, state: State, copies: int) -> State:
                     elif isinstance(v, list):
                         v = sorted(f"{x}~{c}" if isinstance(x, str) else x for x in v)
                     new[f] = v
-                out.tables[ent][f"{k}~{c}"] = new
+                out.put_row(ent, f"{k}~{c}", new)
     return out
 
 

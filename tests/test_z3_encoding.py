@@ -596,8 +596,8 @@ def test_preexisting_duplicate_blocks_touching_writes() -> None:
     """The uniqueness check covers every field of a touched row, as in the interpreter."""
     state = mock_state(0)
     a, b = sorted(state.tables["Account"])[:2]
-    state.tables["Account"][b]["email"] = state.tables["Account"][a]["email"]
-    state.tables["Account"][a]["status"] = "active"
+    state.set_field("Account", b, "email", state.tables["Account"][a]["email"])
+    state.set_field("Account", a, "status", "active")
     chain = [("deposit", {"account_id": a, "amount": 5}), ("get_account", {"account_id": a})]
     assert interpret(MOCK, state, chain)[0] == [False, True]
     assert run_concrete(MOCK, state, chain)[0] == [False, True]

@@ -1,0 +1,188 @@
+"""A table's shared rows and what is computed from them once.
+
+Copies of a :class:`~graphgen.state.State` share their tables' rows (see its module
+docstring). Each table keeps the rows it started from, its :class:`Base`, which no state
+ever changes, and the keys written since. What depends on the base alone is built the
+first time it is asked for and serves every copy: the keys in order, the distinct values
+of a field in order, and equality indexes (value -> keys). A state whose table differs
+from its base by a few rows answers through an :class:`OrderedView`: the base's ordered
+sequence less some items, plus some, read without building the whole new sequence.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from decimal import Decimal
+from typing import Any, overload
+
+Row = dict[str, Any]
+Table = dict[Any, Row]  # id (str, or int for ``type: int`` keys) -> row
+
+
+def field_value(raw: Any, decimal: bool) -> Any:
+    """A stored field value as expressions see it: a decimal is stored in its JSON form
+    ("12.50") and computed with as a ``Decimal``."""
+    return Decimal(raw) if decimal and raw is not None else raw
+
+
+def hashable(v: Any) -> Any:
+    """``v`` as a set member: a list as a tuple (how knowledge holds list values)."""
+    return tuple(v) if isinstance(v, list) else v
+
+
+class Base:
+    """The rows a table started from, shared by every copy of a state and never changed;
+    what is computed from them is computed once."""
+
+    __slots__ = ("_eq", "_sorted", "_values", "rows")
+
+    def __init__(self, rows: Table) -> None:
+        self.rows = rows
+        self._sorted: tuple[Any, ...] | None = None
+        self._eq: dict[tuple[str, bool], dict[Any, list[Any]]] = {}
+        self._values: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {}
+
+    def sorted_keys(self) -> tuple[Any, ...]:
+        if self._sorted is None:
+            self._sorted = tuple(sorted(self.rows))
+        return self._sorted
+
+    def index(self, field: str, decimal: bool) -> dict[Any, list[Any]]:
+        """Value of ``field`` (as expressions see it) -> the keys holding it, in order.
+        Raises TypeError if a value is not hashable (a list) and KeyError if a row has
+        no such field, before anything is kept."""
+        got = self._eq.get((field, decimal))
+        if got is None:
+            got = {}
+            rows = self.rows
+            for k in self.sorted_keys():
+                got.setdefault(field_value(rows[k][field], decimal), []).append(k)
+            self._eq[(field, decimal)] = got
+        return got
+
+    def values(self, field: str) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+        """The distinct values of ``field`` but None, ordered by ``repr``, and their
+        reprs (TypeError for list values)."""
+        got = self._values.get(field)
+        if got is None:
+            vals = sorted((v for v in self.index(field, False) if v is not None), key=repr)
+            got = self._values[field] = (tuple(vals), tuple(map(repr, vals)))
+        return got
+
+
+class OrderedView(Sequence[Any]):
+    """An ordered sequence given as a base sequence (ordered by ``order``) less the
+    items ``gone`` plus the items ``extra``; read-only. Indexing, membership and
+    :meth:`index` take time in the number of changes, not in the length."""
+
+    __slots__ = (
+        "_base",
+        "_events",
+        "_extra",
+        "_extra_orders",
+        "_gone",
+        "_gone_at",
+        "_len",
+        "_order",
+        "_orders",
+    )
+
+    def __init__(
+        self,
+        base: tuple[Any, ...],
+        orders: Sequence[Any],
+        order: Callable[[Any], Any],
+        gone: Iterable[Any],
+        extra: Iterable[Any],
+    ) -> None:
+        """``orders``: ``order`` of each base item (the base itself when ``order`` is the
+        identity); ``gone`` are base items, ``extra`` are not."""
+        self._base, self._orders, self._order = base, orders, order
+        self._gone = set(gone)
+        self._extra = sorted(set(extra), key=order)
+        self._extra_orders = [order(x) for x in self._extra]
+        self._gone_at = sorted(bisect_left(orders, order(x)) for x in self._gone)
+        # (base position, 0 = an extra item inserted before it / 1 = the item removed)
+        events: list[tuple[int, int, Any]] = [
+            (bisect_left(orders, o), 0, x)
+            for x, o in zip(self._extra, self._extra_orders, strict=True)
+        ]
+        events += [(at, 1, None) for at in self._gone_at]
+        self._events = sorted(events, key=lambda ev: (ev[0], ev[1]))
+        self._len = len(base) - len(self._gone) + len(self._extra)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self._len)
+            if step != 1:
+                return [self[j] for j in range(start, stop, step)]
+            out: list[Any] = []
+            for x in self:
+                if len(out) >= stop:
+                    break
+                out.append(x)
+            return out[start:]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("ordered view index out of range")
+        pos = done = 0
+        for at, kind, x in self._events:
+            run = at - pos  # base items between the changes are in place
+            if i < done + run:
+                return self._base[pos + i - done]
+            done, pos = done + run, at
+            if kind == 0:
+                if i == done:
+                    return x
+                done += 1
+            else:
+                pos += 1
+        return self._base[pos + i - done]
+
+    def __iter__(self) -> Iterator[Any]:
+        base = self._base  # read item by item: a caller may stop after a few
+        pos = 0
+        for at, kind, x in self._events:
+            for j in range(pos, at):
+                yield base[j]
+            pos = at
+            if kind == 0:
+                yield x
+            else:
+                pos += 1
+        for j in range(pos, len(base)):
+            yield base[j]
+
+    def __contains__(self, x: object) -> bool:
+        return self.rank(x) is not None
+
+    def rank(self, x: Any) -> int | None:
+        """The position of ``x`` (None when it is not an item)."""
+        try:
+            if x in self._gone:
+                return None
+            o = self._order(x)
+            at = bisect_left(self._orders, o)
+            extra_at = bisect_left(self._extra_orders, o)
+        except TypeError:
+            return None  # unhashable, or not comparable with the items: not one of them
+        in_base = at < len(self._base) and self._orders[at] == o and self._base[at] == x
+        in_extra = extra_at < len(self._extra) and self._extra[extra_at] == x
+        if not (in_base or in_extra):
+            return None
+        return at - bisect_left(self._gone_at, at) + extra_at
+
+    def index(self, x: Any, start: int = 0, stop: int | None = None) -> int:
+        r = self.rank(x)
+        if r is None or r < start or (stop is not None and r >= stop):
+            raise ValueError(f"{x!r} is not in the view")
+        return r
