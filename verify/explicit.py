@@ -149,8 +149,9 @@ class Space:
     """The agent's moves on one task (the calls of ``tools``, default all), and what
     tells two nodes apart.
 
-    Only the tables some allowed tool can write are copied per node and compared (the
-    others never change); the state part of a node's fingerprint is those tables."""
+    A node's state is a copy of its parent's (rows are shared until a call writes one);
+    only the tables some allowed tool can write are compared (the others never change),
+    and the state part of a node's fingerprint is those tables."""
 
     def __init__(
         self,
@@ -191,12 +192,7 @@ class Space:
         return _Node(st, know, [], [], tables=self._tables_text(st), facts=facts)
 
     def _copy(self, st: State) -> State:
-        # tables no allowed tool writes are shared: no call of the search changes them
-        tables = {
-            e: {k: dict(r) for k, r in t.items()} if e in self.writable else t
-            for e, t in st.tables.items()
-        }
-        return State(tables, dict(st.counters), st.today)
+        return st.copy()  # rows are shared until a call writes them
 
     def _tables_text(self, st: State) -> str:
         return json.dumps(
