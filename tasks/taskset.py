@@ -22,7 +22,7 @@ from graphgen.interp import call_or_fail
 from graphgen.journal import Journal
 from graphgen.state import State
 from graphgen.stategen import generate_state
-from graphgen.tasks.backends import Backend, Pending, checker, run_checks
+from graphgen.tasks.backends import Backend, Checker, Pending, checker
 from graphgen.tasks.backends import TaskCheck as TaskCheck
 from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.expand import Candidate, Expander, GenOptions, NoCandidate
@@ -30,6 +30,7 @@ from graphgen.tasks.fileformat import dumps, encode, taskset_lines
 from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.paraphrase import Paraphraser, counts_for
 from graphgen.tasks.plan import Executor
+from graphgen.tasks.utilisation import Utilisation
 from graphgen.tasks.validate import DomainOf, TaskFile, scan_taskset, task_fingerprint
 from graphgen.tasks.validate import TaskSetError as TaskSetError
 
@@ -41,6 +42,8 @@ class GenResult:
     tasks: list[Task]
     manifest: Manifest
     rejected: Counter[str] = field(default_factory=Counter)
+    utilisation: Utilisation | None = None
+    """How busy the workers and the drawing loop were (not part of the task set)."""
 
 
 def _pick_kind(rng: random.Random, kinds: dict[str, float], counts: Counter[str]) -> str:
@@ -110,6 +113,7 @@ def generate(
     :data:`WINDOW` are in flight, so a slow proof holds one worker, not
     the others. Outcomes are taken in draw order and nothing drawn depends on when a proof
     returns, so the accepted tasks are the same with 1 or 16 workers.
+    ``result.utilisation`` says how busy the workers and the drawing loop were.
     Proof times in certificates are wall-clock, so they are zeroed unless
     ``record_times``: by default the same inputs give the same bytes.
 
@@ -215,7 +219,7 @@ def generate(
             return _InFlight(task, original, outcome, body)
         return None
 
-    def take(item: _InFlight, got: Task | str, recorded: bool) -> None:
+    def take(run: Checker, item: _InFlight, got: Task | str, recorded: bool) -> None:
         """Take one candidate's outcome, in draw order."""
         nonlocal committed
         committed += 1
@@ -226,7 +230,8 @@ def generate(
             )
         if isinstance(got, str) and item.original is not None and not recorded:
             # The proofs refused the rewritten text: the original may still pass.
-            again = run_checks(domain, item.original, checks)
+            with use.waiting():
+                again = run.submit(item.original).get()
             if not isinstance(again, str):
                 item.outcome = got
                 got = again
@@ -253,15 +258,18 @@ def generate(
         if progress:
             progress(len(tasks), attempts)
 
-    with checker(domain, checks, jobs, backend, address) as run:
+    use = Utilisation(jobs)
+    with checker(domain, checks, jobs, backend, address, use) as run:
         window = WINDOW if checks else 1
         while True:
             # Draw while there is room: never more than the tasks still wanted, so no
             # proof is run for a task the set will not hold.
             while len(inflight) < window and len(tasks) + len(inflight) < n:
-                item = draw()
+                with use.drawing():
+                    item = draw()
                 if item is None:
                     break
+                use.draws += 1
                 index = committed + len(inflight)
                 if index < len(replay):
                     item.recorded = replay[index]
@@ -272,10 +280,13 @@ def generate(
                 break
             item = inflight.popleft()
             if item.recorded is not None:
-                take(item, _recorded_outcome(item.recorded), recorded=True)
+                take(run, item, _recorded_outcome(item.recorded), recorded=True)
             else:
                 assert item.handle is not None
-                take(item, item.handle.get(), recorded=False)
+                with use.waiting():
+                    got = item.handle.get()
+                take(run, item, got, recorded=False)
+    use.stop()
     manifest = Manifest(
         generator_version=__version__,
         domain=domain.name,
@@ -291,7 +302,7 @@ def generate(
         rejected=dict(sorted(rejected.items())),
         paraphrase=counts_for(paraphraser.model, rewrites) if paraphraser is not None else None,
     )
-    return GenResult(tasks, manifest, rejected)
+    return GenResult(tasks, manifest, rejected, use)
 
 
 def _candidate_key(task: Task) -> str:

@@ -4,6 +4,7 @@ spread (graphgen/tasks/backends.py, graphgen/tasks/shards.py)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,31 @@ def test_ray_backend_gives_the_local_bytes(tmp_path: Path) -> None:
     pl.generate("mock", 200, pl.Options(jobs=2, seed=5, backend="ray"), output=ray)
     assert len(read_taskset(local)[1]) == 200
     assert ray.read_bytes() == local.read_bytes()
+
+
+def _napping_check(domain, task):  # type: ignore[no-untyped-def]
+    """A check that holds its worker without using CPU, and rejects some tasks."""
+    import time
+
+    time.sleep(0.02)
+    return task if len(task.instruction) % 4 else "odd_length"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_utilisation_counts_every_check_and_adds_up(jobs: int) -> None:
+    res = generate(load_builtin("mock"), 12, 2, task_checks=[_napping_check], jobs=jobs)
+    use = res.utilisation
+    assert use is not None and use.jobs == jobs
+    # every candidate checked is counted once, by the process that checked it
+    checked = len(res.tasks) + res.rejected["odd_length"]
+    assert use.tasks == checked and use.draws >= checked
+    assert len(use.workers) <= jobs
+    assert (set(use.workers) == {os.getpid()}) == (jobs == 1)  # one job: checks run here
+    end = use.start + use.wall
+    for w in use.workers.values():
+        # the nap is held (busy) but uses no CPU
+        assert w.busy >= 0.02 * w.tasks and w.cpu < w.busy / 2
+        assert use.start <= w.first < w.last <= end and w.busy <= w.last - w.first
+    assert 0 < use.cpu_share < use.busy_share <= 1
+    assert use.ramp >= 0 and use.tail >= 0
+    assert 0 < use.draw_cpu <= use.draw_wall < use.wall and use.wait <= use.wall
