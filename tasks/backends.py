@@ -9,7 +9,10 @@ so the task set is the same bytes whichever one runs them; they differ only in w
 the CPU time is spent.
 
 Workers receive the domain and the checks once, when they start, not with every task:
-unpickling a domain costs tens of milliseconds, as much as a typical proof.
+unpickling a domain costs tens of milliseconds, as much as a typical proof. Each
+outcome comes back with the :class:`~graphgen.tasks.utilisation.Span` of the worker
+that held the task, which the checker adds to the run's
+:class:`~graphgen.tasks.utilisation.Utilisation`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from graphgen.domain import Domain
 from graphgen.extras import require
 from graphgen.processes import worker_pool
 from graphgen.tasks.model import Task
+from graphgen.tasks.utilisation import Span, Utilisation, timed
 
 # An acceptance check run after the dry-run gate (the z3 proofs plug in here): it returns
 # the (possibly enriched, e.g. certified) task to accept it, or a rejection reason.
@@ -54,18 +58,27 @@ class Checker(Protocol):
     def submit(self, task: Task) -> Pending: ...
 
 
+_Timed = tuple[Task | str, Span]  # an outcome and the span of the worker that made it
+
+
+def _timed_checks(domain: Domain, task: Task, checks: Sequence[TaskCheck]) -> _Timed:
+    return timed(lambda: run_checks(domain, task, checks))
+
+
 class _Inline:
     """Checks in this process, when their outcome is asked for (in hand-out order)."""
 
-    def __init__(self, domain: Domain, checks: Sequence[TaskCheck]) -> None:
-        self.domain, self.checks = domain, list(checks)
+    def __init__(self, domain: Domain, checks: Sequence[TaskCheck], use: Utilisation) -> None:
+        self.domain, self.checks, self.use = domain, list(checks), use
 
     def submit(self, task: Task) -> Pending:
-        domain, checks = self.domain, self.checks
+        domain, checks, use = self.domain, self.checks, self.use
 
         class _Lazy:
             def get(self) -> Task | str:
-                return run_checks(domain, task, checks)
+                got, span = _timed_checks(domain, task, checks)
+                use.record(span)
+                return got
 
         return _Lazy()
 
@@ -80,18 +93,41 @@ def _setup_worker(domain: Domain, checks: list[TaskCheck]) -> None:
     _WORKER = (domain, checks)
 
 
-def _check_in_worker(task: Task) -> Task | str:
+def _check_in_worker(task: Task) -> _Timed:
     assert _WORKER is not None, "a check worker runs only after its setup"
-    return run_checks(_WORKER[0], task, _WORKER[1])
+    return _timed_checks(_WORKER[0], task, _WORKER[1])
 
 
 class _Pool:
-    def __init__(self, pool: Any) -> None:
-        self.pool = pool
+    def __init__(self, pool: Any, use: Utilisation) -> None:
+        self.pool, self.use = pool, use
+        self.unread: dict[int, Any] = {}  # handed out, outcome not read: by hand-out number
+        self.handed = 0
 
     def submit(self, task: Task) -> Pending:
-        handle: Pending = self.pool.apply_async(_check_in_worker, (task,))
-        return handle
+        handle = self.pool.apply_async(_check_in_worker, (task,))
+        owner, index = self, self.handed
+        self.handed += 1
+        self.unread[index] = handle
+
+        class _Result:
+            def get(self) -> Task | str:
+                out: _Timed = handle.get()
+                del owner.unread[index]
+                owner.use.record(out[1])
+                return out[0]
+
+        return _Result()
+
+    def abandon(self) -> None:
+        """Stop the workers if outcomes were left unread (spare candidates the run did
+        not need), counting the time of those already checked."""
+        if not self.unread:
+            return
+        for handle in self.unread.values():
+            if handle.ready() and handle.successful():
+                self.use.record(handle.get()[1], taken=False)
+        self.pool.terminate()
 
 
 # --------------------------------------------------------------------- Ray
@@ -101,7 +137,9 @@ class _RayPool:
     """A pool of Ray actors, each holding the domain and checks; a task goes to the next
     idle actor, and outcomes are read back in hand-out order."""
 
-    def __init__(self, ray: Any, domain: Domain, checks: list[TaskCheck], jobs: int) -> None:
+    def __init__(
+        self, ray: Any, domain: Domain, checks: list[TaskCheck], jobs: int, use: Utilisation
+    ) -> None:
         from ray.util import ActorPool
 
         class _Worker:
@@ -109,8 +147,8 @@ class _RayPool:
                 # Ray hands an actor its argument already fetched from the object store.
                 self.domain, self.checks = payload
 
-            def check(self, task: Task) -> Task | str:
-                return run_checks(self.domain, task, self.checks)
+            def check(self, task: Task) -> _Timed:
+                return _timed_checks(self.domain, task, self.checks)
 
         actor: Any = ray.remote(num_cpus=1)(_Worker)
         shared = ray.put((domain, checks))
@@ -118,7 +156,8 @@ class _RayPool:
         self.pool = ActorPool(self.actors)
         self.handed = 0  # tasks handed out
         self.taken = 0  # outcomes read back
-        self.ready: dict[int, Task | str] = {}
+        self.ready: dict[int, _Timed] = {}
+        self.use = use
 
     def submit(self, task: Task) -> Pending:
         self.pool.submit(lambda a, t: a.check.remote(t), task)
@@ -131,7 +170,9 @@ class _RayPool:
                 while index not in owner.ready:
                     owner.ready[owner.taken] = owner.pool.get_next()
                     owner.taken += 1
-                return owner.ready.pop(index)
+                got, span = owner.ready.pop(index)
+                owner.use.record(span)
+                return got
 
         return _Ticket()
 
@@ -143,10 +184,14 @@ def checker(
     jobs: int,
     backend: Backend = "local",
     address: str | None = None,
+    use: Utilisation | None = None,
 ) -> Iterator[Checker]:
     """A :class:`Checker` for one run: inline when there is one job (or no check), else
     ``jobs`` local worker processes, or ``jobs`` actors on a Ray cluster (``address``:
-    the cluster to join; None starts a local one for the run).
+    the cluster to join; None starts a local one for the run). The span of every task
+    a worker held is added to ``use`` as its outcome is read. Tasks whose outcome was
+    not read when the block ends are abandoned (their workers are stopped), not waited
+    for; on the local backend the time of those already checked is counted.
 
     >>> from graphgen.domains import load_builtin
     >>> with checker(load_builtin("mock"), [], jobs=4) as c:
@@ -154,6 +199,7 @@ def checker(
     '_Inline'
     """
     checks = list(checks)
+    use = use if use is not None else Utilisation(jobs)
     if backend == "ray":
         require("ray", "ray", "--backend ray")
         import ray
@@ -161,16 +207,21 @@ def checker(
         started = not ray.is_initialized()
         if started:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        remote = _RayPool(ray, domain, checks, max(1, jobs), use)
         try:
-            yield _RayPool(ray, domain, checks, max(1, jobs))
+            yield remote
         finally:
+            for a in remote.actors:  # with them the spare candidates the run did not need
+                ray.kill(a)
             if started:
                 ray.shutdown()
         return
     if backend != "local":
         raise ValueError(f"unknown backend {backend!r}: one of {', '.join(BACKENDS)}")
     if jobs <= 1 or not checks:
-        yield _Inline(domain, checks)
+        yield _Inline(domain, checks, use)
         return
     with worker_pool(jobs, _setup_worker, (domain, checks)) as pool:
-        yield _Pool(pool)
+        local = _Pool(pool, use)
+        yield local
+        local.abandon()

@@ -4,6 +4,7 @@ spread (graphgen/tasks/backends.py, graphgen/tasks/shards.py)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 from graphgen import pipeline as pl
 from graphgen.cli import app
 from graphgen.domains import load_builtin
+from graphgen.tasks import taskset
 from graphgen.tasks.shards import merge, parse_shard, shard_size
 from graphgen.tasks.taskset import TaskSetError, generate, read_taskset, write_taskset
 from graphgen.tasks.validate import task_fingerprint
@@ -151,3 +153,120 @@ def test_ray_backend_gives_the_local_bytes(tmp_path: Path) -> None:
     pl.generate("mock", 200, pl.Options(jobs=2, seed=5, backend="ray"), output=ray)
     assert len(read_taskset(local)[1]) == 200
     assert ray.read_bytes() == local.read_bytes()
+
+
+def _napping_check(domain, task):  # type: ignore[no-untyped-def]
+    """A check that holds its worker without using CPU, and rejects some tasks."""
+    import time
+
+    time.sleep(0.02)
+    return task if len(task.instruction) % 4 else "odd_length"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_utilisation_counts_every_check_and_adds_up(jobs: int) -> None:
+    res = generate(load_builtin("mock"), 12, 2, task_checks=[_napping_check], jobs=jobs)
+    use = res.utilisation
+    assert use is not None and use.jobs == jobs
+    # every candidate checked is counted once, by the process that checked it
+    checked = len(res.tasks) + res.rejected["odd_length"]
+    assert use.tasks == checked + use.unused and use.draws >= checked
+    assert len(use.workers) <= jobs
+    assert (set(use.workers) == {os.getpid()}) == (jobs == 1)  # one job: checks run here
+    end = use.start + use.wall
+    for w in use.workers.values():
+        # the nap is held (busy) but uses no CPU
+        assert w.busy >= 0.02 * w.tasks and w.cpu < w.busy / 2
+        assert use.start <= w.first < w.last <= end and w.busy <= w.last - w.first
+    assert 0 < use.cpu_share < use.busy_share <= 1
+    assert use.ramp >= 0 and use.tail >= 0
+    assert 0 < use.draw_cpu <= use.draw_wall < use.wall and use.wait <= use.wall
+
+
+def test_the_window_does_not_change_the_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is drawn depends on the place in the draw order, not on the outcomes taken so
+    far, so drawing further ahead gives the same set even when checks reject (60 tasks:
+    three states of 25, the later ones drawn after rejections)."""
+    mock = load_builtin("mock")
+    files = []
+    for per_job in (1, 64):
+        monkeypatch.setattr(taskset, "WINDOW_PER_JOB", per_job)
+        got = generate(mock, 60, 2, task_checks=[_napping_check], jobs=1)
+        files.append(tmp_path / f"w{per_job}.jsonl")
+        write_taskset(files[-1], got.manifest, got.tasks)
+    assert got.rejected["odd_length"] >= 1
+    assert files[0].read_bytes() == files[1].read_bytes()
+
+
+def test_rejections_add_up_to_the_attempts_when_they_run_out() -> None:
+    """Every attempt is counted once: a dry-run refusal, a check's rejection or a task,
+    with the gate's refusals after the last candidate too."""
+    mock = load_builtin("mock")
+    for jobs in (1, 3):
+        got = generate(mock, 50, 2, task_checks=[_slow_check], jobs=jobs, max_attempts=30)
+        assert len(got.tasks) < 50
+        assert len(got.tasks) + sum(got.manifest.rejected.values()) == 30
+
+
+_ROLES = "GRAPHGEN_TEST_ROLES"  # candidate fingerprint -> what its check does
+
+
+def _role_check(domain, task):  # type: ignore[no-untyped-def]
+    """``hang``: 30 s; ``spare``: at once, then marks itself done; ``wait``: until the
+    spare is done."""
+    import time
+
+    roles = json.loads(os.environ[_ROLES])
+    done = Path(roles["dir"]) / "spare-done"
+    role = roles.get(task_fingerprint(task.model_copy(update={"min_calls": len(task.chain)})))
+    if role == "hang":
+        time.sleep(30)
+    elif role == "wait":
+        for _ in range(600):
+            if done.exists():
+                break
+            time.sleep(0.05)
+    elif role == "spare":
+        done.touch()
+    return task
+
+
+def _set_roles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, roles: dict[int, str]) -> list[str]:
+    """Give the i-th candidate of mock seed 2 its role in _role_check; the fingerprints
+    of the first three (the same whatever the checks: none rejects)."""
+    stream = [
+        task_fingerprint(t.model_copy(update={"min_calls": len(t.chain)}))
+        for t in generate(load_builtin("mock"), 3, 2).tasks
+    ]
+    table = {"dir": str(tmp_path)} | {stream[i]: r for i, r in roles.items()}
+    monkeypatch.setenv(_ROLES, json.dumps(table))
+    return stream
+
+
+def test_a_spare_candidate_is_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two workers one candidate past the tasks wanted is drawn; the run ends as
+    soon as the wanted ones are in, without waiting for it."""
+    import time
+
+    assert taskset.spare_candidates(2) == 1
+    stream = _set_roles(tmp_path, monkeypatch, {2: "hang"})
+    start = time.perf_counter()
+    got = generate(load_builtin("mock"), 2, 2, task_checks=[_role_check], jobs=2)
+    assert time.perf_counter() - start < 25
+    assert [task_fingerprint(t) for t in got.tasks] == stream[:2]
+    use = got.utilisation
+    assert use is not None and use.draws == 3 and use.tasks == 2 and use.unused == 0
+
+
+def test_a_spare_checked_before_the_end_counts_as_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stream = _set_roles(tmp_path, monkeypatch, {1: "wait", 2: "spare"})
+    got = generate(load_builtin("mock"), 2, 2, task_checks=[_role_check], jobs=2)
+    assert [task_fingerprint(t) for t in got.tasks] == stream[:2]
+    use = got.utilisation
+    assert use is not None and use.tasks == 3 and use.unused == 1
