@@ -175,8 +175,8 @@ def test_engines_agree_on_every_proof_over_a_thousand_tasks() -> None:
 
 def test_every_minimal_solutions_writes_are_collected() -> None:
     """One-write solutions of the same length (a card of 50 or of 70, both amounts stated,
-    or the whole balance swept onto a card): the search lists every such write, and proof 5 fails on the one that ends apart,
-    whichever engine answers it."""
+    or the whole balance swept onto a card): the search lists every such write, and
+    proof 5 fails on the ones that end apart, whichever engine answers it."""
     wallet = loads_domain(WALLET_YAML, source="<wallet>")
     gv = [EMAIL_GIVEN, Given(sort="free:int", value=50), Given(sort="free:int", value=70)]
     chain = [FIND, Call(tool="buy_card", args={"account_id": "A001", "amount": 50})]
