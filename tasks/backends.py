@@ -101,14 +101,17 @@ def _check_in_worker(task: Task) -> _Timed:
 class _Pool:
     def __init__(self, pool: Any, use: Utilisation) -> None:
         self.pool, self.use = pool, use
+        self.unread = 0  # tasks handed out whose outcome was not read
 
     def submit(self, task: Task) -> Pending:
         handle = self.pool.apply_async(_check_in_worker, (task,))
         owner = self
+        owner.unread += 1
 
         class _Result:
             def get(self) -> Task | str:
                 out: _Timed = handle.get()
+                owner.unread -= 1
                 owner.use.record(out[1])
                 return out[0]
 
@@ -174,7 +177,9 @@ def checker(
     """A :class:`Checker` for one run: inline when there is one job (or no check), else
     ``jobs`` local worker processes, or ``jobs`` actors on a Ray cluster (``address``:
     the cluster to join; None starts a local one for the run). The span of every task
-    a worker held is added to ``use`` as its outcome is read.
+    a worker held is added to ``use`` as its outcome is read. Tasks whose outcome was
+    not read when the block ends are abandoned (their workers are stopped), not waited
+    for.
 
     >>> from graphgen.domains import load_builtin
     >>> with checker(load_builtin("mock"), [], jobs=4) as c:
@@ -190,9 +195,12 @@ def checker(
         started = not ray.is_initialized()
         if started:
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        remote = _RayPool(ray, domain, checks, max(1, jobs), use)
         try:
-            yield _RayPool(ray, domain, checks, max(1, jobs), use)
+            yield remote
         finally:
+            for a in remote.actors:  # with them the spare candidates the run did not need
+                ray.kill(a)
             if started:
                 ray.shutdown()
         return
@@ -202,4 +210,7 @@ def checker(
         yield _Inline(domain, checks, use)
         return
     with worker_pool(jobs, _setup_worker, (domain, checks)) as pool:
-        yield _Pool(pool, use)
+        local = _Pool(pool, use)
+        yield local
+        if local.unread:  # spare candidates the run did not need: no waiting for them
+            pool.terminate()

@@ -75,11 +75,37 @@ def candidate_to_task(domain: Domain, c: Candidate, task_id: str, seed: int) -> 
     )
 
 
-# Candidates in flight at once. Outcomes are taken in the order the candidates were
-# drawn, and the window is fixed, so what is drawn never depends on ``jobs`` or on when a
-# proof returns; it is deep enough to keep 2-8 workers busy while the oldest candidate is
-# a slow proof (instead of a batch that waits for it).
-WINDOW = 32
+# Candidates in flight per worker. Outcomes are taken in draw order, so while the oldest
+# candidate is a slow proof the other workers go on through the candidates behind it; 64
+# per worker keep them busy through a proof about 64 times the typical one (retail's
+# slowest are 40-70 times its median). Capped because an outcome waiting to be taken
+# holds ~100 KB (a retail task with its certificate).
+WINDOW_PER_JOB = 64
+MAX_WINDOW = 1024
+
+
+def window(jobs: int) -> int:
+    """How many candidates may be in flight with ``jobs`` workers.
+
+    >>> window(1), window(2), window(64)
+    (64, 128, 1024)
+    """
+    return min(MAX_WINDOW, WINDOW_PER_JOB * max(1, jobs))
+
+
+def spare_candidates(jobs: int) -> int:
+    """Candidates drawn past the tasks still wanted, with ``jobs`` workers.
+
+    At the end of a run fewer candidates are wanted than there are workers; a spare
+    one keeps an idle worker on the next candidate of the stream, in case one still in
+    flight is refused (a slow proof is the likeliest to end in a timeout). It is taken
+    only then; otherwise the run ends without waiting for it. With one worker there is
+    no idle worker to use.
+
+    >>> spare_candidates(1), spare_candidates(4)
+    (0, 3)
+    """
+    return max(0, jobs - 1)
 
 
 def generate(
@@ -110,9 +136,10 @@ def generate(
     Deterministic in (domain, n, seed, options), whatever ``jobs`` is. Candidates are
     drawn one after another and each that passes the dry-run gate goes to a worker for the
     ``task_checks`` (the z3 proofs plug in here) as soon as it is drawn; up to
-    :data:`WINDOW` are in flight, so a slow proof holds one worker, not
-    the others. Outcomes are taken in draw order and nothing drawn depends on when a proof
-    returns, so the accepted tasks are the same with 1 or 16 workers.
+    :func:`window` are in flight, so a slow proof holds one worker, not the others.
+    What is drawn depends only on the place in the draw order (never on an outcome), and
+    the outcomes are taken in that order until ``n`` are accepted, so the accepted tasks
+    are the same with 1 or 16 workers, whatever the window and the timing.
     ``result.utilisation`` says how busy the workers and the drawing loop were.
     Proof times in certificates are wall-clock, so they are zeroed unless
     ``record_times``: by default the same inputs give the same bytes.
@@ -158,15 +185,19 @@ def generate(
     stream = "" if shard is None else f"{shard[0]}/{shard[1]}:"  # a part's own draws
     prefix = f"{domain.name}-{seed}-" + ("" if shard is None else f"{shard[0]}of{shard[1]}-")
     inflight: deque[_InFlight] = deque()
+    # Draws the dry-run gate refused since the last candidate handed out: counted when
+    # that candidate's outcome is taken, so the counts cover the same draws however far
+    # ahead the loop has drawn.
+    skipped: Counter[str] = Counter()
 
     def draw() -> _InFlight | None:
         """The next candidate that passes the dry-run gate (None: attempts used up)."""
         nonlocal attempts
         while attempts < limit:
-            # The state is the one of the slot this candidate would fill if it and every
-            # candidate before it were accepted: known when it is drawn, so it does not
-            # depend on how fast the proofs of the others come back.
-            block = (len(tasks) + len(inflight)) // opts.tasks_per_state
+            # The state comes from this candidate's place in the draw order, never from
+            # the outcomes taken so far: the stream of candidates is then one fixed
+            # sequence, whatever the window, the number of workers or the timing.
+            block = (committed + len(inflight)) // opts.tasks_per_state
             if shard is not None:  # the parts of a sharded set never share a state
                 block = block * shard[1] + shard[0]
             if block not in states:
@@ -183,7 +214,7 @@ def generate(
                 else:
                     cand = exp.refusal(initial, rng)
             except NoCandidate as nc:
-                rejected[nc.reason] += 1
+                skipped[nc.reason] += 1
                 continue
             res = check_candidate(
                 domain,
@@ -199,13 +230,13 @@ def generate(
                 ordered=cand.ordered,
             )
             if not res.ok:
-                rejected[res.reason] += 1
+                skipped[res.reason] += 1
                 continue
             task = candidate_to_task(domain, cand, "pending", seed)
             # Checked before the proofs, which would only repeat themselves.
             body = _candidate_key(task)
             if body in bodies:
-                rejected["duplicate"] += 1
+                skipped["duplicate"] += 1
                 continue
             bodies.add(body)
             original: Task | None = None
@@ -216,13 +247,16 @@ def generate(
                     original, task = task, new
                 outcome = outcome or ("paraphrased" if original else "unchanged")
             planned[cand.kind] += 1
-            return _InFlight(task, original, outcome, body)
+            item = _InFlight(task, original, outcome, body, skipped.copy())
+            skipped.clear()
+            return item
         return None
 
     def take(run: Checker, item: _InFlight, got: Task | str, recorded: bool) -> None:
         """Take one candidate's outcome, in draw order."""
         nonlocal committed
         committed += 1
+        rejected.update(item.skipped)
         if recorded and not isinstance(got, str) and _candidate_key(got) != item.body:
             raise TaskSetError(
                 f"the journal's task {committed} is not the candidate this generator draws "
@@ -259,15 +293,20 @@ def generate(
             progress(len(tasks), attempts)
 
     use = Utilisation(jobs)
+    ahead = window(jobs) if checks else 1
+    spare = spare_candidates(jobs) if checks else 0
+    exhausted = False  # the attempts are used up: nothing more to draw
     with checker(domain, checks, jobs, backend, address, use) as run:
-        window = WINDOW if checks else 1
-        while True:
-            # Draw while there is room: never more than the tasks still wanted, so no
-            # proof is run for a task the set will not hold.
-            while len(inflight) < window and len(tasks) + len(inflight) < n:
+        while len(tasks) < n:
+            # Draw while the window has room, up to the tasks still wanted and a few
+            # spare candidates (see spare_candidates).
+            while (
+                not exhausted and len(inflight) < ahead and len(tasks) + len(inflight) < n + spare
+            ):
                 with use.drawing():
                     item = draw()
                 if item is None:
+                    exhausted = True
                     break
                 use.draws += 1
                 index = committed + len(inflight)
@@ -286,6 +325,8 @@ def generate(
                 with use.waiting():
                     got = item.handle.get()
                 take(run, item, got, recorded=False)
+    if len(tasks) < n:  # every draw was taken: the gate's last refusals count too
+        rejected.update(skipped)
     use.stop()
     manifest = Manifest(
         generator_version=__version__,
@@ -319,6 +360,7 @@ class _InFlight:
     original: Task | None  # the text before a paraphrase, to fall back on
     outcome: str  # the paraphrase outcome
     body: str  # its candidate fingerprint
+    skipped: Counter[str]  # the gate's refusals drawn just before it
     handle: Pending | None = None  # the checks, running somewhere
     recorded: dict[str, Any] | None = None  # the outcome an interrupted run recorded
 

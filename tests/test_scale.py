@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from graphgen import pipeline as pl
 from graphgen.cli import app
 from graphgen.domains import load_builtin
+from graphgen.tasks import taskset
 from graphgen.tasks.shards import merge, parse_shard, shard_size
 from graphgen.tasks.taskset import TaskSetError, generate, read_taskset, write_taskset
 from graphgen.tasks.validate import task_fingerprint
@@ -180,3 +181,60 @@ def test_utilisation_counts_every_check_and_adds_up(jobs: int) -> None:
     assert 0 < use.cpu_share < use.busy_share <= 1
     assert use.ramp >= 0 and use.tail >= 0
     assert 0 < use.draw_cpu <= use.draw_wall < use.wall and use.wait <= use.wall
+
+
+def test_the_window_does_not_change_the_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What is drawn depends on the place in the draw order, not on the outcomes taken so
+    far, so drawing further ahead gives the same set even when checks reject (60 tasks:
+    three states of 25, the later ones drawn after rejections)."""
+    mock = load_builtin("mock")
+    files = []
+    for per_job in (1, 64):
+        monkeypatch.setattr(taskset, "WINDOW_PER_JOB", per_job)
+        got = generate(mock, 60, 2, task_checks=[_napping_check], jobs=1)
+        files.append(tmp_path / f"w{per_job}.jsonl")
+        write_taskset(files[-1], got.manifest, got.tasks)
+    assert got.rejected["odd_length"] >= 1
+    assert files[0].read_bytes() == files[1].read_bytes()
+
+
+def test_rejections_add_up_to_the_attempts_when_they_run_out() -> None:
+    """Every attempt is counted once: a dry-run refusal, a check's rejection or a task,
+    with the gate's refusals after the last candidate too."""
+    mock = load_builtin("mock")
+    for jobs in (1, 3):
+        got = generate(mock, 50, 2, task_checks=[_slow_check], jobs=jobs, max_attempts=30)
+        assert len(got.tasks) < 50
+        assert len(got.tasks) + sum(got.manifest.rejected.values()) == 30
+
+
+_SPARE = "the spare candidate"
+
+
+def _spare_hangs(domain, task):  # type: ignore[no-untyped-def]
+    import time
+
+    if task_fingerprint(task.model_copy(update={"min_calls": len(task.chain)})) == os.environ.get(
+        _SPARE
+    ):
+        time.sleep(30)
+    return task
+
+
+def test_a_spare_candidate_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two workers one candidate past the tasks wanted is drawn; the run ends as
+    soon as the wanted ones are in, without waiting for it."""
+    import time
+
+    mock = load_builtin("mock")
+    stream = generate(mock, 3, 2).tasks  # the same draws: no check rejects
+    assert taskset.spare_candidates(2) == 1
+    third = stream[2].model_copy(update={"id": "pending", "min_calls": len(stream[2].chain)})
+    monkeypatch.setenv(_SPARE, task_fingerprint(third))
+    start = time.perf_counter()
+    got = generate(mock, 2, 2, task_checks=[_spare_hangs], jobs=2)
+    assert time.perf_counter() - start < 25
+    assert [task_fingerprint(t) for t in got.tasks] == [task_fingerprint(t) for t in stream[:2]]
+    assert got.utilisation is not None and got.utilisation.draws == 3
