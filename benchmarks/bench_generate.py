@@ -20,7 +20,9 @@ value and prints, from the run's :class:`~graphgen.tasks.utilisation.Utilisation
 * pickling: the bytes and the dumps+loads time of a candidate and of an outcome.
 
 With one job the checks run in the main process between draws. A Markdown table row per
-run closes the output (the table of docs/scale.md).
+run closes the output (the table of docs/scale.md): domain, jobs, tasks/s, CPU-equivalent
+tasks/s, busy in hand, CPU, the drawing loop's share of the wall time, and the tasks/s
+one drawing loop can feed.
 
 Usage::
 
@@ -78,7 +80,8 @@ def report(domain: str, n: int, jobs: int, backend: str, res: GenResult, wall: f
     lines = [
         f"== {domain} n={n} jobs={jobs} ({backend}): {accepted} tasks in {wall:.1f} s "
         f"= {accepted / wall:.2f} tasks/s end to end",
-        f"   workers ({len(use.workers)} used, {use.tasks} candidates checked): busy in hand "
+        f"   workers ({len(use.workers)} used, {use.tasks} candidates checked, {use.unused} "
+        f"of them spares not needed): busy in hand "
         f"{use.busy:.1f} s = {use.busy_share:.0%} of wall x jobs, CPU {use.cpu:.1f} s = "
         f"{use.cpu_share:.0%}; {per_cpu:.2f} tasks per worker CPU-s = "
         f"{per_cpu * jobs:.2f} tasks/s CPU-equivalent",
@@ -90,7 +93,8 @@ def report(domain: str, n: int, jobs: int, backend: str, res: GenResult, wall: f
         f"{feed:.0f} tasks/s; waited {use.wait:.1f} s for outcomes",
         f"   pickling: {_pickling(res.tasks)}",
         f"| {domain} | {jobs} | {accepted / wall:.2f} | {per_cpu * jobs:.2f} | "
-        f"{use.busy_share:.0%} | {use.cpu_share:.0%} | {use.draw_wall / use.wall:.0%} |",
+        f"{use.busy_share:.0%} | {use.cpu_share:.0%} | {use.draw_wall / use.wall:.0%} | "
+        f"{feed:.0f} |",
     ]
     return "\n".join(lines)
 

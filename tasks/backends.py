@@ -101,21 +101,33 @@ def _check_in_worker(task: Task) -> _Timed:
 class _Pool:
     def __init__(self, pool: Any, use: Utilisation) -> None:
         self.pool, self.use = pool, use
-        self.unread = 0  # tasks handed out whose outcome was not read
+        self.unread: dict[int, Any] = {}  # handed out, outcome not read: by hand-out number
+        self.handed = 0
 
     def submit(self, task: Task) -> Pending:
         handle = self.pool.apply_async(_check_in_worker, (task,))
-        owner = self
-        owner.unread += 1
+        owner, index = self, self.handed
+        self.handed += 1
+        self.unread[index] = handle
 
         class _Result:
             def get(self) -> Task | str:
                 out: _Timed = handle.get()
-                owner.unread -= 1
+                del owner.unread[index]
                 owner.use.record(out[1])
                 return out[0]
 
         return _Result()
+
+    def abandon(self) -> None:
+        """Stop the workers if outcomes were left unread (spare candidates the run did
+        not need), counting the time of those already checked."""
+        if not self.unread:
+            return
+        for handle in self.unread.values():
+            if handle.ready() and handle.successful():
+                self.use.record(handle.get()[1], taken=False)
+        self.pool.terminate()
 
 
 # --------------------------------------------------------------------- Ray
@@ -179,7 +191,7 @@ def checker(
     the cluster to join; None starts a local one for the run). The span of every task
     a worker held is added to ``use`` as its outcome is read. Tasks whose outcome was
     not read when the block ends are abandoned (their workers are stopped), not waited
-    for.
+    for; on the local backend the time of those already checked is counted.
 
     >>> from graphgen.domains import load_builtin
     >>> with checker(load_builtin("mock"), [], jobs=4) as c:
@@ -212,5 +224,4 @@ def checker(
     with worker_pool(jobs, _setup_worker, (domain, checks)) as pool:
         local = _Pool(pool, use)
         yield local
-        if local.unread:  # spare candidates the run did not need: no waiting for them
-            pool.terminate()
+        local.abandon()

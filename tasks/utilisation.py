@@ -68,20 +68,25 @@ class Utilisation:
 
     ``wall`` runs from before the workers start to after they have stopped, so worker
     start-up and the tail of the run (fewer candidates left than workers) count as idle.
+    A spare candidate still being checked when the run ends is stopped; its time counts
+    as idle too (and on the Ray backend that of every unneeded spare).
     """
 
     jobs: int
     start: float = field(default_factory=time.perf_counter)
     wall: float = 0.0
     draws: int = 0  # calls of the drawing loop that handed a candidate out
+    unused: int = 0  # tasks checked whose outcome the run did not need (spares)
     draw_wall: float = 0.0  # wall seconds drawing candidates
     draw_cpu: float = 0.0  # CPU seconds of the loop's thread drawing them
     wait: float = 0.0  # wall seconds the loop waited for the oldest outcome
     workers: dict[int, WorkerUse] = field(default_factory=dict)
 
-    def record(self, span: Span) -> None:
-        """Count one task a worker held."""
+    def record(self, span: Span, *, taken: bool = True) -> None:
+        """Count one task a worker held (``taken``: its outcome was used)."""
         self.workers.setdefault(span.worker, WorkerUse()).add(span)
+        if not taken:
+            self.unused += 1
 
     @contextmanager
     def drawing(self) -> Iterator[None]:
@@ -108,7 +113,7 @@ class Utilisation:
 
     @property
     def tasks(self) -> int:
-        """Tasks the workers checked."""
+        """Tasks the workers checked (``unused`` ones included)."""
         return sum(w.tasks for w in self.workers.values())
 
     @property

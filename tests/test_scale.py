@@ -170,7 +170,7 @@ def test_utilisation_counts_every_check_and_adds_up(jobs: int) -> None:
     assert use is not None and use.jobs == jobs
     # every candidate checked is counted once, by the process that checked it
     checked = len(res.tasks) + res.rejected["odd_length"]
-    assert use.tasks == checked and use.draws >= checked
+    assert use.tasks == checked + use.unused and use.draws >= checked
     assert len(use.workers) <= jobs
     assert (set(use.workers) == {os.getpid()}) == (jobs == 1)  # one job: checks run here
     end = use.start + use.wall
@@ -210,31 +210,63 @@ def test_rejections_add_up_to_the_attempts_when_they_run_out() -> None:
         assert len(got.tasks) + sum(got.manifest.rejected.values()) == 30
 
 
-_SPARE = "the spare candidate"
+_ROLES = "GRAPHGEN_TEST_ROLES"  # candidate fingerprint -> what its check does
 
 
-def _spare_hangs(domain, task):  # type: ignore[no-untyped-def]
+def _role_check(domain, task):  # type: ignore[no-untyped-def]
+    """``hang``: 30 s; ``spare``: at once, then marks itself done; ``wait``: until the
+    spare is done."""
     import time
 
-    if task_fingerprint(task.model_copy(update={"min_calls": len(task.chain)})) == os.environ.get(
-        _SPARE
-    ):
+    roles = json.loads(os.environ[_ROLES])
+    done = Path(roles["dir"]) / "spare-done"
+    role = roles.get(task_fingerprint(task.model_copy(update={"min_calls": len(task.chain)})))
+    if role == "hang":
         time.sleep(30)
+    elif role == "wait":
+        for _ in range(600):
+            if done.exists():
+                break
+            time.sleep(0.05)
+    elif role == "spare":
+        done.touch()
     return task
 
 
-def test_a_spare_candidate_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+def _set_roles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, roles: dict[int, str]) -> list[str]:
+    """Give the i-th candidate of mock seed 2 its role in _role_check; the fingerprints
+    of the first three (the same whatever the checks: none rejects)."""
+    stream = [
+        task_fingerprint(t.model_copy(update={"min_calls": len(t.chain)}))
+        for t in generate(load_builtin("mock"), 3, 2).tasks
+    ]
+    table = {"dir": str(tmp_path)} | {stream[i]: r for i, r in roles.items()}
+    monkeypatch.setenv(_ROLES, json.dumps(table))
+    return stream
+
+
+def test_a_spare_candidate_is_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With two workers one candidate past the tasks wanted is drawn; the run ends as
     soon as the wanted ones are in, without waiting for it."""
     import time
 
-    mock = load_builtin("mock")
-    stream = generate(mock, 3, 2).tasks  # the same draws: no check rejects
     assert taskset.spare_candidates(2) == 1
-    third = stream[2].model_copy(update={"id": "pending", "min_calls": len(stream[2].chain)})
-    monkeypatch.setenv(_SPARE, task_fingerprint(third))
+    stream = _set_roles(tmp_path, monkeypatch, {2: "hang"})
     start = time.perf_counter()
-    got = generate(mock, 2, 2, task_checks=[_spare_hangs], jobs=2)
+    got = generate(load_builtin("mock"), 2, 2, task_checks=[_role_check], jobs=2)
     assert time.perf_counter() - start < 25
-    assert [task_fingerprint(t) for t in got.tasks] == [task_fingerprint(t) for t in stream[:2]]
-    assert got.utilisation is not None and got.utilisation.draws == 3
+    assert [task_fingerprint(t) for t in got.tasks] == stream[:2]
+    use = got.utilisation
+    assert use is not None and use.draws == 3 and use.tasks == 2 and use.unused == 0
+
+
+def test_a_spare_checked_before_the_end_counts_as_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stream = _set_roles(tmp_path, monkeypatch, {1: "wait", 2: "spare"})
+    got = generate(load_builtin("mock"), 2, 2, task_checks=[_role_check], jobs=2)
+    assert [task_fingerprint(t) for t in got.tasks] == stream[:2]
+    use = got.utilisation
+    assert use is not None and use.tasks == 3 and use.unused == 1
