@@ -77,18 +77,19 @@ def candidate_to_task(domain: Domain, c: Candidate, task_id: str, seed: int) -> 
 
 # Candidates in flight per worker. Outcomes are taken in draw order, so while the oldest
 # candidate is a slow proof the other workers go on through the candidates behind it; 64
-# per worker keep them busy through a proof about 64 times the typical one (retail's
-# slowest are 40-70 times its median). Capped because an outcome waiting to be taken
-# holds ~100 KB (a retail task with its certificate).
+# per worker keep them busy through a proof about 64 times the mean one (retail's
+# slowest take 30 times its mean). Capped because an outcome waiting to be taken holds
+# ~100 KB (a retail task with its certificate); one loop feeds no more than ~40 workers
+# on retail anyway (docs/scale.md).
 WINDOW_PER_JOB = 64
-MAX_WINDOW = 1024
+MAX_WINDOW = 4096
 
 
 def window(jobs: int) -> int:
     """How many candidates may be in flight with ``jobs`` workers.
 
-    >>> window(1), window(2), window(64)
-    (64, 128, 1024)
+    >>> window(1), window(2), window(64), window(100)
+    (64, 128, 4096, 4096)
     """
     return min(MAX_WINDOW, WINDOW_PER_JOB * max(1, jobs))
 
