@@ -8,6 +8,7 @@ same domain + seed + options give byte-identical files. The compact layout and g
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -20,17 +21,17 @@ from graphgen.domain import Domain
 from graphgen.files import write_atomic
 from graphgen.interp import call_or_fail
 from graphgen.journal import Journal
-from graphgen.state import State
+from graphgen.state import SharedForms, State
 from graphgen.stategen import generate_state
 from graphgen.tasks.backends import Backend, Pending, checker, run_checks
 from graphgen.tasks.backends import TaskCheck as TaskCheck
 from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.expand import Candidate, Expander, GenOptions, NoCandidate
-from graphgen.tasks.fileformat import dumps, encode, taskset_lines
+from graphgen.tasks.fileformat import dumps, encode, state_id, taskset_lines
 from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.paraphrase import Paraphraser, counts_for
 from graphgen.tasks.plan import Executor
-from graphgen.tasks.validate import DomainOf, TaskFile, scan_taskset, task_fingerprint
+from graphgen.tasks.validate import DomainOf, TaskFile, scan_taskset
 from graphgen.tasks.validate import TaskSetError as TaskSetError
 
 Progress = Callable[[int, int], None]  # (accepted, attempts)
@@ -296,8 +297,17 @@ def generate(
 
 def _candidate_key(task: Task) -> str:
     """The fingerprint of a task as a candidate: without the proven minimum the proofs
-    set (nor the id and certificate), so an accepted task matches the candidate it was."""
-    return task_fingerprint(task.model_copy(update={"min_calls": len(task.chain)}))
+    set (nor the id and certificate), so an accepted task matches the candidate it was.
+    The initial state counts by its content hash, computed once per state (the
+    candidates drawn on one state share its form)."""
+    body = task.model_dump(mode="json", exclude={"id", "certificate", "initial_state"})
+    body["min_calls"] = len(task.chain)
+    body["initial_state"] = _STATE_IDS.get(task.initial_state, state_id)
+    return hashlib.sha256(dumps(body).encode("utf-8")).hexdigest()
+
+
+# The content hashes of the initial states candidates were drawn on (a few at a time).
+_STATE_IDS: SharedForms[str] = SharedForms(8)
 
 
 @dataclass
