@@ -167,7 +167,7 @@ def _expr_sorts(domain: Domain, e: ir.Expr) -> set[Sort]:
             | ir.StrOp()
             | ir.Today()
         ):
-            return _type_sorts(domain, e.ty)
+            return type_sorts(domain, e.ty)
         case _:
             assert_never(e)
 
@@ -179,20 +179,22 @@ def _row_sorts(domain: Domain, ent: str) -> set[Sort]:
     return out
 
 
-def _type_sorts(domain: Domain, t: Ty) -> set[Sort]:
+def type_sorts(domain: Domain, t: Ty) -> set[Sort]:
+    """Sorts a value of type ``t`` reveals by its type alone (an id its entity's key, a
+    member its enum; a row every field's)."""
     t = strip_opt(t)
     if isinstance(t, RefT):
         return {key_sort(t.entity)}
     if isinstance(t, ListT):
-        return _type_sorts(domain, t.elem)
+        return type_sorts(domain, t.elem)
     if isinstance(t, RowT):
         return _row_sorts(domain, t.entity)
     if isinstance(t, RecordT):
-        return set().union(*(_type_sorts(domain, x) for _, x in t.fields)) if t.fields else set()
+        return set().union(*(type_sorts(domain, x) for _, x in t.fields)) if t.fields else set()
     if isinstance(t, EnumT):
         return {Sort("enum", t.name)}
     if isinstance(t, MapT):
-        return _type_sorts(domain, t.key) | _type_sorts(domain, t.value)
+        return type_sorts(domain, t.key) | type_sorts(domain, t.value)
     return set()  # counts, flags, free strings reveal nothing an argument could need
 
 
@@ -244,7 +246,7 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
                 continue
             if isinstance(fd.ty, ListT):
                 for item in x:
-                    out.update((s, item) for s in _type_sorts(domain, fd.ty.elem))
+                    out.update((s, item) for s in type_sorts(domain, fd.ty.elem))
             else:
                 out.update((s, x) for s in field_sorts(domain, t.entity, name))
         return

@@ -264,16 +264,19 @@ class State:
         extra = [v for v in touched if v not in view]
         return OrderedView(vals, reprs, repr, gone, extra)
 
-    def keys_where(self, entity: str, field: str, value: Any, decimal: bool = False) -> list[Any]:
+    def keys_where(
+        self, entity: str, field: str, value: Any, decimal: bool = False
+    ) -> Sequence[Any]:
         """The keys, in order, of the rows of ``entity`` whose ``field`` equals ``value``
-        (``decimal``: the field holds decimals, compared as numbers, as expressions do).
+        (``decimal``: the field holds decimals, compared as numbers, as expressions do);
+        read-only.
 
         Raises TypeError when ``value`` or a value of the field is not hashable (a list):
         the caller scans instead."""
         base, dirty = self._sync(entity), self._dirty[entity]
         hits = base.index(field, decimal).get(value, ())
         if not dirty:
-            return list(hits)
+            return hits
         table = self.tables[entity]
         out = [k for k in hits if k not in dirty]
         for k in dirty:
@@ -282,6 +285,35 @@ class State:
                 out.append(k)
         out.sort()
         return out
+
+    def keys_holding(self, entity: str, field: str, item: Any) -> Sequence[Any]:
+        """The keys, in order, of the rows of ``entity`` whose list ``field`` holds
+        ``item``; read-only, like :meth:`keys_where`."""
+        base, dirty = self._sync(entity), self._dirty[entity]
+        hits = base.item_index(field).get(item, ())
+        if not dirty:
+            return hits
+        table = self.tables[entity]
+        out = [k for k in hits if k not in dirty]
+        out.extend(k for k in dirty if k in table and item in table[k][field])
+        out.sort()
+        return out
+
+    def refs_exist(self, entity: str, field: str, target: str) -> bool:
+        """Does ``field`` of every row of ``entity`` name an existing row of ``target``
+        (None names none)? Answered from the bases (once) and the rows written since;
+        False may also mean the bases had a dangling reference that writes removed."""
+        base, tbase = self._sync(entity), self._sync(target)
+        if not base.names_rows_of(field, tbase):
+            return False
+        table, targets = self.tables[entity], self.tables[target]
+        for k in self._dirty[entity]:
+            row = table.get(k)
+            if row is not None and row[field] not in targets:
+                return False
+        return not any(
+            k not in targets and self.keys_where(entity, field, k) for k in self._dirty[target]
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, State):

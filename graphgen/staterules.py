@@ -833,3 +833,23 @@ def rows_reached(domain: Domain, before: State, after: State) -> dict[str, list[
                         return None
         out[ent] = sorted(keys)
     return out
+
+
+def policy_problem(domain: Domain, state: State, since: State | None = None) -> str:
+    """The first invariant of the domain that ``state`` breaks, described ("" if none).
+
+    Kept with the state (:meth:`State.memo`): the candidates and tasks of one initial
+    state ask it once. ``since``: a state that ``state`` was reached from; when it breaks
+    none, only the rows the change can reach are checked (:func:`rows_reached`): every
+    other row holds as it did."""
+    memo = state.memo()
+    hit = memo.get(("policy", id(domain)))
+    if hit is not None and hit[0] is domain:
+        return str(hit[1])
+    rows = None
+    if since is not None and not policy_problem(domain, since):
+        rows = rows_reached(domain, since, state)
+    bad = invariant_violations(domain, state, limit=1, rows=rows)
+    why = bad[0].describe() if bad else ""
+    memo[("policy", id(domain))] = (domain, why)
+    return why

@@ -40,7 +40,7 @@ from graphgen.grading import changes_hold, grade, state_diff
 from graphgen.interp import call_or_fail, failed_check
 from graphgen.knowledge import Cell, Sort, facts_of_result, key_sort, param_sort, shown_cells
 from graphgen.state import State, changed_views
-from graphgen.staterules import invariant_violations, rows_reached
+from graphgen.staterules import policy_problem
 from graphgen.tasks.identity import identity_problem
 from graphgen.tasks.model import Call, Given, Goal, Target, Task, TaskKind
 from graphgen.tasks.plan import Executor, Knowledge
@@ -423,26 +423,6 @@ def order_problem(
                 f"write order {named(perm)}: no placement of the reads runs cleanly", n, True
             )
     return OrderCheck("", n, True)
-
-
-def policy_problem(domain: Domain, state: State, since: State | None = None) -> str:
-    """The first invariant of the domain that ``state`` breaks, described ("" if none).
-
-    Kept with the state (:meth:`State.memo`): the candidates and tasks of one initial
-    state ask it once. ``since``: a state that ``state`` was reached from; when it breaks
-    none, only the rows the change can reach are checked
-    (:func:`graphgen.staterules.rows_reached`): every other row holds as it did."""
-    memo = state.memo()
-    hit = memo.get(("policy", id(domain)))
-    if hit is not None and hit[0] is domain:
-        return str(hit[1])
-    rows = None
-    if since is not None and not policy_problem(domain, since):
-        rows = rows_reached(domain, since, state)
-    bad = invariant_violations(domain, state, limit=1, rows=rows)
-    why = bad[0].describe() if bad else ""
-    memo[("policy", id(domain))] = (domain, why)
-    return why
 
 
 def recognition_problem(

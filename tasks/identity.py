@@ -16,6 +16,7 @@ expander runs the same check on its candidates so that it does not offer such ta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from graphgen.domain import Domain
@@ -100,7 +101,7 @@ def identified_principals(domain: Domain, state: State, givens: list[Given]) -> 
     return out
 
 
-def _holding(state: State, entity: str, field: str, value: Any) -> list[Any]:
+def _holding(state: State, entity: str, field: str, value: Any) -> Sequence[Any]:
     """The keys of ``entity``'s rows whose ``field`` is ``value``."""
     try:
         return state.keys_where(entity, field, value)

@@ -33,6 +33,7 @@ from graphgen.knowledge import (
     produced_sorts,
     row_lookup,
     shown_cells,
+    type_sorts,
 )
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given
@@ -274,16 +275,15 @@ def showing_rows(domain: Domain, state: State, shape: Lookup, s: Sort, v: Any) -
     edef = domain.entities[ent]
     fields = list(edef.fields) if shape.shows == "row" else [shape.field] if shape.field else []
     for f in fields:
-        if s not in field_sorts(domain, ent, f):
-            if isinstance(strip_opt(edef.fields[f].ty), ListT) and shape.shows == "row":
-                return None  # its items show sorts of their own: not looked up here
-            continue
-        if isinstance(strip_opt(edef.fields[f].ty), ListT):
-            return None
+        fty = strip_opt(edef.fields[f].ty)
         try:
-            keys.update(state.keys_where(ent, f, v))
+            if isinstance(fty, ListT):  # a row shows its list's items by their type
+                if s in type_sorts(domain, fty.elem):
+                    keys.update(state.keys_holding(ent, f, v))
+            elif s in field_sorts(domain, ent, f):
+                keys.update(state.keys_where(ent, f, v))
         except TypeError:
-            continue  # an unhashable value equals no scalar field
+            return None  # an unhashable value: not looked up here
     return sorted(keys)
 
 
