@@ -231,9 +231,10 @@ def _comp(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any]:
 @dataclass(frozen=True, slots=True)
 class Probe:
     """The first conjunct of a comprehension's condition when it pins the row:
-    ``x.f == e`` (``kind`` "field"), ``x == e`` ("key"), ``x in e`` ("keys"), or
-    ``Y[x.r].f == e`` through a reference ("via"), where ``e`` does not read the
-    comprehension's variable ``x``.
+    ``x.f == e`` (``kind`` "field"), ``x == e`` ("key"), ``x in e`` ("keys"),
+    ``Y[x.r].f == e`` through a reference ("via"), or ``any(y.r == x for y in Y if c)``
+    ("any": ``expr`` is then ``[y.r for y in Y if c]``), where ``e`` and ``c`` do not
+    read the comprehension's variable ``x``.
 
     Every row evaluates that conjunct first, so a row it is false on is skipped
     without evaluating anything else, and ``e`` has the same value (or error) on every
@@ -297,6 +298,22 @@ def probe(c: ir.Comp) -> Probe | None:
         case ir.Contains(item=ir.Var(name=name), container=container, negated=False):
             if name == c.var and c.var not in ir.free_vars(container):
                 got = Probe("keys", "", False, container)
+        case ir.Agg(fn="any", comp=ir.Comp(var=y, entity=ent, cond=inner, proj=ir.Compare() as eq)):
+            free = ir.free_vars(inner) if inner is not None else frozenset()
+            if eq.op == "==" and y != c.var and c.var not in free:
+                for a, b in ((eq.left, eq.right), (eq.right, eq.left)):
+                    if (
+                        isinstance(b, ir.Var)
+                        and b.name == c.var
+                        and isinstance(a, ir.FieldOf)
+                        and a.entity == ent
+                        and isinstance(a.key, ir.Var)
+                        and a.key.name == y
+                        and strip_opt(a.ty) == RefT(c.entity)
+                    ):
+                        shows = ir.Comp(y, ent, inner, a, ListT(a.ty))
+                        got = Probe("any", a.field, False, shows)
+                        break
         case _:
             pass  # any other condition: every row is visited
     if len(_PROBES) > 10_000:  # conditions parsed on the fly (descriptions) come and go
@@ -328,6 +345,8 @@ def _probed_keys(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> Sequ
         return sorted(rows)
     # Ids are str or int; anything else (True == 1) is left to the visit.
     ids = [v] if p.kind == "key" else v if isinstance(v, list) else None
+    if p.kind == "any" and ids is not None:
+        ids = [k for k in ids if k is not None]  # an absent reference names no row
     if ids is None or not all(isinstance(k, str | int) and not isinstance(k, bool) for k in ids):
         return None
     return sorted({k for k in ids if k in table})

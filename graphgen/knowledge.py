@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from graphgen import ir, strings
-from graphgen.domain import Domain, ParamDef, ToolDef
+from graphgen.domain import Domain, ParamDef, ToolDef, per_domain
 from graphgen.types import (
     INT,
     STR,
@@ -92,7 +92,24 @@ def _scalar_sort(t: Ty) -> Sort:
 
 
 def field_sorts(domain: Domain, entity: str, field: str) -> list[Sort]:
-    """Sorts revealed by seeing a value of ``entity.field``."""
+    """Sorts revealed by seeing a value of ``entity.field`` (made once per domain: a
+    listing of a large table asks for every row's fields)."""
+    got = _all_field_sorts(domain).get((entity, field))
+    if got is None:  # not a field of the domain: as it is read, it raises KeyError
+        return _field_sorts(domain, entity, field)
+    return list(got)
+
+
+@per_domain
+def _all_field_sorts(domain: Domain) -> dict[tuple[str, str], tuple[Sort, ...]]:
+    return {
+        (e, f): tuple(_field_sorts(domain, e, f))
+        for e, edef in domain.entities.items()
+        for f in [edef.key, *edef.fields]
+    }
+
+
+def _field_sorts(domain: Domain, entity: str, field: str) -> list[Sort]:
     edef = domain.entities[entity]
     if field == edef.key:
         return [key_sort(entity)]

@@ -21,7 +21,7 @@ from graphgen.domain import Domain
 from graphgen.files import write_atomic
 from graphgen.interp import call_or_fail
 from graphgen.journal import Journal
-from graphgen.state import SharedForms, State
+from graphgen.state import State
 from graphgen.stategen import generate_state
 from graphgen.tasks.backends import Backend, Pending, checker, run_checks
 from graphgen.tasks.backends import TaskCheck as TaskCheck
@@ -142,10 +142,11 @@ def generate(
     kinds: Counter[str] = Counter()
     planned: Counter[str] = Counter()  # kinds of candidates that passed the dry-run
     rewrites: Counter[str] = Counter()  # paraphrase outcomes of the accepted tasks
-    # Fingerprints of every candidate drawn so far: two draws can plan the very same task
-    # (small tables leave few choices), and a set holds each once. A candidate the proofs
-    # refused stays in the set: the same task would get the same verdict.
-    bodies: set[str] = set()
+    # Fingerprints of every candidate drawn so far, with the states they were drawn on:
+    # two draws can plan the very same task (small tables leave few choices), and a set
+    # holds each once. A candidate the proofs refused stays: the same task would get the
+    # same verdict.
+    bodies: dict[str, list[dict[str, Any]]] = {}
     attempts = 0
     limit = max_attempts if max_attempts is not None else max(50, n * 6)
     # The outcomes an interrupted run recorded, in the order they were taken; the first
@@ -201,10 +202,12 @@ def generate(
             task = candidate_to_task(domain, cand, "pending", seed)
             # Checked before the proofs, which would only repeat themselves.
             body = _candidate_key(task)
-            if body in bodies:
+            # the same body on the same state (the candidates of one state share its
+            # tables, so this compares them by identity; others only on a clash)
+            if any(s == task.initial_state for s in bodies.get(body, ())):
                 rejected["duplicate"] += 1
                 continue
-            bodies.add(body)
+            bodies.setdefault(body, []).append(task.initial_state)
             original: Task | None = None
             outcome = ""
             if paraphraser is not None:
@@ -220,7 +223,14 @@ def generate(
         """Take one candidate's outcome, in draw order."""
         nonlocal committed
         committed += 1
-        if recorded and not isinstance(got, str) and _candidate_key(got) != item.body:
+        if (
+            recorded
+            and not isinstance(got, str)
+            and (
+                _candidate_key(got) != item.body
+                or state_id(got.initial_state) != state_id(item.task.initial_state)
+            )
+        ):
             raise TaskSetError(
                 f"the journal's task {committed} is not the candidate this generator draws "
                 "there: the journal does not come from this run"
@@ -296,18 +306,13 @@ def generate(
 
 
 def _candidate_key(task: Task) -> str:
-    """The fingerprint of a task as a candidate: without the proven minimum the proofs
-    set (nor the id and certificate), so an accepted task matches the candidate it was.
-    The initial state counts by its content hash, computed once per state (the
-    candidates drawn on one state share its form)."""
+    """The fingerprint of a task as a candidate, but for its initial state (compared
+    apart: hashing a large state for every candidate would cost more than drawing it):
+    without the proven minimum the proofs set (nor the id and certificate), so an
+    accepted task matches the candidate it was."""
     body = task.model_dump(mode="json", exclude={"id", "certificate", "initial_state"})
     body["min_calls"] = len(task.chain)
-    body["initial_state"] = _STATE_IDS.get(task.initial_state, state_id)
     return hashlib.sha256(dumps(body).encode("utf-8")).hexdigest()
-
-
-# The content hashes of the initial states candidates were drawn on (a few at a time).
-_STATE_IDS: SharedForms[str] = SharedForms(8)
 
 
 @dataclass
@@ -317,7 +322,7 @@ class _InFlight:
     task: Task
     original: Task | None  # the text before a paraphrase, to fall back on
     outcome: str  # the paraphrase outcome
-    body: str  # its candidate fingerprint
+    body: str  # its candidate fingerprint (without the initial state)
     handle: Pending | None = None  # the checks, running somewhere
     recorded: dict[str, Any] | None = None  # the outcome an interrupted run recorded
 

@@ -175,6 +175,11 @@ COMPS = [
     # through a reference
     "[p.payment_id for p in Payment if Account[p.account_id].status == 'active']",
     "count(p for p in Payment if Account[p.account_id].email == email and p.amount > 5)",
+    # a row some other row names (a related question's description)
+    "[a.owner for a in Account if any(p.account_id == a.account_id for p in Payment "
+    "if p.amount > 100) and a.balance > 0]",
+    "[a.owner for a in Account if any(a.account_id == p.account_id for p in Payment "
+    "if Payment[payment_id].amount > 0)]",
 ]
 
 
