@@ -15,13 +15,16 @@ unpickling a domain costs tens of milliseconds, as much as a typical proof.
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from graphgen.domain import Domain
 from graphgen.extras import require
 from graphgen.processes import worker_pool
 from graphgen.tasks.model import Task
+from graphgen.tasks.parcels import Parcel, StatePost, files, opened, read_file, returned
 
 # An acceptance check run after the dry-run gate (the z3 proofs plug in here): it returns
 # the (possibly enriched, e.g. certified) task to accept it, or a rejection reason.
@@ -80,18 +83,29 @@ def _setup_worker(domain: Domain, checks: list[TaskCheck]) -> None:
     _WORKER = (domain, checks)
 
 
-def _check_in_worker(task: Task) -> Task | str:
+def _check_in_worker(parcel: Parcel) -> Task | str | Parcel:
     assert _WORKER is not None, "a check worker runs only after its setup"
-    return run_checks(_WORKER[0], task, _WORKER[1])
+    task = opened(parcel, read_file)
+    return returned(task, run_checks(_WORKER[0], task, _WORKER[1]))
 
 
 class _Pool:
-    def __init__(self, pool: Any) -> None:
+    """Worker processes; each initial state's tables go to them once, in a file of the
+    run (:mod:`graphgen.tasks.parcels`)."""
+
+    def __init__(self, pool: Any, folder: Path) -> None:
         self.pool = pool
+        self.post = StatePost(files(folder))
 
     def submit(self, task: Task) -> Pending:
-        handle: Pending = self.pool.apply_async(_check_in_worker, (task,))
-        return handle
+        handle = self.pool.apply_async(_check_in_worker, (self.post.pack(task),))
+        post = self.post
+
+        class _Unpacked:
+            def get(self) -> Task | str:
+                return post.unpack(task, handle.get())
+
+        return _Unpacked()
 
 
 # --------------------------------------------------------------------- Ray
@@ -109,19 +123,22 @@ class _RayPool:
                 # Ray hands an actor its argument already fetched from the object store.
                 self.domain, self.checks = payload
 
-            def check(self, task: Task) -> Task | str:
-                return run_checks(self.domain, task, self.checks)
+            def check(self, parcel: Parcel) -> Task | str | Parcel:
+                task = opened(parcel, ray.get)
+                return returned(task, run_checks(self.domain, task, self.checks))
 
         actor: Any = ray.remote(num_cpus=1)(_Worker)
         shared = ray.put((domain, checks))
         self.actors = [actor.remote(shared) for _ in range(jobs)]
         self.pool = ActorPool(self.actors)
+        # each initial state's tables go to the object store once
+        self.post = StatePost(lambda _n, tables: ray.put(tables))
         self.handed = 0  # tasks handed out
         self.taken = 0  # outcomes read back
-        self.ready: dict[int, Task | str] = {}
+        self.ready: dict[int, Task | str | Parcel] = {}
 
     def submit(self, task: Task) -> Pending:
-        self.pool.submit(lambda a, t: a.check.remote(t), task)
+        self.pool.submit(lambda a, p: a.check.remote(p), self.post.pack(task))
         index = self.handed
         self.handed += 1
         owner = self
@@ -131,7 +148,7 @@ class _RayPool:
                 while index not in owner.ready:
                     owner.ready[owner.taken] = owner.pool.get_next()
                     owner.taken += 1
-                return owner.ready.pop(index)
+                return owner.post.unpack(task, owner.ready.pop(index))
 
         return _Ticket()
 
@@ -172,5 +189,8 @@ def checker(
     if jobs <= 1 or not checks:
         yield _Inline(domain, checks)
         return
-    with worker_pool(jobs, _setup_worker, (domain, checks)) as pool:
-        yield _Pool(pool)
+    with (
+        tempfile.TemporaryDirectory(prefix="graphgen-states-") as folder,
+        worker_pool(jobs, _setup_worker, (domain, checks)) as pool,
+    ):
+        yield _Pool(pool, Path(folder))
