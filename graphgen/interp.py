@@ -9,7 +9,7 @@ invariants (bounds, uniqueness) checked; any failure rolls the state back and ra
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypeAlias, assert_never
@@ -231,18 +231,24 @@ def _comp(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any]:
 @dataclass(frozen=True, slots=True)
 class Probe:
     """The first conjunct of a comprehension's condition when it pins the row:
-    ``x.f == e`` (``kind`` "field"), ``x == e`` ("key") or ``x in e`` ("keys"), where
-    ``e`` does not read the comprehension's variable ``x``.
+    ``x.f == e`` (``kind`` "field"), ``x == e`` ("key"), ``x in e`` ("keys"),
+    ``Y[x.r].f == e`` through a reference ("via"), or ``any(y.r == x for y in Y if c)``
+    ("any": ``expr`` is then ``[y.r for y in Y if c]``), where ``e`` and ``c`` do not
+    read the comprehension's variable ``x``.
 
     Every row evaluates that conjunct first, so a row it is false on is skipped
     without evaluating anything else, and ``e`` has the same value (or error) on every
     row: the rows it is true on, found through the state's index, are the only ones
-    whose condition can hold, and the only ones on which it can raise."""
+    whose condition can hold, and the only ones on which it can raise. (Through a
+    reference the conjunct raises on a row whose ``r`` names no row: the probe is used
+    only when every ``r`` names one.)"""
 
     kind: str
-    field: str
-    decimal: bool  # kind "field": the field holds decimals (compared as numbers)
+    field: str  # "field": x's field; "via": the field of the row x.r names
+    decimal: bool  # the field holds decimals (compared as numbers)
     expr: ir.Expr
+    through: str = ""  # "via": x's reference field r ...
+    target: str = ""  # ... and the entity Y it names
 
 
 _PROBES: dict[int, tuple[ir.Expr, str, str, Probe | None]] = {}
@@ -276,18 +282,47 @@ def probe(c: ir.Comp) -> Probe | None:
                     and not isinstance(strip_opt(a.ty), ListT | MapT | RecordT)
                 ):
                     got = Probe("field", a.field, isinstance(strip_opt(a.ty), DecT), b)
+                elif (
+                    isinstance(a, ir.FieldOf)
+                    and isinstance(a.key, ir.FieldOf)
+                    and a.key.entity == c.entity
+                    and isinstance(a.key.key, ir.Var)
+                    and a.key.key.name == c.var
+                    and a.key.ty == RefT(a.entity)
+                    and not isinstance(strip_opt(a.ty), ListT | MapT | RecordT)
+                ):
+                    dec = isinstance(strip_opt(a.ty), DecT)
+                    got = Probe("via", a.field, dec, b, a.key.field, a.entity)
                 if got is not None:
                     break
         case ir.Contains(item=ir.Var(name=name), container=container, negated=False):
             if name == c.var and c.var not in ir.free_vars(container):
                 got = Probe("keys", "", False, container)
+        case ir.Agg(fn="any", comp=ir.Comp(var=y, entity=ent, cond=inner, proj=ir.Compare() as eq)):
+            free = ir.free_vars(inner) if inner is not None else frozenset()
+            if eq.op == "==" and y != c.var and c.var not in free:
+                for a, b in ((eq.left, eq.right), (eq.right, eq.left)):
+                    if (
+                        isinstance(b, ir.Var)
+                        and b.name == c.var
+                        and isinstance(a, ir.FieldOf)
+                        and a.entity == ent
+                        and isinstance(a.key, ir.Var)
+                        and a.key.name == y
+                        and strip_opt(a.ty) == RefT(c.entity)
+                    ):
+                        shows = ir.Comp(y, ent, inner, a, ListT(a.ty))
+                        got = Probe("any", a.field, False, shows)
+                        break
         case _:
             pass  # any other condition: every row is visited
+    if len(_PROBES) > 10_000:  # conditions parsed on the fly (descriptions) come and go
+        _PROBES.clear()
     _PROBES[id(cond)] = (cond, c.var, c.entity, got)
     return got
 
 
-def _probed_keys(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any] | None:
+def _probed_keys(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> Sequence[Any] | None:
     """The keys, in order, of the only rows whose condition can hold or raise (None:
     visit every row)."""
     p = probe(c)
@@ -300,14 +335,26 @@ def _probed_keys(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list
         return None  # every row raises it: the visit does, as it would
     if p.kind == "field":
         return keys_equal(st, c.entity, p.field, v, p.decimal)
+    if p.kind == "via":
+        ends = keys_equal(st, p.target, p.field, v, p.decimal)
+        if ends is None or not st.refs_exist(c.entity, p.through, p.target):
+            return None
+        rows: set[Any] = set()
+        for y in ends:
+            rows.update(st.keys_where(c.entity, p.through, y))
+        return sorted(rows)
     # Ids are str or int; anything else (True == 1) is left to the visit.
     ids = [v] if p.kind == "key" else v if isinstance(v, list) else None
+    if p.kind == "any" and ids is not None:
+        ids = [k for k in ids if k is not None]  # an absent reference names no row
     if ids is None or not all(isinstance(k, str | int) and not isinstance(k, bool) for k in ids):
         return None
     return sorted({k for k in ids if k in table})
 
 
-def keys_equal(st: State, entity: str, field: str, value: Any, decimal: bool) -> list[Any] | None:
+def keys_equal(
+    st: State, entity: str, field: str, value: Any, decimal: bool
+) -> Sequence[Any] | None:
     """:meth:`State.keys_where`, or None when ``value`` cannot be looked up (a list)."""
     try:
         return st.keys_where(entity, field, value, decimal)

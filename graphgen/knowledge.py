@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from graphgen import ir, strings
-from graphgen.domain import Domain, ParamDef, ToolDef
+from graphgen.domain import Domain, ParamDef, ToolDef, per_domain
 from graphgen.types import (
     INT,
     STR,
@@ -92,7 +92,24 @@ def _scalar_sort(t: Ty) -> Sort:
 
 
 def field_sorts(domain: Domain, entity: str, field: str) -> list[Sort]:
-    """Sorts revealed by seeing a value of ``entity.field``."""
+    """Sorts revealed by seeing a value of ``entity.field`` (made once per domain: a
+    listing of a large table asks for every row's fields)."""
+    got = _all_field_sorts(domain).get((entity, field))
+    if got is None:  # not a field of the domain: as it is read, it raises KeyError
+        return _field_sorts(domain, entity, field)
+    return list(got)
+
+
+@per_domain
+def _all_field_sorts(domain: Domain) -> dict[tuple[str, str], tuple[Sort, ...]]:
+    return {
+        (e, f): tuple(_field_sorts(domain, e, f))
+        for e, edef in domain.entities.items()
+        for f in [edef.key, *edef.fields]
+    }
+
+
+def _field_sorts(domain: Domain, entity: str, field: str) -> list[Sort]:
     edef = domain.entities[entity]
     if field == edef.key:
         return [key_sort(entity)]
@@ -167,7 +184,7 @@ def _expr_sorts(domain: Domain, e: ir.Expr) -> set[Sort]:
             | ir.StrOp()
             | ir.Today()
         ):
-            return _type_sorts(domain, e.ty)
+            return type_sorts(domain, e.ty)
         case _:
             assert_never(e)
 
@@ -179,20 +196,22 @@ def _row_sorts(domain: Domain, ent: str) -> set[Sort]:
     return out
 
 
-def _type_sorts(domain: Domain, t: Ty) -> set[Sort]:
+def type_sorts(domain: Domain, t: Ty) -> set[Sort]:
+    """Sorts a value of type ``t`` reveals by its type alone (an id its entity's key, a
+    member its enum; a row every field's)."""
     t = strip_opt(t)
     if isinstance(t, RefT):
         return {key_sort(t.entity)}
     if isinstance(t, ListT):
-        return _type_sorts(domain, t.elem)
+        return type_sorts(domain, t.elem)
     if isinstance(t, RowT):
         return _row_sorts(domain, t.entity)
     if isinstance(t, RecordT):
-        return set().union(*(_type_sorts(domain, x) for _, x in t.fields)) if t.fields else set()
+        return set().union(*(type_sorts(domain, x) for _, x in t.fields)) if t.fields else set()
     if isinstance(t, EnumT):
         return {Sort("enum", t.name)}
     if isinstance(t, MapT):
-        return _type_sorts(domain, t.key) | _type_sorts(domain, t.value)
+        return type_sorts(domain, t.key) | type_sorts(domain, t.value)
     return set()  # counts, flags, free strings reveal nothing an argument could need
 
 
@@ -244,7 +263,7 @@ def _facts(domain: Domain, e: ir.Expr | None, t: Ty, v: Any, out: set[Fact]) -> 
                 continue
             if isinstance(fd.ty, ListT):
                 for item in x:
-                    out.update((s, item) for s in _type_sorts(domain, fd.ty.elem))
+                    out.update((s, item) for s in type_sorts(domain, fd.ty.elem))
             else:
                 out.update((s, x) for s in field_sorts(domain, t.entity, name))
         return

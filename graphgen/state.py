@@ -23,10 +23,11 @@ same base compare, and differ (:func:`changed_views`), by their written keys onl
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,7 +37,18 @@ from graphgen.keys import key_from_json
 from graphgen.tablebase import Base, OrderedView, Row, Table, field_value, hashable
 from graphgen.today import check_today
 
-__all__ = ["Row", "SharedRow", "State", "StateModel", "Table", "changed_views", "diff"]
+__all__ = [
+    "Row",
+    "SharedForms",
+    "SharedRow",
+    "State",
+    "StateModel",
+    "Table",
+    "changed_views",
+    "diff",
+]
+
+_V = TypeVar("_V")
 
 _MISSING = object()
 # A table whose written keys pass this many (and an eighth of its rows) takes its current
@@ -86,7 +98,17 @@ class State:
     """A mutable concrete state. Cheap to copy (rows are shared until written, see the
     module docstring); compares by value."""
 
-    __slots__ = ("_bases", "_cur", "_dirty", "_json", "_mine", "counters", "tables", "today")
+    __slots__ = (
+        "_bases",
+        "_cur",
+        "_dirty",
+        "_json",
+        "_memo",
+        "_mine",
+        "counters",
+        "tables",
+        "today",
+    )
 
     def __init__(
         self, tables: dict[str, Table], counters: dict[str, int], today: str | None = None
@@ -105,6 +127,7 @@ class State:
         self._mine: dict[str, set[Any]] = {}
         # The JSON form, built once per content (and the counters and today it is of).
         self._json: tuple[tuple[dict[str, int], str | None], dict[str, Any]] | None = None
+        self._memo: dict[Any, Any] = {}
 
     @classmethod
     def empty(cls, domain: Domain) -> State:
@@ -123,6 +146,7 @@ class State:
         new._cur = dict(self._cur)
         new._mine = {}
         new._json = self._json
+        new._memo = self._memo
         self._mine = {}  # every dict is shared with the copy now
         return new
 
@@ -138,6 +162,7 @@ class State:
             {},
             c._json,
         )
+        self._memo = c._memo
 
     # ------------------------------------------------------------------ writes
 
@@ -146,7 +171,7 @@ class State:
         table = self.tables[entity]
         if table is not self._cur.get(entity):
             if entity in self._cur:
-                self._json = None  # put there from outside: new content
+                self._json, self._memo = None, {}  # put there from outside: new content
             self._cur[entity] = table
             self._bases[entity] = Base(table)
             self._dirty[entity] = set()
@@ -162,7 +187,7 @@ class State:
         return self.tables[entity], mine
 
     def _touch(self, entity: str, key: Any) -> None:
-        self._json = None
+        self._json, self._memo = None, {}
         dirty = self._dirty[entity]
         dirty.add(key)
         if len(dirty) > _REBASE_AT and len(dirty) * 8 > len(self.tables[entity]):
@@ -198,6 +223,14 @@ class State:
 
     # ------------------------------------------------------------------ reads
 
+    def memo(self) -> dict[Any, Any]:
+        """A dict for what is computed from this state's rows (a domain's invariants on
+        it, say), shared with its copies until one of them writes: a write starts an
+        empty one. Keys name what is kept and what it depends on besides the rows."""
+        for e in self.tables:
+            self._sync(e)  # a table put in whole from outside is new content
+        return self._memo
+
     def sorted_keys(self, entity: str) -> Sequence[Any]:
         """The keys of ``entity``'s table in order (the one order every backend uses):
         a read-only sequence, indexed and searched (``in``, ``index``) in time that
@@ -231,16 +264,19 @@ class State:
         extra = [v for v in touched if v not in view]
         return OrderedView(vals, reprs, repr, gone, extra)
 
-    def keys_where(self, entity: str, field: str, value: Any, decimal: bool = False) -> list[Any]:
+    def keys_where(
+        self, entity: str, field: str, value: Any, decimal: bool = False
+    ) -> Sequence[Any]:
         """The keys, in order, of the rows of ``entity`` whose ``field`` equals ``value``
-        (``decimal``: the field holds decimals, compared as numbers, as expressions do).
+        (``decimal``: the field holds decimals, compared as numbers, as expressions do);
+        read-only.
 
         Raises TypeError when ``value`` or a value of the field is not hashable (a list):
         the caller scans instead."""
         base, dirty = self._sync(entity), self._dirty[entity]
         hits = base.index(field, decimal).get(value, ())
         if not dirty:
-            return list(hits)
+            return hits
         table = self.tables[entity]
         out = [k for k in hits if k not in dirty]
         for k in dirty:
@@ -249,6 +285,35 @@ class State:
                 out.append(k)
         out.sort()
         return out
+
+    def keys_holding(self, entity: str, field: str, item: Any) -> Sequence[Any]:
+        """The keys, in order, of the rows of ``entity`` whose list ``field`` holds
+        ``item``; read-only, like :meth:`keys_where`."""
+        base, dirty = self._sync(entity), self._dirty[entity]
+        hits = base.item_index(field).get(item, ())
+        if not dirty:
+            return hits
+        table = self.tables[entity]
+        out = [k for k in hits if k not in dirty]
+        out.extend(k for k in dirty if k in table and item in table[k][field])
+        out.sort()
+        return out
+
+    def refs_exist(self, entity: str, field: str, target: str) -> bool:
+        """Does ``field`` of every row of ``entity`` name an existing row of ``target``
+        (None names none)? Answered from the bases (once) and the rows written since;
+        False may also mean the bases had a dangling reference that writes removed."""
+        base, tbase = self._sync(entity), self._sync(target)
+        if not base.names_rows_of(field, tbase):
+            return False
+        table, targets = self.tables[entity], self.tables[target]
+        for k in self._dirty[entity]:
+            row = table.get(k)
+            if row is not None and row[field] not in targets:
+                return False
+        return not any(
+            k not in targets and self.keys_where(entity, field, k) for k in self._dirty[target]
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, State):
@@ -280,9 +345,9 @@ class State:
         # The rows as they are now; what the copies shared is rebuilt when needed.
         return (State, (self.tables, self.counters, self.today))
 
-    def _changed_keys(self, other: State, entity: str) -> set[Any] | None:
+    def changed_keys(self, other: State, entity: str) -> set[Any] | None:
         """The keys whose rows may differ between ``self`` and ``other`` in ``entity``
-        (None: any may, they share no base)."""
+        (None: any may, they share no base); the caller may keep the set."""
         if self.tables.get(entity) is other.tables.get(entity):
             return set()
         if (
@@ -331,26 +396,17 @@ class State:
         """A state from its JSON form. Ids of the tables listed in ``int_keys`` (or, given
         ``domain``, of its ``type: int`` keys) are read as ints: ``"3"`` is id 3.
 
-        The tasks of a set share their initial state's dict, so the state read from a
-        dict is kept (a few, per process) and each call gets a copy of it: reading is
-        paid once per state. Its rows are :class:`SharedRow`: a copy's writes never
-        reach the kept state, and changing a row in place raises. The dict must not be
-        changed after it was read (a changed copy of it is a new dict).
+        The tasks of one initial state share its tables' dict, so the state read from it
+        is kept (:class:`SharedForms`, a few per process) and each call gets a copy:
+        reading is paid once per state. Its rows are :class:`SharedRow`: a copy's writes
+        never reach the kept state, and changing a row in place raises. The tables'
+        dict must not be changed after it was read (a changed copy is a new dict).
 
         Raises ValueError (pydantic's ValidationError) on a malformed state, including
         an int-keyed table with a key that is not an integer's canonical text.
         """
         ints = None if domain is None else frozenset(domain.int_keys)
-        key = (id(data), ints)
-        hit = _READ.get(key)
-        if hit is not None and hit[0] is data:
-            _READ.move_to_end(key)
-            return hit[1].copy()
-        st = cls._read(data, ints)
-        _READ[key] = (data, st)
-        if len(_READ) > _READ_KEEP:
-            _READ.popitem(last=False)
-        return st.copy()
+        return _READ.get(data, lambda d: cls._read(d, ints), ints).copy()
 
     @classmethod
     def _read(cls, data: dict[str, Any], ints: frozenset[str] | None) -> State:
@@ -374,10 +430,41 @@ class State:
         return f"State({sizes})"
 
 
-# The states read by State.from_dict, most recently used last: (dict id, int tables) ->
-# (the dict, kept so its id is not reused, and the state read from it).
-_READ: OrderedDict[tuple[int, frozenset[str] | None], tuple[dict[str, Any], State]] = OrderedDict()
-_READ_KEEP = 8
+class SharedForms(Generic[_V]):
+    """What was computed from a state's JSON form, for the next form of the same state:
+    the forms the tasks of one initial state hold share their ``tables`` dict (a task's
+    own dict around it is a copy), so a form is known by that dict's identity and the
+    value of its few other entries. Keeps the ``keep`` most recently used; per
+    process."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        # (id of the tables dict, extra key) -> (the dict, kept so that its id is not
+        # reused; the other entries; the value)
+        self._got: OrderedDict[tuple[int, Any], tuple[Any, dict[str, Any], _V]] = OrderedDict()
+
+    def get(
+        self, data: dict[str, Any], compute: Callable[[dict[str, Any]], _V], extra: Any = None
+    ) -> _V:
+        """``compute(data)``, or what it gave for a form of the same state."""
+        if not isinstance(data, dict) or not isinstance(data.get("tables"), dict):
+            return compute(data)  # not a state's form: nothing to know it by
+        tables = data["tables"]
+        rest = {k: v for k, v in data.items() if k != "tables"}
+        key = (id(tables), extra)
+        hit = self._got.get(key)
+        if hit is not None and hit[0] is tables and hit[1] == rest:
+            self._got.move_to_end(key)
+            return hit[2]
+        value = compute(data)
+        self._got[key] = (tables, copy.deepcopy(rest), value)
+        if len(self._got) > self.keep:
+            self._got.popitem(last=False)
+        return value
+
+
+# The states State.from_dict read (extra key: the int-keyed tables a domain names).
+_READ: SharedForms[State] = SharedForms(8)
 
 
 def _same(k: Any) -> Any:
@@ -402,7 +489,7 @@ def changed_views(
     ta: dict[str, Table] = {}
     for e in sorted(set(before.tables) | set(after.tables)):
         t0, t1 = before.tables.get(e, {}), after.tables.get(e, {})
-        keys = before._changed_keys(after, e)
+        keys = before.changed_keys(after, e)
         if keys is None:
             tb[e], ta[e] = dict(t0), dict(t1)
             continue

@@ -37,7 +37,7 @@ from graphgen.keys import key_words
 from graphgen.limits import MAX_TABLE_SIZE
 from graphgen.state import State, shared_rows
 from graphgen.statecheck import state_issues
-from graphgen.staterules import REQUIRE_TRIES, RuleEngine
+from graphgen.staterules import REQUIRE_TRIES, RuleEngine, policy_problem
 from graphgen.today import draw_today, uses_today
 from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, ListT, OptT, RefT, Ty
 from graphgen.vocabulary import (
@@ -232,10 +232,13 @@ class StateGenerator:
             rules.enforce()
             state = State(shared_rows(tables), counters, today)
             problems = check_state(self.domain, state)
-            if problems:  # e.g. a derived id that names no row, or a repeated unique value
+            # Checked once here and kept with the state (State.memo): the dry-run gate of
+            # every candidate drawn on it asks again.
+            broken = policy_problem(self.domain, state)
+            if problems or broken:  # e.g. a derived id that names no row
                 raise StateGenError(
                     f"{self.domain.source}: the generate rules produced an "
-                    f"invalid state: {'; '.join(problems[:5])}"
+                    f"invalid state: {'; '.join([*problems[:5], *([broken] if broken else [])])}"
                 )
             return state
         # Shared by every candidate drawn on it, so its rows are read-only (SharedRow).

@@ -20,13 +20,14 @@ first, so per-row aggregates stay linear in the table size.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any, assert_never
 
 from graphgen import ir
-from graphgen.domain import Derive, Domain, EntityDef
+from graphgen.domain import Derive, Domain, EntityDef, per_domain
 from graphgen.errors import StateGenError, ToolError
 from graphgen.interp import evaluate, stored
 from graphgen.state import State
@@ -670,33 +671,33 @@ class Violation:
         )
 
 
-def invariant_violations(domain: Domain, state: State, limit: int = 0) -> list[Violation]:
+def invariant_violations(
+    domain: Domain, state: State, limit: int = 0, rows: Mapping[str, Iterable[Any]] | None = None
+) -> list[Violation]:
     """Every (entity, row, invariant) of ``domain`` that ``state`` breaks, in declaration
-    and key order (the first ``limit`` ones when ``limit`` > 0).
+    and key order (the first ``limit`` ones when ``limit`` > 0); with ``rows``, among
+    those rows only (per entity, in key order).
 
     A condition that raises on a row (a missing referenced row) counts as broken.
-    Comprehensions filtered on a reference of the row (``p.user_id == x.user_id``) look
-    rows up in an index instead of scanning the table, as in :class:`RuleEngine`.
+    Comprehensions filtered on a reference of the row (``p.user_id == x.user_id``) read
+    only the rows the state's index gives for it, as in :class:`RuleEngine`.
     """
     out: list[Violation] = []
-    index: dict[tuple[str, str], dict[Any, dict[str, Any]]] = {}
 
-    def refs_only(ent: str, fname: str) -> bool:
-        f = domain.entities[ent].fields.get(fname)
-        return f is not None and isinstance(f.ty, RefT)
-
-    def lookup(ent: str, fname: str) -> dict[Any, dict[str, Any]]:
-        idx = index.get((ent, fname))
-        if idx is None:
-            idx = index[(ent, fname)] = {}
-            for k, row in state.tables[ent].items():
-                idx.setdefault(k if fname == _KEY else row[fname], {})[k] = row
-        return idx
+    def narrowed(ent: str, fname: str, v: Any) -> dict[Any, dict[str, Any]]:
+        table = state.tables[ent]
+        if fname == _KEY:
+            return {v: table[v]} if v in table else {}
+        try:
+            keys = state.keys_where(ent, fname, v)
+        except TypeError:
+            keys = [k for k, r in table.items() if r[fname] == v]
+        return {k: table[k] for k in keys}
 
     for ent, edef in domain.entities.items():
         for inv in edef.invariants:
-            narrows = _narrowings(inv.expr, ent, refs_only)
-            for key in state.tables.get(ent, {}):
+            narrows = _narrowings(inv.expr, ent, partial(_is_ref, domain))
+            for key in state.tables.get(ent, {}) if rows is None else rows.get(ent, ()):
                 env = {"x": key}
                 st = state
                 error = ""
@@ -706,7 +707,7 @@ def invariant_violations(domain: Domain, state: State, limit: int = 0) -> list[V
                         for nw in narrows:
                             v = evaluate(nw.rhs, state, env, domain)
                             if nw.kind == "eq":
-                                tables[nw.entity] = lookup(nw.entity, nw.field).get(v, {})
+                                tables[nw.entity] = narrowed(nw.entity, nw.field, v)
                             else:
                                 full = state.tables[nw.entity]
                                 tables[nw.entity] = {k: full[k] for k in sorted(v) if k in full}
@@ -719,3 +720,136 @@ def invariant_violations(domain: Domain, state: State, limit: int = 0) -> list[V
                     if limit and len(out) >= limit:
                         return out
     return out
+
+
+def _is_ref(domain: Domain, ent: str, fname: str) -> bool:
+    f = domain.entities[ent].fields.get(fname)
+    return f is not None and isinstance(f.ty, RefT)
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """Row ``x`` of an invariant's entity reads the rows of ``entity`` whose ``field``
+    (or key, ``_KEY``) equals ``x``'s field ``via`` (or its key)."""
+
+    entity: str
+    field: str
+    via: str
+
+
+@per_domain
+def _invariant_reaches(domain: Domain) -> dict[str, tuple[_Reach, ...] | None]:
+    """Per entity with invariants, every other row its invariants read on a row ``x``,
+    as :class:`_Reach` es (evaluated as :func:`invariant_violations` does, narrowed);
+    None when some read is not bounded so (a comprehension not narrowed by an equality
+    on ``x``, a lookup keyed by anything but ``x`` or one of its fields)."""
+    out: dict[str, tuple[_Reach, ...] | None] = {}
+    for ent, edef in domain.entities.items():
+        if not edef.invariants:
+            continue
+        found: list[_Reach] | None = []
+        for inv in edef.invariants:
+            got = _reaches(domain, ent, inv.expr)
+            if got is None or found is None:
+                found = None
+            else:
+                found.extend(r for r in got if r not in found)
+        out[ent] = None if found is None else tuple(found)
+    return out
+
+
+def _reaches(domain: Domain, ent: str, e: ir.Expr) -> list[_Reach] | None:
+    """The :class:`_Reach` es of one invariant of ``ent`` (None: not bounded)."""
+    narrows = {nw.entity: nw for nw in _narrowings(e, ent, partial(_is_ref, domain))}
+    out: list[_Reach] = []
+
+    def via(k: ir.Expr) -> str | None:
+        """``x`` -> its key; ``x.g`` -> g; anything else: None."""
+        if _is_x(k):
+            return _KEY
+        if isinstance(k, ir.FieldOf) and k.entity == ent and _is_x(k.key):
+            return k.field
+        return None
+
+    stack: list[tuple[ir.Expr, frozenset[tuple[str, str]]]] = [(e, frozenset())]
+    while stack:
+        n, rows_of = stack.pop()  # rows_of: (variable, entity) of enclosing comprehensions
+        if isinstance(n, ir.Comp):  # also the one inside an aggregate or a dict one
+            c = n
+            nw = narrows.get(c.entity)
+            g = via(nw.rhs) if nw is not None and nw.kind == "eq" else None
+            if nw is None or g is None:
+                return None
+            out.append(_Reach(c.entity, nw.field, g))
+            inner = rows_of | {(c.var, c.entity)}
+            stack.extend((x, inner) for x in ir.children(n))
+            continue
+        if isinstance(n, ir.FieldOf | ir.RowOf | ir.Exists):
+            k = n.key
+            own = isinstance(k, ir.Var) and (k.name, n.entity) in rows_of
+            if not own and not (_is_x(k) and n.entity == ent):
+                g = via(k)
+                if g is None:
+                    return None
+                out.append(_Reach(n.entity, _KEY, g))
+        stack.extend((x, rows_of) for x in ir.children(n))
+    return out
+
+
+def rows_reached(domain: Domain, before: State, after: State) -> dict[str, list[Any]] | None:
+    """The rows of ``after`` (per entity with invariants, in key order) whose invariants
+    may hold otherwise than on ``before``: those written since, and those whose
+    invariants read a written row (:func:`_invariant_reaches`). None when that is not
+    bounded, or the two states share no base to tell what was written."""
+    changed: dict[str, set[Any]] = {}
+    for ent in domain.entities:
+        if ent not in after.tables or ent not in before.tables:
+            return None
+        keys = before.changed_keys(after, ent)
+        if keys is None:
+            return None
+        changed[ent] = keys
+    out: dict[str, list[Any]] = {}
+    for ent, reach in _invariant_reaches(domain).items():
+        if reach is None:
+            return None
+        table = after.tables[ent]
+        keys = {k for k in changed[ent] if k in table}
+        for r in reach:
+            values: set[Any] = set()
+            for k in changed[r.entity]:
+                for st in (before, after):
+                    row = st.tables[r.entity].get(k)
+                    if row is not None:
+                        values.add(k if r.field == _KEY else row[r.field])
+            for v in values:
+                if r.via == _KEY:
+                    if v in table:
+                        keys.add(v)
+                else:
+                    try:
+                        keys.update(after.keys_where(ent, r.via, v))
+                    except TypeError:
+                        return None
+        out[ent] = sorted(keys)
+    return out
+
+
+def policy_problem(domain: Domain, state: State, since: State | None = None) -> str:
+    """The first invariant of the domain that ``state`` breaks, described ("" if none).
+
+    Kept with the state (:meth:`State.memo`): the candidates and tasks of one initial
+    state ask it once. ``since``: a state that ``state`` was reached from; when it breaks
+    none, only the rows the change can reach are checked (:func:`rows_reached`): every
+    other row holds as it did."""
+    memo = state.memo()
+    hit = memo.get(("policy", id(domain)))
+    if hit is not None and hit[0] is domain:
+        return str(hit[1])
+    rows = None
+    if since is not None and not policy_problem(domain, since):
+        rows = rows_reached(domain, since, state)
+    bad = invariant_violations(domain, state, limit=1, rows=rows)
+    why = bad[0].describe() if bad else ""
+    memo[("policy", id(domain))] = (domain, why)
+    return why

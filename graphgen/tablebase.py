@@ -35,31 +35,55 @@ class Base:
     """The rows a table started from, shared by every copy of a state and never changed;
     what is computed from them is computed once."""
 
-    __slots__ = ("_eq", "_sorted", "_values", "rows")
+    __slots__ = ("_eq", "_items", "_refs", "_sorted", "_values", "rows")
 
     def __init__(self, rows: Table) -> None:
         self.rows = rows
         self._sorted: tuple[Any, ...] | None = None
-        self._eq: dict[tuple[str, bool], dict[Any, list[Any]]] = {}
+        self._eq: dict[tuple[str, bool], dict[Any, tuple[Any, ...]]] = {}
         self._values: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {}
+        self._refs: dict[tuple[str, int], tuple[Base, bool]] = {}
+        self._items: dict[str, dict[Any, tuple[Any, ...]]] = {}
 
     def sorted_keys(self) -> tuple[Any, ...]:
         if self._sorted is None:
             self._sorted = tuple(sorted(self.rows))
         return self._sorted
 
-    def index(self, field: str, decimal: bool) -> dict[Any, list[Any]]:
+    def index(self, field: str, decimal: bool) -> dict[Any, tuple[Any, ...]]:
         """Value of ``field`` (as expressions see it) -> the keys holding it, in order.
         Raises TypeError if a value is not hashable (a list) and KeyError if a row has
         no such field, before anything is kept."""
         got = self._eq.get((field, decimal))
         if got is None:
-            got = {}
+            lists: dict[Any, list[Any]] = {}
             rows = self.rows
             for k in self.sorted_keys():
-                got.setdefault(field_value(rows[k][field], decimal), []).append(k)
-            self._eq[(field, decimal)] = got
+                lists.setdefault(field_value(rows[k][field], decimal), []).append(k)
+            got = self._eq[(field, decimal)] = {v: tuple(ks) for v, ks in lists.items()}
         return got
+
+    def item_index(self, field: str) -> dict[Any, tuple[Any, ...]]:
+        """Item of list ``field`` -> the keys of the rows whose list holds it, in order
+        (TypeError for an unhashable item)."""
+        got = self._items.get(field)
+        if got is None:
+            lists: dict[Any, list[Any]] = {}
+            rows = self.rows
+            for k in self.sorted_keys():
+                for item in dict.fromkeys(rows[k][field]):
+                    lists.setdefault(item, []).append(k)
+            got = self._items[field] = {v: tuple(ks) for v, ks in lists.items()}
+        return got
+
+    def names_rows_of(self, field: str, target: Base) -> bool:
+        """Does ``field`` of every row name a row of ``target`` (None names none)? Raises
+        TypeError for list values."""
+        hit = self._refs.get((field, id(target)))
+        if hit is None or hit[0] is not target:
+            hit = (target, all(v in target.rows for v in self.index(field, False)))
+            self._refs[(field, id(target))] = hit
+        return hit[1]
 
     def values(self, field: str) -> tuple[tuple[Any, ...], tuple[str, ...]]:
         """The distinct values of ``field`` but None, ordered by ``repr``, and their

@@ -18,13 +18,16 @@ that held the task, which the checker adds to the run's
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from graphgen.domain import Domain
 from graphgen.extras import require
 from graphgen.processes import worker_pool
 from graphgen.tasks.model import Task
+from graphgen.tasks.parcels import Parcel, StatePost, files, opened, read_file, returned
 from graphgen.tasks.utilisation import Span, Utilisation, timed
 
 # An acceptance check run after the dry-run gate (the z3 proofs plug in here): it returns
@@ -58,11 +61,16 @@ class Checker(Protocol):
     def submit(self, task: Task) -> Pending: ...
 
 
-_Timed = tuple[Task | str, Span]  # an outcome and the span of the worker that made it
+# A worker's outcome (a task unchanged in its tables comes back without them, as a
+# Parcel) and the span of the worker that made it.
+_Timed = tuple[Task | str | Parcel, Span]
 
 
-def _timed_checks(domain: Domain, task: Task, checks: Sequence[TaskCheck]) -> _Timed:
-    return timed(lambda: run_checks(domain, task, checks))
+def _check_parcel(
+    domain: Domain, checks: Sequence[TaskCheck], parcel: Parcel, fetch: Callable[[Any], Any]
+) -> Task | str | Parcel:
+    task = opened(parcel, fetch)
+    return returned(task, run_checks(domain, task, checks))
 
 
 class _Inline:
@@ -76,7 +84,7 @@ class _Inline:
 
         class _Lazy:
             def get(self) -> Task | str:
-                got, span = _timed_checks(domain, task, checks)
+                got, span = timed(lambda: run_checks(domain, task, checks))
                 use.record(span)
                 return got
 
@@ -93,29 +101,34 @@ def _setup_worker(domain: Domain, checks: list[TaskCheck]) -> None:
     _WORKER = (domain, checks)
 
 
-def _check_in_worker(task: Task) -> _Timed:
+def _check_in_worker(parcel: Parcel) -> _Timed:
     assert _WORKER is not None, "a check worker runs only after its setup"
-    return _timed_checks(_WORKER[0], task, _WORKER[1])
+    domain, checks = _WORKER
+    return timed(lambda: _check_parcel(domain, checks, parcel, read_file))
 
 
 class _Pool:
-    def __init__(self, pool: Any, use: Utilisation) -> None:
+    """Worker processes; each initial state's tables go to them once, in a file of the
+    run (:mod:`graphgen.tasks.parcels`)."""
+
+    def __init__(self, pool: Any, folder: Path, use: Utilisation) -> None:
         self.pool, self.use = pool, use
+        self.post = StatePost(files(folder))
         self.unread: dict[int, Any] = {}  # handed out, outcome not read: by hand-out number
         self.handed = 0
 
     def submit(self, task: Task) -> Pending:
-        handle = self.pool.apply_async(_check_in_worker, (task,))
+        handle = self.pool.apply_async(_check_in_worker, (self.post.pack(task),))
         owner, index = self, self.handed
         self.handed += 1
         self.unread[index] = handle
 
         class _Result:
             def get(self) -> Task | str:
-                out: _Timed = handle.get()
+                got, span = handle.get()
                 del owner.unread[index]
-                owner.use.record(out[1])
-                return out[0]
+                owner.use.record(span)
+                return owner.post.unpack(task, got)
 
         return _Result()
 
@@ -147,20 +160,22 @@ class _RayPool:
                 # Ray hands an actor its argument already fetched from the object store.
                 self.domain, self.checks = payload
 
-            def check(self, task: Task) -> _Timed:
-                return _timed_checks(self.domain, task, self.checks)
+            def check(self, parcel: Parcel) -> _Timed:
+                return timed(lambda: _check_parcel(self.domain, self.checks, parcel, ray.get))
 
         actor: Any = ray.remote(num_cpus=1)(_Worker)
         shared = ray.put((domain, checks))
         self.actors = [actor.remote(shared) for _ in range(jobs)]
         self.pool = ActorPool(self.actors)
+        # each initial state's tables go to the object store once
+        self.post = StatePost(lambda _n, tables: ray.put(tables))
         self.handed = 0  # tasks handed out
         self.taken = 0  # outcomes read back
         self.ready: dict[int, _Timed] = {}
         self.use = use
 
     def submit(self, task: Task) -> Pending:
-        self.pool.submit(lambda a, t: a.check.remote(t), task)
+        self.pool.submit(lambda a, p: a.check.remote(p), self.post.pack(task))
         index = self.handed
         self.handed += 1
         owner = self
@@ -172,7 +187,7 @@ class _RayPool:
                     owner.taken += 1
                 got, span = owner.ready.pop(index)
                 owner.use.record(span)
-                return got
+                return owner.post.unpack(task, got)
 
         return _Ticket()
 
@@ -221,7 +236,10 @@ def checker(
     if jobs <= 1 or not checks:
         yield _Inline(domain, checks, use)
         return
-    with worker_pool(jobs, _setup_worker, (domain, checks)) as pool:
-        local = _Pool(pool, use)
+    with (
+        tempfile.TemporaryDirectory(prefix="graphgen-states-") as folder,
+        worker_pool(jobs, _setup_worker, (domain, checks)) as pool,
+    ):
+        local = _Pool(pool, Path(folder), use)
         yield local
         local.abandon()

@@ -39,8 +39,8 @@ from graphgen.errors import ExprError, ToolError
 from graphgen.grading import changes_hold, grade, state_diff
 from graphgen.interp import call_or_fail, failed_check
 from graphgen.knowledge import Cell, Sort, facts_of_result, key_sort, param_sort, shown_cells
-from graphgen.state import State
-from graphgen.staterules import invariant_violations
+from graphgen.state import State, changed_views
+from graphgen.staterules import policy_problem
 from graphgen.tasks.identity import identity_problem
 from graphgen.tasks.model import Call, Given, Goal, Target, Task, TaskKind
 from graphgen.tasks.plan import Executor, Knowledge
@@ -381,8 +381,8 @@ def order_problem(
     checked. Up to ``limit`` write orders, and ``limit`` placements each, are tried; past
     that the result is not ``complete``.
     """
-    s0 = initial.to_dict()
     g = goal.model_dump() if isinstance(goal, Goal) else goal
+    goal_rows = [(c["entity"], c["key"]) for c in g.get("changes", [])]
     deps = call_dependencies(domain, initial, givens, chain, execute)
     writes, write_deps = _write_deps(domain, chain, deps, ordered)
     is_write = set(writes)
@@ -409,7 +409,7 @@ def order_problem(
                 )
             if not run.complete or any(st.unknown for st in run.steps):
                 continue
-            result = grade(s0, run.final.to_dict(), g)
+            result = grade(*changed_views(initial, run.final, goal_rows), g)
             if not result["success"]:
                 bad = next(i for i in result["items"] if not i["ok"])
                 return OrderCheck(
@@ -423,12 +423,6 @@ def order_problem(
                 f"write order {named(perm)}: no placement of the reads runs cleanly", n, True
             )
     return OrderCheck("", n, True)
-
-
-def policy_problem(domain: Domain, state: State) -> str:
-    """The first invariant of the domain that ``state`` breaks, described ("" if none)."""
-    bad = invariant_violations(domain, state, limit=1)
-    return bad[0].describe() if bad else ""
 
 
 def recognition_problem(
@@ -628,12 +622,13 @@ def check_candidate(
         )
     if again.final != run.final or again.results != run.results:
         return GateResult(False, "nondeterministic", "re-running the chain gave another result")
-    s0, s1 = initial.to_dict(), run.final.to_dict()
+    # The rows the chain wrote and the goal names: all the grader reads of a state.
+    s0, s1 = changed_views(initial, run.final, [(c.entity, c.key) for c in goal.changes])
     # 5. the state obeys the policy before and after the chain
     why = policy_problem(domain, initial)
     if why:
         return GateResult(False, "policy_violation", f"initial state: {why}")
-    why = policy_problem(domain, run.final)
+    why = policy_problem(domain, run.final, since=initial)
     if why:
         return GateResult(False, "policy_violation", f"after the chain: {why}")
     # 6. kind-specific goal checks

@@ -1155,7 +1155,25 @@ def _intent_dependencies(
 
 
 def _created(domain: Domain, before: State, after: State) -> list[tuple[str, str]]:
-    return [(e, k) for e in domain.entities for k in after.tables[e] if k not in before.tables[e]]
+    """The rows ``after`` has and ``before`` does not, in table order."""
+    out = []
+    for e in domain.entities:
+        table, old = after.tables[e], before.tables[e]
+        maybe = before.changed_keys(after, e)  # only a written row can be new
+        if maybe is None:
+            out += [(e, k) for k in table if k not in old]
+            continue
+        want = {k for k in maybe if k in table and k not in old}
+        # A new row was put in last: read the table from its end until all are met.
+        found = []
+        for k in reversed(table):
+            if not want:
+                break
+            if k in want:
+                found.append(k)
+                want.discard(k)
+        out += [(e, k) for k in reversed(found)]
+    return out
 
 
 def _changes(a: State, b: State, pinned: Sequence[tuple[str, str, str]] = ()) -> list[Change]:

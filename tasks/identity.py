@@ -16,6 +16,7 @@ expander runs the same check on its candidates so that it does not offer such ta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from graphgen.domain import Domain
@@ -87,14 +88,25 @@ def identified_principals(domain: Domain, state: State, givens: list[Given]) -> 
         if s.kind == "field" and s.name.partition(".")[0] == p:
             mine.append((s.name.partition(".")[2], g.value))
     rows = state.tables.get(p, {})
+    if not mine or not rows:
+        return []
+    # the rows holding each given (through the state's index: a table may be large)
+    holders = [set(_holding(state, p, f, v)) for f, v in mine]
     out = []
-    for key, row in rows.items():
-        said = [(f, v) for f, v in mine if row.get(f) == v]
-        if not said:
-            continue
-        if not any(all(r.get(f) == v for f, v in said) for k, r in rows.items() if k != key):
+    for key in sorted(set().union(*holders)):
+        said = [h for h in holders if key in h]
+        # singled out: no other row holds every value this one does
+        if not set.intersection(*said) - {key}:
             out.append(str(key))  # as owner_of names owners: int keys too
     return out
+
+
+def _holding(state: State, entity: str, field: str, value: Any) -> Sequence[Any]:
+    """The keys of ``entity``'s rows whose ``field`` is ``value``."""
+    try:
+        return state.keys_where(entity, field, value)
+    except (TypeError, KeyError):  # a list value, or rows without the field
+        return [k for k, r in state.tables[entity].items() if r.get(field) == value]
 
 
 def identity_problem(

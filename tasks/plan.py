@@ -33,12 +33,15 @@ from graphgen.knowledge import (
     produced_sorts,
     row_lookup,
     shown_cells,
+    type_sorts,
 )
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given
 from graphgen.types import ListT, RecordT, RowT, strip_opt
 
-MAX_BINDINGS = 400  # candidate argument tuples tried per producer tool
+# Candidate argument tuples tried per producer tool; a lookup with one parameter, whose
+# revealing tuples are looked up rather than tried, is tried on every value of its sort.
+MAX_BINDINGS = 400
 MAX_DEPTH = 4  # nested lookups allowed to reveal one value
 
 # How a tool call is executed: the interpreter by default, a compiled environment when
@@ -274,16 +277,15 @@ def showing_rows(domain: Domain, state: State, shape: Lookup, s: Sort, v: Any) -
     edef = domain.entities[ent]
     fields = list(edef.fields) if shape.shows == "row" else [shape.field] if shape.field else []
     for f in fields:
-        if s not in field_sorts(domain, ent, f):
-            if isinstance(strip_opt(edef.fields[f].ty), ListT) and shape.shows == "row":
-                return None  # its items show sorts of their own: not looked up here
-            continue
-        if isinstance(strip_opt(edef.fields[f].ty), ListT):
-            return None
+        fty = strip_opt(edef.fields[f].ty)
         try:
-            keys.update(state.keys_where(ent, f, v))
+            if isinstance(fty, ListT):  # a row shows its list's items by their type
+                if s in type_sorts(domain, fty.elem):
+                    keys.update(state.keys_holding(ent, f, v))
+            elif s in field_sorts(domain, ent, f):
+                keys.update(state.keys_where(ent, f, v))
         except TypeError:
-            continue  # an unhashable value equals no scalar field
+            return None  # an unhashable value: not looked up here
     return sorted(keys)
 
 
@@ -524,7 +526,7 @@ class Planner:
                 at += pos * size
                 size *= len(pool)
             else:
-                if at < MAX_BINDINGS:
+                if len(names) == 1 or at < MAX_BINDINGS:
                     found.setdefault(at, {n: args[n] for n in names})
         return [found[at] for at in sorted(found)]
 
@@ -570,20 +572,22 @@ class Planner:
                 cost = max(cost, self.dist.get(s, 99))
         return cost
 
-    def _bindings(self, tool: ToolDef) -> Iterable[dict[str, Any]]:
+    def _bindings(
+        self, tool: ToolDef, limit: int | None = MAX_BINDINGS
+    ) -> Iterable[dict[str, Any]]:
         """Argument tuples to try for ``tool``: the product of each parameter's known
-        values, then the state's other values of its sort, in order; the first
-        :data:`MAX_BINDINGS` of them."""
+        values, then the state's other values of its sort, in order; the first ``limit``
+        of them (all with None)."""
         names = list(tool.params)
-        pools: list[list[Any]] = []
+        pools: list[Sequence[Any]] = []
         for n in names:
             pool = self._pool_of(param_sort(tool.params[n]))
             if pool is None:
                 return  # a producer needing an invented value cannot reveal a given one
-            # A value past the first MAX_BINDINGS of its pool is in no binding tried.
-            pools.append(pool.first(MAX_BINDINGS))
+            # A value past the first ``limit`` of its pool is in no binding tried.
+            pools.append(pool.first(limit) if limit is not None else pool.first(len(pool)))
         for i, combo in enumerate(itertools.product(*pools)):
-            if i >= MAX_BINDINGS:
+            if limit is not None and i >= limit:
                 return
             yield dict(zip(names, combo, strict=True))
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.interp import evaluate
 from graphgen.knowledge import Cell, Sort, listed_keys, visible_fields
@@ -37,9 +38,15 @@ def humanize(name: str) -> str:
 
 
 def matching_keys(domain: Domain, state: State, entity: str, description: str) -> list[str]:
-    """Keys of ``entity`` rows for which ``description`` (over variable ``x``) holds."""
+    """Keys of ``entity`` rows for which ``description`` (over variable ``x``) holds, in
+    key order: the comprehension ``[x for x in entity if description]``, so a first atom
+    ``x.f == v`` reads the rows through the state's index."""
     cond = Elaborator(domain.entities).condition(description, {"x": RowT(entity)})
-    return [k for k in sorted(state.tables[entity]) if evaluate(cond, state, {"x": k}, domain)]
+    ref = RefT(entity)
+    keys: list[str] = evaluate(
+        ir.Comp("x", entity, cond, ir.Var("x", ref), ListT(ref)), state, {}, domain
+    )
+    return keys
 
 
 def _atom_src(field: str, value: Any) -> str:
@@ -230,11 +237,10 @@ def describe(
     atoms = [a for a in atoms if a[2][1] not in (_OWNER, _NOUN) and a[0] not in avoid]
     rng.shuffle(atoms)
     atoms.sort(key=lambda a: a[0] != edef.display)
-    others = {k: r for k, r in state.tables[entity].items() if k != key}
     for size in range(0 if owner else 1, MAX_ATOMS + 1):
         for rest in itertools.combinations(atoms, size):
             combo = (*owner, *rest)
-            if any(all(r.get(f) == row[f] for f, _, _ in combo) for r in others.values()):
+            if _shared(state, entity, key, [f for f, _, _ in combo]):
                 continue
             return Target(
                 entity=entity,
@@ -243,6 +249,18 @@ def describe(
                 description=" and ".join(src for _, src, _ in combo),
             )
     return None
+
+
+def _shared(state: State, entity: str, key: Any, fields: list[str]) -> bool:
+    """Does another row of ``entity`` hold every value ``key``'s row holds in ``fields``?
+    Only the rows holding the rarest of them (through the state's index) are read."""
+    table = state.tables[entity]
+    row = table[key]
+    try:
+        holders = min((state.keys_where(entity, f, row[f]) for f in fields), key=len)
+    except (TypeError, KeyError):  # a list value, or rows without the field
+        holders = list(table)
+    return any(k != key and all(table[k].get(f) == row[f] for f in fields) for k in holders)
 
 
 _ATOM = re.compile(r"^x\.(\w+) == (.+)$")

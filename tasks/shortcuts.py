@@ -224,7 +224,7 @@ def visible_values(
         for ent, edef in domain.entities.items():
             for fname, fd in edef.fields.items():
                 if isinstance(fd.ty, RefT) and fd.ty.entity == p_ent:
-                    seen.update((ent, k) for k, r in st.tables[ent].items() if r[fname] == p_key)
+                    seen.update((ent, k) for k in st.keys_where(ent, fname, p_key))
     for _ in range(2):
         for ent, key in list(seen):
             row = st.tables[ent].get(key)

@@ -8,6 +8,7 @@ same domain + seed + options give byte-identical files. The compact layout and g
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -26,12 +27,12 @@ from graphgen.tasks.backends import Backend, Checker, Pending, checker
 from graphgen.tasks.backends import TaskCheck as TaskCheck
 from graphgen.tasks.dryrun import check_candidate
 from graphgen.tasks.expand import Candidate, Expander, GenOptions, NoCandidate
-from graphgen.tasks.fileformat import dumps, encode, taskset_lines
+from graphgen.tasks.fileformat import dumps, encode, state_id, taskset_lines
 from graphgen.tasks.model import Manifest, Task
 from graphgen.tasks.paraphrase import Paraphraser, counts_for
 from graphgen.tasks.plan import Executor
 from graphgen.tasks.utilisation import Utilisation
-from graphgen.tasks.validate import DomainOf, TaskFile, scan_taskset, task_fingerprint
+from graphgen.tasks.validate import DomainOf, TaskFile, scan_taskset
 from graphgen.tasks.validate import TaskSetError as TaskSetError
 
 Progress = Callable[[int, int], None]  # (accepted, attempts)
@@ -173,10 +174,11 @@ def generate(
     kinds: Counter[str] = Counter()
     planned: Counter[str] = Counter()  # kinds of candidates that passed the dry-run
     rewrites: Counter[str] = Counter()  # paraphrase outcomes of the accepted tasks
-    # Fingerprints of every candidate drawn so far: two draws can plan the very same task
-    # (small tables leave few choices), and a set holds each once. A candidate the proofs
-    # refused stays in the set: the same task would get the same verdict.
-    bodies: set[str] = set()
+    # Fingerprints of every candidate drawn so far, with the states they were drawn on:
+    # two draws can plan the very same task (small tables leave few choices), and a set
+    # holds each once. A candidate the proofs refused stays: the same task would get the
+    # same verdict.
+    bodies: dict[str, list[dict[str, Any]]] = {}
     attempts = 0
     limit = max_attempts if max_attempts is not None else max(50, n * 6)
     # The outcomes an interrupted run recorded, in the order they were taken; the first
@@ -236,10 +238,12 @@ def generate(
             task = candidate_to_task(domain, cand, "pending", seed)
             # Checked before the proofs, which would only repeat themselves.
             body = _candidate_key(task)
-            if body in bodies:
+            # the same body on the same state (the candidates of one state share its
+            # tables, so this compares them by identity; others only on a clash)
+            if any(s == task.initial_state for s in bodies.get(body, ())):
                 skipped["duplicate"] += 1
                 continue
-            bodies.add(body)
+            bodies.setdefault(body, []).append(task.initial_state)
             original: Task | None = None
             outcome = ""
             if paraphraser is not None:
@@ -258,7 +262,14 @@ def generate(
         nonlocal committed
         committed += 1
         rejected.update(item.skipped)
-        if recorded and not isinstance(got, str) and _candidate_key(got) != item.body:
+        if (
+            recorded
+            and not isinstance(got, str)
+            and (
+                _candidate_key(got) != item.body
+                or state_id(got.initial_state) != state_id(item.task.initial_state)
+            )
+        ):
             raise TaskSetError(
                 f"the journal's task {committed} is not the candidate this generator draws "
                 "there: the journal does not come from this run"
@@ -348,9 +359,13 @@ def generate(
 
 
 def _candidate_key(task: Task) -> str:
-    """The fingerprint of a task as a candidate: without the proven minimum the proofs
-    set (nor the id and certificate), so an accepted task matches the candidate it was."""
-    return task_fingerprint(task.model_copy(update={"min_calls": len(task.chain)}))
+    """The fingerprint of a task as a candidate, but for its initial state (compared
+    apart: hashing a large state for every candidate would cost more than drawing it):
+    without the proven minimum the proofs set (nor the id and certificate), so an
+    accepted task matches the candidate it was."""
+    body = task.model_dump(mode="json", exclude={"id", "certificate", "initial_state"})
+    body["min_calls"] = len(task.chain)
+    return hashlib.sha256(dumps(body).encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -360,7 +375,7 @@ class _InFlight:
     task: Task
     original: Task | None  # the text before a paraphrase, to fall back on
     outcome: str  # the paraphrase outcome
-    body: str  # its candidate fingerprint
+    body: str  # its candidate fingerprint (without the initial state)
     skipped: Counter[str]  # the gate's refusals drawn just before it
     handle: Pending | None = None  # the checks, running somewhere
     recorded: dict[str, Any] | None = None  # the outcome an interrupted run recorded

@@ -30,12 +30,19 @@ B_VALUES = [None, "x", "y", "z"]
 D_VALUES = ["0.50", "1.00", "1.50"]
 
 
-def _row(a: Any, b: Any, d: str) -> dict[str, Any]:
-    return {"a": a, "b": b, "d": d}
+L_VALUES = [[], ["p"], ["p", "q"], ["q", "r"]]
+
+
+def _row(a: Any, b: Any, d: str, items: list[str] | None = None) -> dict[str, Any]:
+    return {"a": a, "b": b, "d": d, "l": list(items or [])}
 
 
 rows = st.builds(
-    _row, st.sampled_from(A_VALUES), st.sampled_from(B_VALUES), st.sampled_from(D_VALUES)
+    _row,
+    st.sampled_from(A_VALUES),
+    st.sampled_from(B_VALUES),
+    st.sampled_from(D_VALUES),
+    st.sampled_from(L_VALUES),
 )
 tables = st.dictionaries(st.sampled_from(KEYS), rows, max_size=len(KEYS))
 # (op, which state, key, field, value / row)
@@ -46,6 +53,7 @@ ops = st.lists(
                 st.tuples(st.just("a"), st.sampled_from(A_VALUES)),
                 st.tuples(st.just("b"), st.sampled_from(B_VALUES)),
                 st.tuples(st.just("d"), st.sampled_from(D_VALUES)),
+                st.tuples(st.just("l"), st.sampled_from(L_VALUES)),
             ).flatmap(
                 lambda fv: st.tuples(
                     st.just("set"), st.integers(0, 3), st.just(k), *map(st.just, fv)
@@ -84,12 +92,15 @@ def _check(s: State, model: dict[str, dict[str, Any]]) -> None:
         assert view.rank(k) == (order.index(k) if k in model else None)  # type: ignore[attr-defined]
     for f, values in (("a", A_VALUES), ("b", B_VALUES)):
         for v in [*values, "absent"]:
-            assert s.keys_where("T", f, v) == [k for k in order if model[k][f] == v]
+            assert list(s.keys_where("T", f, v)) == [k for k in order if model[k][f] == v]
         want = sorted({r[f] for r in model.values()} - {None}, key=repr)
         assert list(s.field_values("T", f)) == want
+    for item in ["p", "q", "r", "s"]:
+        want_l = [k for k in order if item in model[k]["l"]]
+        assert list(s.keys_holding("T", "l", item)) == want_l
     for x in ["0.5", "1.5", "1.50", "2"]:
         got = s.keys_where("T", "d", Decimal(x), decimal=True)
-        assert got == [k for k in order if Decimal(model[k]["d"]) == Decimal(x)]
+        assert list(got) == [k for k in order if Decimal(model[k]["d"]) == Decimal(x)]
     assert s.to_dict()["tables"]["T"] == {k: model[k] for k in order}
     assert s.json_form() == s.to_dict()
 
@@ -101,8 +112,8 @@ def _run(start: dict[str, dict[str, Any]], program: list[tuple[Any, ...]]) -> No
         i %= len(states)
         s, m = states[i], models[i]
         if op == "set" and key in m:
-            s.set_field("T", key, field, value)
-            m[key][field] = value
+            s.set_field("T", key, field, list(value) if field == "l" else value)
+            m[key][field] = list(value) if field == "l" else value
         elif op == "put":
             s.put_row("T", key, dict(value))
             m[key] = dict(value)
@@ -161,6 +172,14 @@ COMPS = [
     "[a.balance for a in Account if a.account_id in [account_id, 'A002', 'A404']]",
     # the probe itself raises on a missing row: only where a row is visited
     "[p.amount for p in Payment if p.account_id == Payment[payment_id].account_id]",
+    # through a reference
+    "[p.payment_id for p in Payment if Account[p.account_id].status == 'active']",
+    "count(p for p in Payment if Account[p.account_id].email == email and p.amount > 5)",
+    # a row some other row names (a related question's description)
+    "[a.owner for a in Account if any(p.account_id == a.account_id for p in Payment "
+    "if p.amount > 100) and a.balance > 0]",
+    "[a.owner for a in Account if any(a.account_id == p.account_id for p in Payment "
+    "if Payment[payment_id].amount > 0)]",
 ]
 
 
@@ -255,3 +274,39 @@ def test_tool_calls_on_a_copy_leave_the_original_and_its_json_alone() -> None:
     out = s.to_dict()
     out["tables"]["Account"][acc]["balance"] = -1
     assert s.to_dict() == before
+
+
+def test_a_comprehension_through_a_reference_that_names_no_row_raises_as_a_scan_does() -> None:
+    from graphgen.stategen import generate_state
+
+    s = generate_state(MOCK, 3, {"Account": 5, "Payment": 6}).copy()
+    e = EL.expr("[p.payment_id for p in Payment if Account[p.account_id].status == 'active']", {})
+    ok = evaluate(e, s, {}, MOCK)
+    with mock.patch.object(interp, "probe", lambda c: None):
+        assert evaluate(e, s, {}, MOCK) == ok
+    last = sorted(s.tables["Payment"])[-1]
+    s.set_field("Payment", last, "account_id", "A404")  # names no account
+    with pytest.raises(interp.ToolError, match="A404"):
+        evaluate(e, s, {}, MOCK)
+    with (
+        mock.patch.object(interp, "probe", lambda c: None),
+        pytest.raises(interp.ToolError, match="A404"),
+    ):
+        evaluate(e, s, {}, MOCK)
+
+
+def test_refs_exist_follows_writes_to_both_tables() -> None:
+    s = State(
+        {"A": {"a1": {}, "a2": {}, "a3": {}}, "P": {"p1": {"a": "a1"}, "p2": {"a": "a2"}}},
+        {"A": 4, "P": 3},
+    )
+    assert s.refs_exist("P", "a", "A")
+    c = s.copy()
+    c.delete_row("A", "a3")  # nobody names it
+    assert c.refs_exist("P", "a", "A")
+    c.delete_row("A", "a2")
+    assert not c.refs_exist("P", "a", "A") and s.refs_exist("P", "a", "A")
+    c.set_field("P", "p2", "a", "a1")
+    assert c.refs_exist("P", "a", "A")
+    c.put_row("P", "p3", {"a": None})  # None names no row
+    assert not c.refs_exist("P", "a", "A")

@@ -58,7 +58,7 @@ from graphgen.grading import MAX_RENAMINGS, changes_hold, rename_changes, renami
 from graphgen.interp import apply_unchecked, evaluate
 from graphgen.knowledge import Sort, facts_of_result, parse_sort
 from graphgen.parse import Elaborator
-from graphgen.state import State, diff
+from graphgen.state import State, changed_views, diff
 from graphgen.tasks.dryrun import ORDER_LIMIT, Replay, order_problem, replay
 from graphgen.tasks.model import (
     Call,
@@ -164,11 +164,12 @@ def renamed_goals(initial: State, goal: ChangesGoal) -> AnyGoal:
     """``goal`` under every consistent renaming of the ids of the rows it creates, as the
     grader tries them (:func:`graphgen.grading.renamings`; the identity first)."""
     changes = [c.model_dump() for c in goal.changes]
-    s0 = initial.to_dict()
-    # the rows the goal's final state has (renamings look at keys only)
-    keys: dict[str, dict[Any, Any]] = {e: {k: {} for k in t} for e, t in initial.tables.items()}
-    for c in goal.changes:
-        keys.setdefault(c.entity, {})[c.key] = {}
+    # Renamings look at keys only, and only at whether each of the goal's rows is new.
+    named = [(c.entity, c.key) for c in goal.changes]
+    s0 = changed_views(initial, initial, named)[0]  # the goal's rows as they are at first
+    keys: dict[str, dict[Any, Any]] = {e: {k: {} for k in t} for e, t in s0["tables"].items()}
+    for e, k in named:
+        keys.setdefault(e, {})[k] = {}
     want = {"tables": keys}
     out = [goal]
     for ren in renamings(s0, want, changes):
@@ -183,10 +184,12 @@ def renamed_states(initial: State, final: State) -> list[State]:
     from ``initial``), the identity first: per entity a permutation of its new keys, and
     every value equal to a renamed key renamed with it (as the grader renames goals).
     Beyond :data:`graphgen.grading.MAX_RENAMINGS` only the identity."""
-    new = {
-        e: sorted(k for k in t if k not in initial.tables.get(e, {}))
-        for e, t in final.tables.items()
-    }
+    new = {}
+    for e, t in final.tables.items():
+        # only a row written since can be new (every row when the states share no base)
+        maybe = initial.changed_keys(final, e) if e in initial.tables else None
+        old = initial.tables.get(e, {})
+        new[e] = sorted(k for k in (t if maybe is None else maybe) if k in t and k not in old)
     new = {e: ks for e, ks in new.items() if len(ks) > 1}
     out = [final]
     if not new or math.prod(math.factorial(len(ks)) for ks in new.values()) > MAX_RENAMINGS:

@@ -367,8 +367,7 @@ class _Flow:
             for f, fd in edef.fields.items():
                 if not isinstance(fd.ty, RefT) or fd.ty.entity in self.deleted:
                     continue
-                target = self.state.tables.get(fd.ty.entity, {})
-                if all(r.get(f) in target for r in self.state.tables.get(ent, {}).values()):
+                if self._names_rows(ent, f, fd.ty.entity):
                     cand.add((ent, f))
         changed = True
         while changed:
@@ -378,6 +377,17 @@ class _Flow:
                     cand.discard(ef)
                     changed = True
         return cand
+
+    def _names_rows(self, ent: str, f: str, target: str) -> bool:
+        """Does field ``f`` of every row of ``ent`` name a row of ``target``? (kept with
+        the state, like :meth:`index`)"""
+        memo = self.state.memo()
+        got = memo.get(("slicing.names_rows", ent, f))
+        if got is None:
+            table = self.state.tables.get(target, {})
+            got = all(r.get(f) in table for r in self.state.tables.get(ent, {}).values())
+            memo[("slicing.names_rows", ent, f)] = got
+        return bool(got)
 
     def _existing(self, v: ir.Expr, total: set[tuple[str, str]]) -> bool:
         """``v`` (an id) names an existing row whenever it is written."""
@@ -655,15 +665,21 @@ class _Flow:
     # ------------------------------------------------------------ rows and fields
 
     def index(self, ent: str, f: str) -> dict[Key, list[Key]]:
-        """Value → keys of the state rows holding it in field ``f`` (list items too)."""
+        """Value → keys of the state rows holding it in field ``f`` (list items too).
+        Kept with the state (:meth:`State.memo`): every task on one initial state asks
+        for the same ones."""
         idx = self._index.get((ent, f))
         if idx is None:
-            idx = {}
-            for k, row in self.tables[ent].items():
-                v = row.get(f)
-                for x in v if isinstance(v, list) else [v]:
-                    if _atom(x):
-                        idx.setdefault(x, []).append(k)
+            memo = self.state.memo()
+            idx = memo.get(("slicing.index", ent, f))
+            if idx is None:
+                idx = {}
+                for k, row in self.tables[ent].items():
+                    v = row.get(f)
+                    for x in v if isinstance(v, list) else [v]:
+                        if _atom(x):
+                            idx.setdefault(x, []).append(k)
+                memo[("slicing.index", ent, f)] = idx
             self._index[(ent, f)] = idx
         return idx
 
