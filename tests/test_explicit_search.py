@@ -189,7 +189,9 @@ def test_every_minimal_solutions_writes_are_collected() -> None:
     for engine in ("explicit", "z3"):
         proofs = {r.name: r for r in prove_task(wallet, task, engine=engine).proofs}
         assert not proofs["unique_final_state"].ok, engine
-        assert "amount=70" in proofs["unique_final_state"].detail
+        # the other final state is one of the two other ways (which one is the engine's)
+        detail = proofs["unique_final_state"].detail
+        assert "amount=70" in detail or "sweep(" in detail, detail
     explicit = {r.name: r for r in prove_task(wallet, task, engine="explicit").proofs}
     assert "explicit search" in explicit["min_calls"].detail
 

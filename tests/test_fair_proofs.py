@@ -151,12 +151,13 @@ def _pinned_status(domain: Domain, task: Task) -> str:
     reaching the goal in exactly that many calls: the encoding's side, apart from the
     dry-run that :meth:`Prover.reference_chain` runs first."""
     p = Prover(domain, task)
-    bmc = p.build()
-    assert bmc is not None, p.build_error
-    pin = bmc.pinned(task.chain)
-    assert pin is not None
-    n = len(task.chain)
-    return p._check([pin, p._goal_lit(n), *bmc.length_is(n)])[0]
+    with p.z3:  # the terms built here go with the prover's
+        bmc = p.build()
+        assert bmc is not None, p.build_error
+        pin = bmc.pinned(task.chain)
+        assert pin is not None
+        n = len(task.chain)
+        return p._check([pin, p._goal_lit(n), *bmc.length_is(n)])[0]
 
 
 EMAIL_GIVEN = Given(sort="field:Account.email", value=EMAIL)

@@ -31,12 +31,13 @@ def test_upward_minimum_matches_the_full_unrolling(name: str, n: int) -> None:
         # only as deep as the minimum was unrolled
         assert p.bmc is not None and len(p.bmc.steps) == m
         full = Prover(domain, task.model_copy(update={"min_calls": m}))
-        bmc = full.build()
-        assert bmc is not None
-        bmc.ensure(bmc.k)  # every step first
-        goal = full._goal_lit(bmc.k)
-        assert full._check([goal, *bmc.length_below(m)])[0] == "unsat", task.id
-        assert full._check([goal, *bmc.length_below(m + 1)])[0] == "sat", task.id
+        with full.z3:  # the terms built here go with the prover's
+            bmc = full.build()
+            assert bmc is not None
+            bmc.ensure(bmc.k)  # every step first
+            goal = full._goal_lit(bmc.k)
+            assert full._check([goal, *bmc.length_below(m)])[0] == "unsat", task.id
+            assert full._check([goal, *bmc.length_below(m + 1)])[0] == "sat", task.id
         # and the certificate's proof 3 agrees on the deep unrolling
         assert full.min_calls().status.value == "proved"
         # a wrong minimum is refuted: one more is not the shortest

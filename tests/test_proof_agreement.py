@@ -118,11 +118,12 @@ def _task(chain: list[Call], givens: list[Given]) -> Task:
 
 def _pinned(domain: Domain, task: Task, chain: list[Call]) -> str:
     p = Prover(domain, task)
-    bmc = p.build()
-    assert bmc is not None, p.build_error
-    pin = bmc.pinned(chain)
-    assert pin is not None
-    return p._check([pin, *bmc.length_is(len(chain))])[0]
+    with p.z3:  # the terms built here go with the prover's
+        bmc = p.build()
+        assert bmc is not None, p.build_error
+        pin = bmc.pinned(chain)
+        assert pin is not None
+        return p._check([pin, *bmc.length_is(len(chain))])[0]
 
 
 # the user writes their name in lower case: only the case-insensitive lookup finds them

@@ -59,8 +59,7 @@ from graphgen.verify.strings import TextChoice, TextVal
 from graphgen.verify.symstate import SymState, read_field
 from graphgen.verify.templates import Substitution, ToolTemplate
 from graphgen.verify.terms import (
-    FALSE,
-    TRUE,
+    LIT,
     EncodeError,
     Term,
     and_,
@@ -390,36 +389,36 @@ class GoalView:
     def exists(self, ent: str, key: Key) -> Term:
         """Row ``ent``/``key`` exists in the final state."""
         i = self.uni.index.get(ent, {}).get(key)
-        return FALSE if i is None else self.final.exists[ent][i]
+        return LIT.FALSE if i is None else self.final.exists[ent][i]
 
     def field_is(self, ent: str, key: Key, f: str, value: Any) -> Term:
         """Row ``ent``/``key`` exists and its field ``f`` equals ``value`` at the end."""
         edef = self.uni.domain.entities.get(ent)
         k = self.key(ent, key)
         if edef is None or k is None or f not in edef.fields:
-            return FALSE
+            return LIT.FALSE
         ty = edef.fields[f].ty
         cur = read_field(self.uni, self.final, ent, k, f)
         if isinstance(ty, ListT):
             assert isinstance(cur, ListVal)
             if not isinstance(value, list):
-                return FALSE
+                return LIT.FALSE
             el = self.uni.field_elements(ent, f)
             if any(x not in el for x in value) or list(value) != sorted(set(value)):
-                return FALSE
+                return LIT.FALSE
             want = set(value)
             parts = [p if x in want else not_(p) for (p, _), x in zip(cur.items, el, strict=True)]
             return and_(self.exists(ent, key), *parts)
         t = self.uni.encode_value(ty, value)
         if t is None:
-            return FALSE
+            return LIT.FALSE
         return and_(self.exists(ent, key), eq(cur, t))
 
     def known(self, value: Any) -> Term:
         """``value`` is given or was shown by some output of the chain (any sort)."""
         for _, _, gv in self.bmc.givens:
             if same_value(gv, value):
-                return TRUE
+                return LIT.TRUE
         if self.bmc.answers is not None and not any(same_value(a, value) for a in self.bmc.answers):
             raise ValueError(f"answer {value!r} was not announced to the unrolling")
         parts = []
@@ -484,7 +483,7 @@ class ChangesGoal:
                     parts.append(view.exists(c.entity, c.key))
                     parts.extend(view.field_is(c.entity, c.key, f, v) for f, v in c.after.items())
                 else:
-                    parts.append(FALSE)
+                    parts.append(LIT.FALSE)
             else:
                 parts.append(view.field_is(c.entity, c.key, c.field, c.after))
         parts.extend(view.known(a) for a in self.answers)
@@ -743,7 +742,7 @@ class Bmc:
         self._leaf_count: list[int] = [0]  # leaf sites revealed by the first h steps
         self._lits: dict[str, Term] = {}
         # per recognition, per atom: "an earlier output showed it" (before the next step)
-        self._seen: list[list[Term]] = [[FALSE for _ in r.atoms] for r in self.recognize]
+        self._seen: list[list[Term]] = [[LIT.FALSE for _ in r.atoms] for r in self.recognize]
         self._ready = False
         self.added: list[Term] = []  # every constraint asserted, in order
 
@@ -844,7 +843,7 @@ class Bmc:
         lv: list[tuple[Term, Ty, Term]] = []
         ret, rty = tpl.call.ret, tpl.call.ret_ty
         if ret is not None and rty is not None:
-            reveal_sites(self.domain, tpl.tool.returns, rty, ret, TRUE, sites)
+            reveal_sites(self.domain, tpl.tool.returns, rty, ret, LIT.TRUE, sites)
             sites.extend(search_sites(tpl.tool, ret, tpl.args))
             # knowledge no parameter (or recognition) needs changes nothing a chain can do
             sites = [x for x in sites if x[1] in self._needed]
@@ -874,7 +873,7 @@ class Bmc:
                 out.append((int_const(t), t))
             return out
         if ty == PRIMS["bool"]:
-            return [(True, TRUE), (False, FALSE)]
+            return [(True, LIT.TRUE), (False, LIT.FALSE)]
         if isinstance(ty, EnumT):
             return [(i, uni.index_term(i)) for i in range(len(ty.values))]
         return None
@@ -891,14 +890,14 @@ class Bmc:
             dom = self._domain_of(s)
             givens = self.given_terms.get(s, [])
             if dom is None:
-                self.kn_list[s] = [(TRUE, g) for g in givens]
+                self.kn_list[s] = [(LIT.TRUE, g) for g in givens]
                 continue
             self.kn_terms[s] = dict(dom)
             self.kn[s] = {}
             for g in givens:
                 c = _const_key(g)
                 if c is not None and c in self.kn_terms[s]:
-                    self.kn[s][c] = TRUE
+                    self.kn[s][c] = LIT.TRUE
 
     def _known(self, p: Any, arg: Term) -> Term:
         s = param_sort(p)
@@ -928,7 +927,7 @@ class Bmc:
                 new.setdefault(s, {}).setdefault(c, []).append(g)
         for s, per in new.items():
             for key, gs in per.items():
-                old = self.kn[s].get(key, FALSE)
+                old = self.kn[s].get(key, LIT.FALSE)
                 val = or_(old, *gs)
                 if is_t(val) or is_f(val):
                     self.kn[s][key] = val

@@ -17,7 +17,7 @@ inside by construction.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
 import z3
@@ -31,8 +31,7 @@ from graphgen.verify.evaluator import Evaluator
 from graphgen.verify.numbers import bound_term, rescale
 from graphgen.verify.symstate import SymState, exists_at, read_field
 from graphgen.verify.terms import (
-    FALSE,
-    TRUE,
+    LIT,
     EncodeError,
     Term,
     and_,
@@ -60,10 +59,11 @@ class CallEncoding:
     post: SymState
     ret: SymVal | None
     ret_ty: Ty | None
-    valid_args: Term = TRUE
+    # the defaults are read when a call is encoded: in the scope's context (terms.Z3Scope)
+    valid_args: Term = field(default_factory=lambda: LIT.TRUE)
     # The call ran a soft-failure case (``fails: true``): no state change, a result; it is
     # not ``ok`` (tasks and proofs count it as failed), this tells it from a hard failure.
-    soft: Term = FALSE
+    soft: Term = field(default_factory=lambda: LIT.FALSE)
 
 
 def _membership(uni: Universe, ent: str, f: str, v: SymVal, where: str) -> tuple[list[Term], Term]:
@@ -83,7 +83,7 @@ def _membership(uni: Universe, ent: str, f: str, v: SymVal, where: str) -> tuple
         )
     terms = uni.field_element_terms(ent, f)
     mem = [or_(*(and_(p, eq(x, t)) for p, x in v.items)) for t in terms]
-    out = FALSE
+    out = LIT.FALSE
     if (ent, f) in uni.list_elements:
         out = or_(*(and_(p, not_(or_(*(eq(x, t) for t in terms)))) for p, x in v.items))
     return mem, out
@@ -125,7 +125,7 @@ def encode_call(
     # Cases: the first whose ``when`` holds (on the state after the checks) runs; a
     # ``when`` that raises fails the call if no earlier case applied; no case is a hard
     # failure; a soft failure (``fails``) leaves the state and counts as not ok.
-    earlier: Term = FALSE  # some earlier case applied
+    earlier: Term = LIT.FALSE  # some earlier case applied
     picked: list[tuple[Term, SymState, Term, SymVal | None, bool]] = []
     when_errs: list[Term] = []
     for ci, case in enumerate(tool.branches):
@@ -160,7 +160,7 @@ def encode_call(
     conds.append(earlier)  # some case applies
     conds.extend(not_(w) for w in when_errs)
     post, ret_all = st, None
-    soft = FALSE
+    soft = LIT.FALSE
     for applies, cur, fail, ret, soft_case in reversed(picked):
         conds.append(implies(applies, not_(fail)))
         if soft_case:
@@ -204,7 +204,7 @@ def merge_states(c: Term, a: SymState, b: SymState) -> SymState:
 
 
 def _touch(uni: Universe, touched: dict[str, list[Term]], ent: str, u: int, c: Term) -> None:
-    col = touched.setdefault(ent, [FALSE] * len(uni.keys[ent]))
+    col = touched.setdefault(ent, [LIT.FALSE] * len(uni.keys[ent]))
     col[u] = or_(col[u], c)
 
 
@@ -271,14 +271,14 @@ def _apply(
                 hit = eq(key_term, uni.index_term(u))
                 if is_f(hit):
                     continue
-                mark = TRUE if op == "append" else FALSE
+                mark = LIT.TRUE if op == "append" else LIT.FALSE
                 col[u] = [ite(and_(hit, h), mark, o) for h, o in zip(is_item, old[u], strict=True)]
                 _touch(uni, touched, ent, u, hit)
             new.cells[ent] = {**new.cells[ent], f: col}
             # An item outside the element universe cannot be stored: counted as a failure
             # (documented limit; ids and strings are always inside by construction).
             bad = member if op == "append" else not_(member)
-            unrep = not_(or_(*is_item)) if op == "append" else FALSE
+            unrep = not_(or_(*is_item)) if op == "append" else LIT.FALSE
             missing = not_(exists_at(uni, st, ent, key_term, candidates))
             return new, or_(key_err, missing, value_err, bad, unrep)
         case ir.Create(entity=ent, bind=b, values=vs, key=given):
@@ -313,7 +313,7 @@ def _apply(
                     continue
                 conds.append(cond)
                 u = uni.index[ent][made[i]]
-                ex[u] = ite(cond, TRUE, ex[u])
+                ex[u] = ite(cond, LIT.TRUE, ex[u])
                 for f, fd in edef.fields.items():
                     if isinstance(fd.ty, ListT):
                         cols[f][u] = [
@@ -338,7 +338,7 @@ def _apply(
             for u in candidates:
                 hit = eq(key_term, uni.index_term(u))
                 if not is_f(hit):
-                    ex[u] = ite(hit, FALSE, ex[u])
+                    ex[u] = ite(hit, LIT.FALSE, ex[u])
             new.exists[ent] = ex
             return new, or_(key_err, not_(exists_at(uni, st, ent, key_term, candidates)))
         case _:
@@ -361,7 +361,7 @@ def _invariants(uni: Universe, st: SymState, touched: dict[str, list[Term]]) -> 
             conds = []
             for fd in bounded:
                 v = st.cells[ent][fd.name][u]
-                absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else FALSE
+                absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else LIT.FALSE
                 if fd.min is not None:
                     conds.append(
                         or_(absent, compare(">=", v, bound_term(strip_opt(fd.ty), fd.min)))
@@ -372,7 +372,7 @@ def _invariants(uni: Universe, st: SymState, touched: dict[str, list[Term]]) -> 
                     )
             for fd in unique:
                 v = st.cells[ent][fd.name][u]
-                absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else FALSE
+                absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else LIT.FALSE
                 for u2, x2 in enumerate(ex):
                     if u2 != u and not is_f(x2):
                         clash = eq(v, st.cells[ent][fd.name][u2])

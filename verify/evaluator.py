@@ -18,8 +18,7 @@ from graphgen.verify import strings
 from graphgen.verify.numbers import rescale, round_terms
 from graphgen.verify.symstate import SymState, exists_at, read_field
 from graphgen.verify.terms import (
-    FALSE,
-    TRUE,
+    LIT,
     EncodeError,
     Term,
     and_,
@@ -144,13 +143,13 @@ class Evaluator:
                 term = uni.encode_value(t, v)
                 if term is None:
                     if isinstance(t, RefT):
-                        return int_val(OUT), FALSE
+                        return int_val(OUT), LIT.FALSE
                     raise self.fail(f"literal {v!r} cannot be encoded")
-                return term, FALSE
+                return term, LIT.FALSE
             case ir.Var(name=n):
                 if n not in env:
                     raise self.fail(f"unbound name {n!r}")
-                return env[n], FALSE
+                return env[n], LIT.FALSE
             case ir.FieldOf(entity=ent, key=k, field=f):
                 kv, ke = self.evaluate(k, env)
                 candidates = uni.key_candidates(k, ent)
@@ -227,7 +226,7 @@ class Evaluator:
                 errs = []
                 for it in items:
                     v, err = self.evaluate(it, env)
-                    out.append((TRUE, v))
+                    out.append((LIT.TRUE, v))
                     errs.append(err)
                 return ListVal(out), or_(*errs)
             case ir.Comp():
@@ -271,7 +270,7 @@ class Evaluator:
             case ir.Today():
                 # the initial state's today: no call changes it, so one constant serves
                 # every step of a chain
-                return int_val(date_ordinal(uni.today or DEFAULT_TODAY)), FALSE
+                return int_val(date_ordinal(uni.today or DEFAULT_TODAY)), LIT.FALSE
             case ir.DictComp(comp=c):
                 # Two scans of the same rows in the same order: the ids, then the values.
                 ids = ir.Comp(c.var, c.entity, c.cond, ir.Var(c.var, RefT(c.entity)), c.ty)
@@ -282,7 +281,7 @@ class Evaluator:
             case ir.Round(num=a, den=b, places=places, mode=mode):
                 x, ex = self.evaluate(a, env)
                 if b is None:
-                    y, ey, sd = int_val(1), FALSE, 0
+                    y, ey, sd = int_val(1), LIT.FALSE, 0
                 else:
                     y, ey = self.evaluate(b, env)
                     sd = scale_of(b.ty)
@@ -328,7 +327,7 @@ class Evaluator:
                 continue
             inner[c.var] = self.uni.index_term(i)
             if c.cond is None:
-                cv, ce = TRUE, FALSE
+                cv, ce = LIT.TRUE, LIT.FALSE
             else:
                 cv, ce = self.evaluate(c.cond, inner)
             pv, pe = self.evaluate(c.proj, inner)
@@ -351,10 +350,10 @@ class Evaluator:
         inside = and_(compare(">=", idx, int_val(0)), compare("<", idx, total))
         if not lst.items:
             if e.ty == BOOL:
-                return FALSE, or_(el, ie, TRUE)
+                return LIT.FALSE, or_(el, ie, LIT.TRUE)
             if isinstance(e.ty, ListT | RowT | RecordT | MapT):
                 raise self.fail("indexing a list that is always empty")
-            return int_val(0), or_(el, ie, TRUE)
+            return int_val(0), or_(el, ie, LIT.TRUE)
         value = lst.items[-1][1]  # any value: it is never read where the index is outside
         for k in range(len(lst.items) - 1, -1, -1):
             p, x = lst.items[k]
@@ -378,7 +377,7 @@ class Evaluator:
             return total, err
         # min / max: over no rows the interpreter raises
         best: Term = int_val(0)
-        seen: Term = FALSE
+        seen: Term = LIT.FALSE
         for p, v in items:
             better = compare("<" if fn == "min" else ">", v, best)
             take = and_(p, or_(not_(seen), better))

@@ -20,7 +20,15 @@ from typing import Any
 import z3
 
 from graphgen.types import DecT, NoneT, OptT, Ty, scale_of
-from graphgen.verify.terms import TRUE, Term, arith, eq, int_const, int_val, ite
+from graphgen.verify.terms import (
+    LIT,
+    Term,
+    arith,
+    eq,
+    int_const,
+    int_val,
+    ite,
+)
 from graphgen.verify.universe import NONE_VALUE
 
 
@@ -69,7 +77,7 @@ def round_terms(num: Term, den: Term, shift: int, mode: str) -> Term:
     q = an / ad  # z3 Int division: floor for a positive divisor
     r = an - q * ad
     twice = r * 2
-    tie_up = TRUE if mode == "half_up" else q % 2 == 1  # half-even: up to the even one
+    tie_up = LIT.TRUE if mode == "half_up" else q % 2 == 1  # half-even: up to the even one
     up = z3.Or(twice > ad, z3.And(eq(twice, ad), tie_up))
     mag = ite(up, q + 1, q)
     negative = z3.Xor(n < 0, den < 0)

@@ -46,7 +46,8 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from functools import update_wrapper
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import z3
 
@@ -99,7 +100,7 @@ from graphgen.verify.explicit import (
 )
 from graphgen.verify.slicing import analyze_flow
 from graphgen.verify.symstate import SymState
-from graphgen.verify.terms import EncodeError, and_, eq, is_f, is_t
+from graphgen.verify.terms import EncodeError, Z3Scope, and_, eq, is_f, is_t
 from graphgen.verify.universe import Universe
 
 DEFAULT_TIMEOUT_MS = 4000
@@ -366,8 +367,31 @@ def _conj(e: ir.Expr) -> list[ir.Expr]:
 # ------------------------------------------------------------------ the prover
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _own_context(
+    method: Callable[Concatenate[Prover, _P], _R],
+) -> Callable[Concatenate[Prover, _P], _R]:
+    """Run a :class:`Prover` method in the prover's own z3 context (see
+    :class:`~graphgen.verify.terms.Z3Scope`): a task's proofs do the same z3 work
+    whatever the process proved before."""
+
+    def run(self: Prover, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self.z3:
+            return method(self, *args, **kwargs)
+
+    update_wrapper(run, method)  # its name and docstring
+    return run
+
+
 class Prover:
-    """Builds one unrolling for a task and answers every proof obligation on it."""
+    """Builds one unrolling for a task and answers every proof obligation on it.
+
+    Its z3 terms live in a context of its own (:attr:`z3`), which its methods enter:
+    code that builds more terms on its unrollings (:meth:`build`) does so inside
+    ``with prover.z3:``."""
 
     def __init__(
         self,
@@ -385,6 +409,9 @@ class Prover:
         self.domain = domain
         self.engine = engine
         self.slice_rows = slice_rows
+        # Terms of this prover's encodings live in a context of its own: its public
+        # methods enter it, and so must a caller that builds terms on its unrollings.
+        self.z3 = Z3Scope()
         self.task = task
         self.timeout_ms = timeout_ms
         self.initial = State.from_dict(task.initial_state)
@@ -554,6 +581,7 @@ class Prover:
             )
         return [n for n in self.domain.tools if n in names]
 
+    @_own_context
     def build(self, steps: int | None = None) -> Bmc | None:
         """The unrolling (None with ``build_error`` set if impossible), for chains of up
         to ``steps`` calls: by default k for a refusal task, else :attr:`horizon` (every
@@ -594,6 +622,7 @@ class Prover:
 
     # ------------------------------------------------------------ helpers
 
+    @_own_context
     def _check(self, assume: list[Any], bmc: Bmc | None = None) -> tuple[str, Any]:
         """(status, model); an inconclusive answer's cause is kept in ``last_unknown``.
 
@@ -662,6 +691,7 @@ class Prover:
             text += " [encoding disagrees with the interpreter: the goal does not hold]"
         return text
 
+    @_own_context
     def _goal_lit(self, horizon: int | None = None, bmc: Bmc | None = None) -> Any:
         """The goal after ``horizon`` steps (default :attr:`horizon`) as a literal."""
         bmc = bmc or self.bmc
@@ -671,6 +701,7 @@ class Prover:
 
     # ------------------------------------------------------------ the proofs
 
+    @_own_context
     def reference_chain(self) -> ProofResult:
         """(1) the reference chain is valid and reaches the goal; z3 agrees."""
         run = self.run
@@ -720,6 +751,7 @@ class Prover:
             "reference_chain", True, f"{len(self.task.chain)} calls valid, goal reached; z3 agrees"
         )
 
+    @_own_context
     def goal_not_initial(self) -> ProofResult:
         """(2) the goal is false initially and reads alone cannot reach it."""
         if self.refusal:
@@ -783,6 +815,7 @@ class Prover:
             f"goal false initially; no read-only chain of <= {self.k} calls reaches it",
         )
 
+    @_own_context
     def min_calls(self) -> ProofResult:
         """(3) nothing shorter than min_calls reaches the goal; min_calls does."""
         if self.refusal:
@@ -824,6 +857,7 @@ class Prover:
             return _res("min_calls", False, f"no chain of exactly {m} calls reaches the goal")
         return _res("min_calls", True, f"no chain below {m} calls; {m} calls suffice")
 
+    @_own_context
     def unique_targets(self) -> ProofResult:
         """(4) every target description picks out exactly its row."""
         problems = []
@@ -835,6 +869,7 @@ class Prover:
             return _res("unique_targets", False, "; ".join(problems))
         return _res("unique_targets", True, f"{len(self.task.targets)} target(s) unique")
 
+    @_own_context
     def minimal_writes(self) -> list[Call] | ProofResult:
         """Every write call (tool and arguments) some solution of exactly ``min_calls``
         calls makes, found exhaustively by z3: ask for a minimal solution making a write
@@ -864,6 +899,7 @@ class Prover:
                     f"in {m} calls: the request is too open",
                 )
 
+    @_own_context
     def unique_final_state(self) -> ProofResult:
         """(5) let W be every write call some solution of ``min_calls`` calls makes
         (:meth:`minimal_writes`). Every chain of at most :attr:`horizon` calls (the
@@ -940,6 +976,7 @@ class Prover:
             f"(up to renaming created ids)",
         )
 
+    @_own_context
     def write_orders(self) -> ProofResult:
         """(7) action tasks with two or more writes: every order of the reference chain's
         calls an agent may make (each argument's source before its use) that runs cleanly
@@ -978,6 +1015,7 @@ class Prover:
             f"graded a success",
         )
 
+    @_own_context
     def refusal_impossible(self) -> ProofResult:
         """(6) no chain within k makes the change the refused call asks for."""
         call = self.task.refused_call
@@ -1051,6 +1089,7 @@ class Prover:
                 )
         return None
 
+    @_own_context
     def shortest(self, upto: int | None = None) -> tuple[int | None, list[Call] | None, str]:
         """The shortest length (≤ ``upto``, default k) of a chain reaching the goal, a
         witness of that length, and "" — or (None, None, why). Reuses this unrolling, so
@@ -1086,6 +1125,7 @@ class Prover:
         once (the minimum search) is reused by proof 3."""
         return [self._goal_lit(j)]
 
+    @_own_context
     def find_min_calls(self, upto: int | None = None) -> int | ProofResult:
         """The proven shortest solution length (see :meth:`shortest`), or the failed
         ``min_calls`` result saying why there is none: refuted when no chain within the
@@ -1101,6 +1141,7 @@ class Prover:
             return self._undecided("min_calls")
         return ProofResult.refuted("min_calls", why)
 
+    @_own_context
     def all(self) -> list[ProofResult]:
         """Every applicable proof, timed, listed in the certificate's order.
 

@@ -34,7 +34,7 @@ from graphgen.domain import Domain, per_domain
 from graphgen.strings import TEXT_OPS, apply
 from graphgen.types import STR, Ty
 from graphgen.verify.terms import (
-    FALSE,
+    LIT,
     EncodeError,
     Term,
     and_,
@@ -204,7 +204,7 @@ def _holds(uni: Any, bases: Sequence[Term], combos: Sequence[tuple[int, ...]]) -
     """Some combination of ``combos`` is the bases' indexes: a disjunction grouped by
     the first argument, so each of its tests is written once."""
     if not combos:
-        return FALSE
+        return LIT.FALSE
     if len(bases) == 1:
         return or_(*(eq(bases[0], uni.index_term(i)) for (i,) in combos))
     groups: dict[int, list[tuple[int, ...]]] = {}

@@ -16,8 +16,7 @@ from graphgen.domain import Key
 from graphgen.state import State
 from graphgen.types import BOOL, ListT, OptT, RefT, Ty
 from graphgen.verify.terms import (
-    FALSE,
-    TRUE,
+    LIT,
     EncodeError,
     Term,
     and_,
@@ -59,7 +58,7 @@ class SymState:
         for ent, edef in uni.domain.entities.items():
             table = st.tables.get(ent, {})
             keys = uni.keys[ent]
-            exists[ent] = [TRUE if k in table else FALSE for k in keys]
+            exists[ent] = [LIT.TRUE if k in table else LIT.FALSE for k in keys]
             cells[ent] = {}
             for f, fd in edef.fields.items():
                 col: list[Cell] = []
@@ -172,7 +171,7 @@ def _const_cell(uni: Universe, ent: str, key: Key, f: str, ty: Ty, v: Any) -> Ce
     if isinstance(ty, ListT):
         el = uni.field_elements(ent, f)
         if v is None:
-            return [FALSE] * len(el)
+            return [LIT.FALSE] * len(el)
         if not isinstance(v, list) or list(v) != sorted(set(v)):
             raise EncodeError(
                 f"{ent} {key!r} {f}: a list field must be a sorted list without "
@@ -184,9 +183,9 @@ def _const_cell(uni: Universe, ent: str, key: Key, f: str, ty: Ty, v: Any) -> Ce
                 f"{ent} {key!r} {f}: items {sorted(vs - set(el))!r} are outside "
                 f"the field's element universe"
             )
-        return [TRUE if x in vs else FALSE for x in el]
+        return [LIT.TRUE if x in vs else LIT.FALSE for x in el]
     if v is None and not isinstance(ty, OptT):  # no row here: any value does, never read
-        return FALSE if ty == BOOL else uni.index_term(0)
+        return LIT.FALSE if ty == BOOL else uni.index_term(0)
     t = uni.encode_value(ty, v)
     if t is None:
         if isinstance(ty, RefT) or (isinstance(ty, OptT) and isinstance(ty.inner, RefT)):
@@ -206,7 +205,7 @@ def exists_at(
     col = st.exists[ent]
     c = int_const(key)
     if c is not None:
-        return col[c] if 0 <= c < len(col) else FALSE
+        return col[c] if 0 <= c < len(col) else LIT.FALSE
     idx = uni.live_indices(ent) if candidates is None else candidates
     return or_(*(and_(eq(key, uni.index_term(i)), col[i]) for i in idx))
 
@@ -248,10 +247,10 @@ def read_field(
         n = len(terms)
         c = int_const(key)
         if c is not None:
-            mem = col[c] if 0 <= c < len(col) else [FALSE] * n
+            mem = col[c] if 0 <= c < len(col) else [LIT.FALSE] * n
         else:
             mem = [select(uni, [row[j] for row in col], key, idx) for j in range(n)]
         return ListVal([(mem[j], terms[j]) for j in range(n)])
     if not col:
-        return FALSE if fd.ty == BOOL else uni.index_term(0)
+        return LIT.FALSE if fd.ty == BOOL else uni.index_term(0)
     return select(uni, col, key, idx)

@@ -14,7 +14,12 @@ import z3
 from graphgen.domain import ToolDef
 from graphgen.verify.calls import encode_call
 from graphgen.verify.symstate import SymState
-from graphgen.verify.terms import CONTEXT, Term, same, substitute_all
+from graphgen.verify.terms import (
+    LIT,
+    Term,
+    same,
+    substitute_all,
+)
 from graphgen.verify.universe import Universe
 
 
@@ -87,10 +92,10 @@ class ToolTemplate:
         for i, t in enumerate(outs):
             dom[i] = t.sort().ast
             arr[i] = t.as_ast()
-        ctx = CONTEXT.ref()
+        ctx = LIT.ctx.ref()
         name = z3.Z3_mk_string_symbol(ctx, f"pack.{self.tool.name}.{n}")
         fd = z3.Z3_mk_func_decl(ctx, name, n, dom, z3.BoolSort().ast)
-        app = z3.BoolRef(z3.Z3_mk_app(ctx, fd, n, arr), CONTEXT)
+        app = z3.BoolRef(z3.Z3_mk_app(ctx, fd, n, arr), LIT.ctx)
         self._pack_cache[key] = (app, n)
         self._pack_bool[key] = [isinstance(t, z3.BoolRef) for t in outs]
         self._keep.append(list(extra))  # ids in the cache key stay valid
@@ -109,7 +114,7 @@ class ToolTemplate:
         del args  # already in ``subst``
         app, n = self._packed(extra)
         bools = self._pack_bool[tuple(id(x) for x in extra)]
-        ctx = CONTEXT.ref()
+        ctx = LIT.ctx.ref()
         inst = z3.Z3_substitute(ctx, app.ast, subst.n, subst.src, subst.dst)
         z3.Z3_inc_ref(ctx, inst)
         try:
@@ -118,7 +123,7 @@ class ToolTemplate:
                 a = z3.Z3_get_app_arg(ctx, inst, i)
                 # Bools by hand (is_t/is_f compare pointers); ints through z3, which
                 # makes numerals IntNumRefs that int_const recognises
-                subs.append(z3.BoolRef(a, CONTEXT) if bools[i] else z3.z3._to_expr_ref(a, CONTEXT))
+                subs.append(z3.BoolRef(a, LIT.ctx) if bools[i] else z3.z3._to_expr_ref(a, LIT.ctx))
         finally:
             z3.Z3_dec_ref(ctx, inst)
         idx = self.changed_idx
@@ -145,9 +150,9 @@ class ToolTemplate:
         idx = self.changed_idx
         app, n = self._packed(extra)
         inst = substitute_all([app], pairs)[0]
-        ctx = CONTEXT.ref()
+        ctx = LIT.ctx.ref()
         subs = [
-            z3.z3._to_expr_ref(z3.Z3_get_app_arg(ctx, inst.as_ast(), i), CONTEXT) for i in range(n)
+            z3.z3._to_expr_ref(z3.Z3_get_app_arg(ctx, inst.as_ast(), i), LIT.ctx) for i in range(n)
         ]
         post = list(cur)
         for i, t in zip(idx, subs[1 : 1 + len(idx)], strict=True):

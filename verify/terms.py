@@ -19,19 +19,116 @@ from graphgen.errors import GraphgenError
 # which values are z3 terms.
 Term = Any
 
-TRUE: Term = z3.BoolVal(True)
-FALSE: Term = z3.BoolVal(False)
-
 
 class EncodeError(GraphgenError):
     """The IR uses something the finite encoding cannot represent exactly."""
 
 
-CONTEXT = z3.main_ctx()
-# z3 hash-conses terms, so one term is one AST pointer: comparing pointers in Python
-# identifies terms without a call into z3 (get_id/eq cost a ctypes round trip each).
-_TRUE_PTR = TRUE.ast.value
-_FALSE_PTR = FALSE.ast.value
+class _Literals:
+    """The terms every encoding builds again and again, in the z3 context terms are
+    built in: read as ``LIT.TRUE``, ``LIT.ctx``.
+
+    A :class:`Z3Scope` swaps the contents of the one object :data:`LIT` (so modules
+    that imported it see the swap); the first read after a swap builds them in the
+    context then current."""
+
+    ctx: Any
+    TRUE: Term
+    FALSE: Term
+    # z3 hash-conses terms, so one term is one AST pointer: comparing pointers in Python
+    # identifies terms without a call into z3 (get_id/eq cost a ctypes round trip each).
+    true_ptr: int
+    false_ptr: int
+    int_sort: Any
+    bool_sort: Any
+    # Small integer literals are cached; ``int_of`` maps a cached term's Python id back
+    # to its value so the hot path needs no call into z3.
+    ints: dict[int, Term]
+    int_of: dict[int, int]
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for an attribute not set: none is, right after a swap.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        ctx = z3.main_ctx()
+        self.ctx = ctx
+        self.TRUE, self.FALSE = z3.BoolVal(True, ctx), z3.BoolVal(False, ctx)
+        self.true_ptr, self.false_ptr = self.TRUE.ast.value, self.FALSE.ast.value
+        self.int_sort, self.bool_sort = z3.IntSort(ctx).ast, z3.BoolSort(ctx).ast
+        self.ints, self.int_of = {}, {}
+        return object.__getattribute__(self, name)
+
+
+LIT = _Literals()
+
+
+class Z3Scope:
+    """A z3 context of one's own, current while the scope is entered.
+
+    z3's solver heuristics break ties by the ids of terms, and a context hands out ids
+    in the order terms are made, freed ids first: in a context shared by every task, a
+    task's search (and so whether a query ends within its resource limit) depends on
+    what the process proved before. Each :class:`~graphgen.verify.proofs.Prover`
+    proves in a scope of its own, so a task's proofs are the same work in a fresh
+    process, in a worker that has proved a thousand others, on any backend.
+
+    The context is made when first needed (a task the explicit search decides never
+    pays for one). Entering again (also while entered) makes the same context
+    current; leaving restores the one before. Terms made in a scope must not be
+    combined with terms made outside it.
+
+    >>> a, b = Z3Scope(), Z3Scope()
+    >>> with a:
+    ...     x = LIT.TRUE
+    >>> with b:
+    ...     y = LIT.TRUE
+    >>> x.ctx is y.ctx
+    False
+    >>> with a:
+    ...     with b:
+    ...         with a:
+    ...             LIT.TRUE is x
+    True
+    """
+
+    def __init__(self) -> None:
+        self._ctx: Any = None
+        self._lits: dict[str, Any] = {}
+        # per entry, what to restore on leaving (None: this scope was current already)
+        self._outer: list[tuple[Any, dict[str, Any]] | None] = []
+
+    def _keep(self) -> None:
+        """Record the context and literals this scope made while current."""
+        self._ctx = z3.z3._main_ctx
+        self._lits = dict(vars(LIT))
+
+    def __enter__(self) -> Z3Scope:
+        if _ACTIVE and _ACTIVE[-1] is self:
+            self._outer.append(None)
+        else:
+            if _ACTIVE:
+                _ACTIVE[-1]._keep()  # its context may have been made since it was entered
+            self._outer.append((z3.z3._main_ctx, dict(vars(LIT))))
+            # With no context yet, z3.main_ctx() makes one on first use (z3 has no
+            # public way to set the context its default arguments use).
+            z3.z3._main_ctx = self._ctx
+            vars(LIT).clear()
+            vars(LIT).update(self._lits)
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _ACTIVE.pop()
+        outer = self._outer.pop()
+        if outer is None:
+            return
+        self._keep()
+        z3.z3._main_ctx, lits = outer
+        vars(LIT).clear()
+        vars(LIT).update(lits)
+
+
+_ACTIVE: list[Z3Scope] = []  # the scopes entered, innermost last
 
 
 def same(a: Term, b: Term) -> bool:
@@ -41,12 +138,14 @@ def same(a: Term, b: Term) -> bool:
 
 def is_t(x: Term) -> bool:
     """``x`` is the literal true."""
-    return x is TRUE or bool(x.ast.value == _TRUE_PTR)
+    lits = LIT
+    return x is lits.TRUE or bool(x.ast.value == lits.true_ptr)
 
 
 def is_f(x: Term) -> bool:
     """``x`` is the literal false."""
-    return x is FALSE or bool(x.ast.value == _FALSE_PTR)
+    lits = LIT
+    return x is lits.FALSE or bool(x.ast.value == lits.false_ptr)
 
 
 def _make_nary(fn: Any, parts: Sequence[Term]) -> Term:
@@ -55,7 +154,7 @@ def _make_nary(fn: Any, parts: Sequence[Term]) -> Term:
     arr = (z3.Ast * n)()
     for i, p in enumerate(parts):
         arr[i] = p.ast
-    return z3.BoolRef(fn(CONTEXT.ref(), n, arr), CONTEXT)
+    return z3.BoolRef(fn(LIT.ctx.ref(), n, arr), LIT.ctx)
 
 
 def and_(*xs: Term) -> Term:
@@ -63,11 +162,11 @@ def and_(*xs: Term) -> Term:
     parts = []
     for x in xs:
         if is_f(x):
-            return FALSE
+            return LIT.FALSE
         if not is_t(x):
             parts.append(x)
     if not parts:
-        return TRUE
+        return LIT.TRUE
     return parts[0] if len(parts) == 1 else _make_nary(z3.Z3_mk_and, parts)
 
 
@@ -76,21 +175,21 @@ def or_(*xs: Term) -> Term:
     parts = []
     for x in xs:
         if is_t(x):
-            return TRUE
+            return LIT.TRUE
         if not is_f(x):
             parts.append(x)
     if not parts:
-        return FALSE
+        return LIT.FALSE
     return parts[0] if len(parts) == 1 else _make_nary(z3.Z3_mk_or, parts)
 
 
 def not_(x: Term) -> Term:
     """Negation with constant folding."""
     if is_t(x):
-        return FALSE
+        return LIT.FALSE
     if is_f(x):
-        return TRUE
-    return z3.BoolRef(z3.Z3_mk_not(CONTEXT.ref(), x.ast), CONTEXT)
+        return LIT.TRUE
+    return z3.BoolRef(z3.Z3_mk_not(LIT.ctx.ref(), x.ast), LIT.ctx)
 
 
 def implies(a: Term, b: Term) -> Term:
@@ -98,26 +197,21 @@ def implies(a: Term, b: Term) -> Term:
     return or_(not_(a), b)
 
 
-# Small integer literals are cached; ``_INT_OF`` maps a cached term's Python id back to
-# its value so the hot path needs no call into z3.
-_INTS: dict[int, Term] = {}
-_INT_OF: dict[int, int] = {}
-
-
 def int_val(i: int) -> Term:
     """A (cached) integer literal."""
-    t = _INTS.get(i)
+    lits = LIT
+    t = lits.ints.get(i)
     if t is None:
-        t = z3.IntVal(i)
-        if len(_INTS) < 100_000:
-            _INTS[i] = t
-            _INT_OF[id(t)] = i
+        t = z3.IntVal(i, lits.ctx)
+        if len(lits.ints) < 100_000:
+            lits.ints[i] = t
+            lits.int_of[id(t)] = i
     return t
 
 
 def int_const(x: Term) -> int | None:
     """The Python int of an integer literal term, else None."""
-    v = _INT_OF.get(id(x))
+    v = LIT.int_of.get(id(x))
     if v is not None:
         return v
     if isinstance(x, z3.IntNumRef):
@@ -129,12 +223,12 @@ def eq(a: Term, b: Term) -> Term:
     """Equality of two scalar terms with constant folding."""
     ca, cb = int_const(a), int_const(b)
     if ca is not None and cb is not None:
-        return TRUE if ca == cb else FALSE
+        return LIT.TRUE if ca == cb else LIT.FALSE
     if same(a, b):
-        return TRUE
+        return LIT.TRUE
     if isinstance(a, z3.BoolRef) and (is_t(a) or is_f(a)) and (is_t(b) or is_f(b)):
-        return FALSE  # two different literals
-    return z3.BoolRef(z3.Z3_mk_eq(CONTEXT.ref(), a.ast, b.ast), CONTEXT)
+        return LIT.FALSE  # two different literals
+    return z3.BoolRef(z3.Z3_mk_eq(LIT.ctx.ref(), a.ast, b.ast), LIT.ctx)
 
 
 def ite(c: Term, a: Term, b: Term) -> Term:
@@ -146,7 +240,7 @@ def ite(c: Term, a: Term, b: Term) -> Term:
     if same(a, b):
         return a
     cls = z3.BoolRef if isinstance(a, z3.BoolRef) else z3.ArithRef
-    return cls(z3.Z3_mk_ite(CONTEXT.ref(), c.ast, a.ast, b.ast), CONTEXT)
+    return cls(z3.Z3_mk_ite(LIT.ctx.ref(), c.ast, a.ast, b.ast), LIT.ctx)
 
 
 def count(bs: Sequence[Term]) -> Term:
@@ -181,7 +275,7 @@ def compare(op: str, a: Term, b: Term) -> Term:
     ca, cb = int_const(a), int_const(b)
     if ca is not None and cb is not None:
         r = {"<": ca < cb, "<=": ca <= cb, ">": ca > cb, ">=": ca >= cb}[op]
-        return TRUE if r else FALSE
+        return LIT.TRUE if r else LIT.FALSE
     if op == "<":
         return a < b
     if op == "<=":
@@ -191,18 +285,14 @@ def compare(op: str, a: Term, b: Term) -> Term:
     return a >= b
 
 
-_INT_SORT = z3.IntSort().ast
-_BOOL_SORT = z3.BoolSort().ast
-
-
 def fresh_int(prefix: str) -> Term:
     """A fresh Int constant (the C call: z3.FreshInt coerces in Python first)."""
-    return z3.ArithRef(z3.Z3_mk_fresh_const(CONTEXT.ref(), prefix, _INT_SORT), CONTEXT)
+    return z3.ArithRef(z3.Z3_mk_fresh_const(LIT.ctx.ref(), prefix, LIT.int_sort), LIT.ctx)
 
 
 def fresh_bool(prefix: str) -> Term:
     """A fresh Bool constant."""
-    return z3.BoolRef(z3.Z3_mk_fresh_const(CONTEXT.ref(), prefix, _BOOL_SORT), CONTEXT)
+    return z3.BoolRef(z3.Z3_mk_fresh_const(LIT.ctx.ref(), prefix, LIT.bool_sort), LIT.ctx)
 
 
 def substitute_all(terms: Sequence[Term], pairs: Sequence[tuple[Term, Term]]) -> list[Term]:

@@ -38,8 +38,7 @@ from graphgen.state import State
 from graphgen.today import today_of_state, uses_today
 from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, ListT, NoneT, OptT, RefT, Ty
 from graphgen.verify.terms import (
-    FALSE,
-    TRUE,
+    LIT,
     EncodeError,
     Term,
     fresh_bool,
@@ -229,7 +228,7 @@ class Universe:
             ok = isinstance(v, int) and not isinstance(v, bool)
             return int_val(v) if ok else None
         if ty == BOOL:
-            return (TRUE if v else FALSE) if isinstance(v, bool) else None
+            return (LIT.TRUE if v else LIT.FALSE) if isinstance(v, bool) else None
         if ty == DATE:
             return int_val(date_ordinal(v)) if isinstance(v, str) and is_iso_date(v) else None
         if ty == STR:

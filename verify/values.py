@@ -13,8 +13,7 @@ from typing import Any
 from graphgen.domain import Domain
 from graphgen.types import ListT, MapT, RecordT, RefT, Ty
 from graphgen.verify.terms import (
-    FALSE,
-    TRUE,
+    LIT,
     EncodeError,
     Term,
     and_,
@@ -91,7 +90,7 @@ def sym_eq(a: SymVal, b: SymVal) -> Term:
 def _seq_eq(a: ListVal, b: ListVal) -> Term:
     if all(is_t(p) for p, _ in a.items) and all(is_t(p) for p, _ in b.items):
         if len(a.items) != len(b.items):
-            return FALSE
+            return LIT.FALSE
         return and_(*(sym_eq(x, y) for (_, x), (_, y) in zip(a.items, b.items, strict=True)))
     # Guarded sequences: the i-th present item of a must equal the i-th present of b.
     pos_a = [count([p for p, _ in a.items[:i]]) for i in range(len(a.items))]
@@ -139,8 +138,12 @@ def merge(c: Term, a: SymVal, b: SymVal) -> SymVal:
     return ite(c, _scalar(a), _scalar(b))
 
 
-def leaves(domain: Domain, v: SymVal, ty: Ty, guard: Term = TRUE) -> list[tuple[Term, Ty, Term]]:
-    """Every scalar shown in an output, with its type and the guard under which it is."""
+def leaves(
+    domain: Domain, v: SymVal, ty: Ty, guard: Term | None = None
+) -> list[tuple[Term, Ty, Term]]:
+    """Every scalar shown in an output, with its type and the guard under which it is
+    (``guard``: under which ``v`` is, default always)."""
+    guard = LIT.TRUE if guard is None else guard
     out: list[tuple[Term, Ty, Term]] = []
     if isinstance(v, ListVal):
         assert isinstance(ty, ListT)

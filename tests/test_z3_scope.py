@@ -1,0 +1,94 @@
+"""Each prover works in a z3 context of its own (``graphgen.verify.terms.Z3Scope``).
+
+z3 breaks ties by term ids, which a shared context hands out in the order of the whole
+process's history: the same query then does different work, and near the resource
+limit ends either way, depending on what was proven before. These tests measure that
+work (z3's resource counter per query) and show it is the same in any history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import z3
+
+from graphgen.domains import load_builtin
+from graphgen.tasks.model import Task
+from graphgen.tasks.taskset import GenOptions, generate
+from graphgen.verify import bmc
+from graphgen.verify.certify import certify
+from graphgen.verify.proofs import Prover
+from graphgen.verify.terms import LIT, Z3Scope, and_, is_t
+
+MOCK = load_builtin("mock")
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list[Task]:
+    return generate(MOCK, 8, 11, GenOptions()).tasks
+
+
+@pytest.fixture
+def work(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The resource units each z3 query of the test used, in order."""
+    used: list[int] = []
+    check = bmc.Bmc.check
+
+    def counted(self: bmc.Bmc, *args: Any, **kwargs: Any) -> Any:
+        def units() -> int:
+            stats = self.solver.statistics()
+            names = stats.keys()  # a list: z3's Statistics has no membership test
+            return int(stats.get_key_value("rlimit count")) if "rlimit count" in names else 0
+
+        before = units()
+        got = check(self, *args, **kwargs)
+        used.append(units() - before)
+        return got
+
+    monkeypatch.setattr(bmc.Bmc, "check", counted)
+    yield used
+
+
+def test_a_tasks_z3_work_does_not_depend_on_what_was_proven_before(
+    tasks: list[Task], work: list[int]
+) -> None:
+    first, *others = tasks
+    assert not isinstance(certify(MOCK, first, engine="z3"), str)
+    alone = list(work)
+    assert alone and sum(alone) > 0  # z3 did work, so there is something to compare
+    for t in others:
+        certify(MOCK, t, engine="z3")
+    work.clear()
+    again = certify(MOCK, first, engine="z3")
+    assert not isinstance(again, str)
+    assert work == alone
+
+
+def test_provers_used_in_turn_keep_their_own_terms(tasks: list[Task]) -> None:
+    """Two provers alive at once, their queries interleaved: each method call works in
+    its own prover's context, so no term of one reaches the other's solver."""
+    actions = [t for t in tasks if t.kind == "action"][:2]
+    assert len(actions) == 2
+    a, b = (Prover(MOCK, t, engine="z3") for t in actions)
+    assert a.build() is not None and b.build() is not None
+    for p, t in ((a, actions[0]), (b, actions[1]), (a, actions[0])):
+        assert p.find_min_calls(len(t.chain)) == t.min_calls
+    assert a.bmc is not None and b.bmc is not None
+    assert a.bmc.solver.ctx is not b.bmc.solver.ctx
+    assert [r.ok for r in a.all()] == [r.ok for r in b.all()] == [True] * 6
+
+
+def test_a_scope_makes_its_context_only_when_used() -> None:
+    outside = z3.main_ctx()
+    scope = Z3Scope()
+    with scope:
+        pass
+    assert z3.main_ctx() is outside  # nothing was made, and the outer one is back
+    with scope:
+        inner = and_(z3.Bool("p"), LIT.TRUE)
+        assert inner.ctx is z3.main_ctx() is not outside
+    assert is_t(and_(LIT.TRUE, LIT.TRUE)) and LIT.TRUE.ctx is outside
+    with scope:  # the same context again: its terms are still good
+        assert LIT.TRUE.ctx is inner.ctx
