@@ -5,6 +5,7 @@ the explicit search answers proofs 3 and 5."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -29,50 +30,86 @@ def _z3_min(domain: Domain, task: Task, upto: int) -> int | None:
     return got if isinstance(got, int) else None
 
 
-def _cross_check(domain: Domain, n: int, seed: int) -> tuple[int, int]:
-    """(tasks compared, queries compared); asserts agreement on each."""
-    tasks = [t for t in generate(domain, n, seed).tasks if t.kind != "refusal"]
-    queries = 0
-    for t in tasks:
-        ex = task_shortest(domain, t, max_nodes=3000)
-        if not ex.complete:
-            continue
-        z = _z3_min(domain, t, len(t.chain))
-        assert z == ex.min_calls, (t.id, z, ex.min_calls, ex.chain)
-        queries += 1
-        if z:
-            below = task_shortest(domain, t, z - 1, max_nodes=3000)
-            assert below.complete and below.min_calls is None, (t.id, below)
-            assert _z3_min(domain, t, z - 1) is None, t.id
-            queries += 1
-    return len(tasks), queries
+def _min_agrees(domain: Domain, t: Task) -> int:
+    """Asserts that the unbudgeted search and z3 find the same minimum for action or
+    information task ``t``, and both find none one call below it; the queries compared
+    (0 when the search ran out of its node budget)."""
+    ex = task_shortest(domain, t, max_nodes=3000)
+    if not ex.complete:
+        return 0
+    z = _z3_min(domain, t, len(t.chain))
+    assert z == ex.min_calls, (t.id, z, ex.min_calls, ex.chain)
+    if not z:
+        return 1
+    below = task_shortest(domain, t, z - 1, max_nodes=3000)
+    assert below.complete and below.min_calls is None, (t.id, below)
+    assert _z3_min(domain, t, z - 1) is None, t.id
+    return 2
+
+
+def _verdict(got: Task | str) -> tuple[Any, ...]:
+    """What a certification decided, without the words: the rejection reason, or the
+    minimum and each proof's outcome."""
+    if isinstance(got, str):
+        return (got,)
+    assert got.certificate is not None
+    return got.min_calls, [(p.name, p.status) for p in got.certificate.proofs]
+
+
+def _verdicts_agree(domain: Domain, t: Task) -> bool:
+    """Asserts that z3 alone and ``auto`` (the explicit search within its budget, z3 past
+    it) reach the same verdict on ``t``; whether the search decided some proof."""
+    auto = certify(domain, t, engine="auto")
+    z3_only = certify(domain, t, engine="z3")
+    assert _verdict(auto) == _verdict(z3_only), t.id
+    return (
+        not isinstance(auto, str)
+        and auto.certificate is not None
+        and any("explicit search" in p.detail for p in auto.certificate.proofs)
+    )
+
+
+def _cross_check(domain: Domain, n: int, seed: int, *, verdicts: bool = True) -> Counter[str]:
+    """Both comparisons on the tasks of one generated set (made once): ``tasks``,
+    ``queries`` (minimum queries compared) and ``decided`` (tasks whose verdict the
+    search gave) counted."""
+    out: Counter[str] = Counter()
+    for t in generate(domain, n, seed).tasks:
+        out["tasks"] += 1
+        if t.kind != "refusal":
+            out["queries"] += _min_agrees(domain, t)
+        if verdicts:
+            out["decided"] += _verdicts_agree(domain, t)
+    return out
 
 
 def test_engines_agree_on_mock_and_synthesized_domains() -> None:
-    compared = 0
+    """The minimum, "none one call below it", and every proof's verdict when the search
+    answers proofs 3 and 5 (and the proofs that then need no encoding), task for task."""
+    got: Counter[str] = Counter()
     for domain, n in [
         (load_builtin("mock"), 60),
         (loads_domain(synth_yaml(0), source="synth0.yaml"), 25),
         (loads_domain(synth_yaml(1), source="synth1.yaml"), 25),
     ]:
-        _, q = _cross_check(domain, n, 0)
-        compared += q
-    assert compared >= 150
+        got += _cross_check(domain, n, 0)
+    assert got["queries"] >= 150
+    assert got["decided"] >= 40  # the comparison is about the explicit answers, not z3's
 
 
 @pytest.mark.slow
 def test_engines_agree_on_a_thousand_small_tasks() -> None:
-    """>= 1,000 random small tasks (mock states of many seeds, and synthesized domains):
-    every minimum and every "none within the bound" the same."""
-    tasks = queries = 0
-    for seed in range(8):
-        t, q = _cross_check(load_builtin("mock"), 100, seed)
-        tasks, queries = tasks + t, queries + q
+    """>= 1,000 random small tasks (mock states of many seeds, and synthesized domains),
+    refusals included (z3 answers their proof 6 either way): every minimum, every "none
+    within the bound" and every proof's verdict the same."""
+    got: Counter[str] = Counter()
+    for seed in range(1, 9):
+        got += _cross_check(load_builtin("mock"), 100, seed)
     for s in range(2, 8):
-        t, q = _cross_check(loads_domain(synth_yaml(s), source=f"synth{s}.yaml"), 40, 0)
-        tasks, queries = tasks + t, queries + q
-    assert tasks >= 1000
-    assert queries >= 1500
+        got += _cross_check(loads_domain(synth_yaml(s), source=f"synth{s}.yaml"), 40, 0)
+    assert got["tasks"] >= 1000
+    assert got["queries"] >= 1500
+    assert got["decided"] >= 600
 
 
 def test_unreachable_goal_and_node_budget() -> None:
@@ -112,63 +149,7 @@ def test_engines_agree_on_language_v2_domains(name: str, n: int) -> None:
     """Decimals, optional arguments, soft failures and strings: this comparison found the
     z3 encoding refusing a valid int-into-decimal write on any account but the first
     (banking-0-00034) and refusing every omitted optional argument (helpdesk)."""
-    _, q = _cross_check(load_builtin(name), n, 0)
-    assert q >= 10
-
-
-# ------------------------------------------------------------------ every proof, both engines
-
-
-def _verdict(got: Task | str) -> tuple[Any, ...]:
-    """What a certification decided, without the words: the rejection reason, or the
-    minimum and each proof's outcome."""
-    if isinstance(got, str):
-        return (got,)
-    assert got.certificate is not None
-    return got.min_calls, [(p.name, p.status) for p in got.certificate.proofs]
-
-
-def _engines_agree(domain: Domain, n: int, seed: int) -> tuple[int, int]:
-    """(tasks compared, tasks the explicit search decided); asserts that z3 alone and
-    ``auto`` (the explicit search within its budget, z3 past it) reach the same verdict."""
-    tasks = generate(domain, n, seed).tasks
-    decided = 0
-    for t in tasks:
-        auto = certify(domain, t, engine="auto")
-        z3_only = certify(domain, t, engine="z3")
-        assert _verdict(auto) == _verdict(z3_only), t.id
-        if not isinstance(auto, str) and auto.certificate is not None:
-            decided += any("explicit search" in p.detail for p in auto.certificate.proofs)
-    return len(tasks), decided
-
-
-def test_engines_agree_on_every_proof() -> None:
-    """The minimum, proofs 3 and 5 (and the proofs that then need no encoding) answered by
-    the explicit search give the verdicts z3 gives, task for task."""
-    compared = decided = 0
-    for domain, n in [
-        (load_builtin("mock"), 40),
-        (loads_domain(synth_yaml(0), source="synth0.yaml"), 20),
-    ]:
-        c, d = _engines_agree(domain, n, 0)
-        compared, decided = compared + c, decided + d
-    assert compared >= 50
-    assert decided >= 30  # the comparison is about the explicit answers, not z3's fallback
-
-
-@pytest.mark.slow
-def test_engines_agree_on_every_proof_over_a_thousand_tasks() -> None:
-    """>= 1,000 random small tasks, refusals included (z3 answers their proof 6 either
-    way): the same verdict from both engines on every one."""
-    compared = decided = 0
-    for seed in range(1, 9):
-        c, d = _engines_agree(load_builtin("mock"), 100, seed)
-        compared, decided = compared + c, decided + d
-    for s in range(2, 8):
-        c, d = _engines_agree(loads_domain(synth_yaml(s), source=f"synth{s}.yaml"), 40, 0)
-        compared, decided = compared + c, decided + d
-    assert compared >= 1000
-    assert decided >= 600
+    assert _cross_check(load_builtin(name), n, 0, verdicts=False)["queries"] >= 10
 
 
 def test_every_minimal_solutions_writes_are_collected() -> None:
