@@ -476,14 +476,22 @@ class Prover:
         """``st`` (a state the whole initial one led to) on the search's rows: those of
         the slice and those created since."""
         space = self._search_space()
-        tables = {
-            e: {
-                k: r
-                for k, r in t.items()
-                if k in space.initial.tables.get(e, {}) or k not in self.initial.tables.get(e, {})
-            }
-            for e, t in st.tables.items()
-        }
+        tables: dict[str, dict[Any, Any]] = {}
+        for e, t in st.tables.items():
+            before = self.initial.tables.get(e, {})
+            changed = st.changed_keys(self.initial, e)
+            if changed is None:  # no rows shared with the initial state: read them all
+                tables[e] = {
+                    k: r
+                    for k, r in t.items()
+                    if k in space.initial.tables.get(e, {}) or k not in before
+                }
+                continue
+            # The slice's rows as they are now, and the rows created since (written, so
+            # among the changed keys): no walk over the whole table.
+            rows = {k: t[k] for k in space.initial.tables.get(e, {}) if k in t}
+            rows.update((k, t[k]) for k in changed if k in t and k not in before)
+            tables[e] = rows
         return State(tables, dict(st.counters), st.today)
 
     @property

@@ -705,6 +705,12 @@ class _Flow:
     def all_keys(self, ent: str) -> set[Key]:
         return set(self.tables[ent]) | set(self.created[ent])
 
+    def existing(self, ent: str, keys: set[Key]) -> set[Key]:
+        """The keys of ``keys`` that name a row, initial or created (``keys &
+        all_keys(ent)`` without building the whole table's key set)."""
+        table, created = self.tables[ent], self.created[ent]
+        return {k for k in keys if k in table or k in created}
+
     def _add(self, store: dict[Any, set[Key]], key: Any, vals: Iterable[Key]) -> None:
         cur = store.setdefault(key, set())
         n = len(cur)
@@ -1111,13 +1117,13 @@ class _Flow:
             case ir.Assign(entity=ent, key=k, field=f, op=op, value=v):
                 keys = self.key(k, env, ent)
                 val = self.value_of(v, env)
-                self._add(self.written_keys, (ent, f), keys & self.all_keys(ent))
+                self._add(self.written_keys, (ent, f), self.existing(ent, keys))
                 if op == "=":
                     self._write(ent, f, val)
             case ir.ListEdit(entity=ent, key=k, field=f, op=op, value=v):
                 keys = self.key(k, env, ent)
                 val = self.value_of(v, env)
-                self._add(self.written_keys, (ent, f), keys & self.all_keys(ent))
+                self._add(self.written_keys, (ent, f), self.existing(ent, keys))
                 if op == "append":
                     self._write(ent, f, AList(val))
             case ir.Create(entity=ent, bind=b, values=vs, key=given):
