@@ -34,7 +34,7 @@ from graphgen.state import State
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Change, Given, Task
 from graphgen.tasks.taskset import generate
-from graphgen.types import BOOL, INT, STR, DecT, RefT, Ty, strip_opt
+from graphgen.types import BOOL, INT, STR, DecT, RefT, RowT, Ty, strip_opt
 from graphgen.verify.bmc import Bmc, ChangesGoal, search
 from graphgen.verify.calls import creates_per_call
 from graphgen.verify.proofs import Prover
@@ -615,3 +615,53 @@ def test_rows_stamped_with_today_keep_the_slice_small(today: str) -> None:
         assert full_final.tables["Order"][k]["placed_on"] == today
     _check_claims(domain, state, givens, chain, flow)
     assert analyze_flow(full, state, givens=givens, creates={"Order": 3}).whole
+
+
+def _paid_with(rows: dict[str, Any], user: str, flight: str | None = None) -> str:
+    """A description of the payment methods of ``user``'s reservations (on ``flight``)."""
+    pick = f"y.user_id == '{user}'" + (f" and y.flight_id == '{flight}'" if flight else "")
+    return f"any(y.payment_id == x.payment_id for y in Reservation if {pick})"
+
+
+def test_a_description_through_related_rows_keeps_only_their_rows() -> None:
+    """ "The payment method of my reservation on ...": the rows it can match are the ones
+    the other table's matching rows name, found through its indexes; z3 on that slice
+    and the interpreter on the whole table agree, for one match and for several."""
+    from graphgen.stategen import generate_state
+    from graphgen.tasks.model import Target
+    from graphgen.verify.proofs import check_target, target_condition
+
+    airline = load_builtin("airline")
+    state = generate_state(airline, 3, {e: ed.size * 10 for e, ed in airline.entities.items()})
+    reservations = state.tables["Reservation"]
+    by_user: dict[str, list[str]] = {}
+    for k in sorted(reservations):
+        by_user.setdefault(reservations[k]["user_id"], []).append(k)
+    one = next(rs[0] for rs in by_user.values() if len(rs) == 1)
+    many = next(
+        rs for rs in by_user.values() if len({reservations[r]["payment_id"] for r in rs}) > 1
+    )
+    r = reservations[one]
+    text = _paid_with(reservations, r["user_id"], r["flight_id"])
+    target = Target(entity="PaymentMethod", key=r["payment_id"], description=text, phrase="it")
+    assert check_target(airline, state, target) == ""
+    scan = ir.Comp(
+        "x",
+        "PaymentMethod",
+        target_condition(airline, target),
+        ir.Var("x", RefT("PaymentMethod")),
+        RowT("PaymentMethod"),
+    )
+    kept = analyze_flow(
+        airline, state, tools=[], rows=[("PaymentMethod", r["payment_id"])], extra_scans=[scan]
+    ).state.tables["PaymentMethod"]
+    assert r["payment_id"] in kept and len(kept) * 20 < len(state.tables["PaymentMethod"])
+    # several reservations, paid with different methods: all of them are found
+    user = reservations[many[0]]["user_id"]
+    paid = sorted({reservations[k]["payment_id"] for k in many})
+    target = Target(
+        entity="PaymentMethod", key=paid[0], description=_paid_with(reservations, user), phrase="it"
+    )
+    assert check_target(airline, state, target) == (
+        f"{target.description!r} matches {paid[:5]} (want only {paid[0]!r})"
+    )

@@ -600,6 +600,23 @@ class _Flow:
                 if lf is not None and lf[1] and not _mentions(a, var) and self.error_free(a, loops):
                     return [[(lf[0], True, a, False)]]
                 return None
+            case ir.Agg(
+                fn="any", comp=ir.Comp(var=y, entity=other, cond=inner, proj=ir.Compare() as eq)
+            ) if eq.op == "==" and y != var:
+                # any(y.r == x.f for y in Y if c): false unless x.f is among
+                # [y.r for y in Y if c], a list that does not depend on the row ("the
+                # payment method of my reservation on ..."). Error-free as a whole, so
+                # is the any on any row: reading x.f cannot raise.
+                for a, b in ((eq.left, eq.right), (eq.right, eq.left)):
+                    lf = self._loop_field(b, var, ent)
+                    if lf is None or lf[1] or _mentions(a, var):
+                        continue
+                    if inner is not None and _mentions(inner, var):
+                        return None
+                    shows = ir.Comp(y, other, inner, a, ListT(a.ty))
+                    if self.error_free(shows, loops):
+                        return [[(lf[0], False, shows, True)]]
+                return None
             case ir.BoolOp(op="and", values=vs):
                 # Every requirement of a conjunct reached with only error-free conjuncts
                 # before it counts: failing it makes the conjunction false, and nothing
