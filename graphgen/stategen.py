@@ -57,6 +57,7 @@ from graphgen.vocabulary import (
     name_tokens,
     pair_start,
     resolve_vocab,
+    town_names,
     vocab_file_exists,
 )
 
@@ -569,7 +570,9 @@ class StateGenerator:
             codes = self._built_column(t.edef.name, plan.code_src)
             if codes is not None:
                 cities = airport_city()
-                return lambda i: cities.get(codes[i]) or rng.choice(load_vocab("cities"))
+                # one draw per made-up code, as before, so the rest of the state is the
+                # same; a made-up code gets a made-up town, so a city keeps few airports
+                return lambda i: cities.get(codes[i]) or rng.choice(town_names())
         simple = SIMPLE_DRAWERS.get(vocab)
         if simple is not None:
             return lambda _: simple(rng)

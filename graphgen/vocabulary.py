@@ -40,6 +40,7 @@ __all__ = [
     "name_tokens",
     "pair_start",
     "resolve_vocab",
+    "town_names",
     "vocab_file_exists",
 ]
 
@@ -95,6 +96,29 @@ def _airports() -> tuple[tuple[str, str], ...]:
 def airport_city() -> dict[str, str]:
     """Airport code → its city, from ``airport_codes.txt``."""
     return dict(_airports())
+
+
+_TOWN_PREFIXES = ("", "North ", "South ", "East ", "West ", "New ", "Port ", "Lake ", "Fort ")
+_TOWN_SUFFIXES = ("", " Heights", " Springs", " Harbor", " Falls", " Junction", " Park")
+
+
+@cache
+def town_names() -> tuple[str, ...]:
+    """Place names for airports past the real codes: each city of ``cities.txt`` with a
+    prefix or suffix (``North Denver``, ``Denver Springs``), about 5,500. A table of
+    thousands of airports drawing their cities from the 88 real ones put 80 airports in
+    every city, and every lookup by city showed all of them.
+
+    >>> len(town_names()) > 5000, "Port Denver" in town_names()
+    (True, True)
+    """
+    return tuple(
+        f"{p}{c}{s}"
+        for c in load_vocab("cities")
+        for p in _TOWN_PREFIXES
+        for s in _TOWN_SUFFIXES
+        if p or s
+    )
 
 
 # The vocab hints this module understands. Any other hint that names a shipped vocab

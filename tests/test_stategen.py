@@ -24,7 +24,7 @@ from graphgen.load import loads_domain
 from graphgen.state import State
 from graphgen.stategen import StateGenerator, check_state, generate_state
 from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, ListT, OptT, RefT
-from graphgen.vocabulary import DATE_WINDOW, load_vocab, resolve_vocab
+from graphgen.vocabulary import DATE_WINDOW, airport_city, load_vocab, resolve_vocab, town_names
 
 # A domain that exercises what the shipped ones may not: a ref cycle (Dept <-> Employee),
 # self references (manager, mentors), one-to-one refs, unique enums and bounded unique
@@ -587,3 +587,19 @@ def test_more_flights_than_one_carrier_has_numbers() -> None:
     assert len(set(numbers)) == len(numbers) == 10_500
     assert all(re.fullmatch(r"G[A-Z][1-9]\d{2,3}", n) for n in numbers)
     assert len({n[:2] for n in numbers}) > 1
+
+
+def test_airports_past_the_real_codes_serve_towns_of_their_own() -> None:
+    """800 airports, 85 with real codes: the others get made-up towns, so a lookup by
+    city shows one or two airports (drawing from the 88 real cities put 8 in each), and
+    states with only real codes are the same as before."""
+    airline = load_builtin("airline")
+    st = generate_state(airline, 0, {"Airport": 800})
+    cities = Counter(r["city"] for r in st.tables["Airport"].values())
+    assert len(cities) > 600 and max(cities.values()) <= 3
+    real = airport_city()
+    for row in st.tables["Airport"].values():
+        assert row["city"] == real.get(row["code"], row["city"])
+        assert row["code"] in real or row["city"] in town_names()
+    small = generate_state(airline, 0, {})
+    assert all(r["city"] == real[r["code"]] for r in small.tables["Airport"].values())
