@@ -76,7 +76,8 @@ class Z3Scope:
     The context is made when first needed (a task the explicit search decides never
     pays for one). Entering again (also while entered) makes the same context
     current; leaving restores the one before. Terms made in a scope must not be
-    combined with terms made outside it.
+    combined with terms made outside it. The current context is the process's (z3's
+    default one), so provers run in processes, not threads, as z3's Python API wants.
 
     >>> a, b = Z3Scope(), Z3Scope()
     >>> with a:
