@@ -475,23 +475,15 @@ class Prover:
     def _on_slice(self, st: State) -> State:
         """``st`` (a state the whole initial one led to) on the search's rows: those of
         the slice and those created since."""
-        space = self._search_space()
+        kept = self._search_space().initial.tables
         tables: dict[str, dict[Any, Any]] = {}
         for e, t in st.tables.items():
-            before = self.initial.tables.get(e, {})
+            before, ours = self.initial.tables.get(e, {}), kept.get(e, {})
+            # Rows created since were written, so are among the changed keys: only with
+            # no rows shared with the initial state is every row read.
             changed = st.changed_keys(self.initial, e)
-            if changed is None:  # no rows shared with the initial state: read them all
-                tables[e] = {
-                    k: r
-                    for k, r in t.items()
-                    if k in space.initial.tables.get(e, {}) or k not in before
-                }
-                continue
-            # The slice's rows as they are now, and the rows created since (written, so
-            # among the changed keys): no walk over the whole table.
-            rows = {k: t[k] for k in space.initial.tables.get(e, {}) if k in t}
-            rows.update((k, t[k]) for k in changed if k in t and k not in before)
-            tables[e] = rows
+            keys = t if changed is None else itertools.chain(ours, changed)
+            tables[e] = {k: t[k] for k in keys if k in t and (k in ours or k not in before)}
         return State(tables, dict(st.counters), st.today)
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 import z3
@@ -105,8 +106,7 @@ class Z3Scope:
         self._lits = dict(vars(LIT))
 
     def __enter__(self) -> Z3Scope:
-        if not _TUNED:
-            _keep_freed_blocks()
+        _keep_freed_blocks()  # once per process (cached)
         if _ACTIVE and _ACTIVE[-1] is self:
             self._outer.append(None)
         else:
@@ -133,9 +133,9 @@ class Z3Scope:
 
 
 _ACTIVE: list[Z3Scope] = []  # the scopes entered, innermost last
-_TUNED: list[bool] = []  # non-empty once _keep_freed_blocks ran
 
 
+@cache
 def _keep_freed_blocks() -> None:
     """Let glibc's malloc keep freed blocks of up to 32 MB for reuse (elsewhere: nothing).
 
@@ -145,7 +145,6 @@ def _keep_freed_blocks() -> None:
     instead of 0.5 ms, as much as a typical proof. Fixed thresholds (which also turn
     the adaptation off) keep such blocks in the heap; a process holds at most 32 MB
     more than it uses."""
-    _TUNED.append(True)
     try:
         libc = ctypes.CDLL("libc.so.6")
         mallopt = libc.mallopt
