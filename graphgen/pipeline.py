@@ -101,7 +101,7 @@ from graphgen.journal import Journal, JournalMismatch, journal_path
 from graphgen.llm import API_KEY_ENV, Usage, api_key, openai_client
 from graphgen.load import load_domain
 from graphgen.newdomain import write_starter
-from graphgen.processes import Interrupted, stop_on_signals, worker_pool
+from graphgen.processes import Interrupted, as_interrupted, stop_on_signals, worker_pool
 from graphgen.quality import Finding, strict_findings
 from graphgen.synth import SynthOptions, synth_yaml
 from graphgen.tasks.backends import BACKENDS, Backend
@@ -449,8 +449,25 @@ def _check_output(output: Path, resume: bool, force: bool) -> None:
     check_output_file(partial, force=True)
 
 
-def _interrupted(exc: Interrupted, journal: Journal, kept: str) -> None:
-    exc.detail = f"{kept} kept in {journal.path}; run the same command with --resume to continue"
+@contextlib.contextmanager
+def _journal_open(journal: Journal, kept: Callable[[], str]) -> Iterator[None]:
+    """Close ``journal`` however the block ends; when a signal stopped it, raise the
+    :class:`~graphgen.processes.Interrupted` it stands for, saying what was kept and
+    how to resume (:func:`~graphgen.processes.as_interrupted`)."""
+    try:
+        yield
+    except BaseException as exc:
+        stop = as_interrupted(exc)
+        if stop is None:
+            raise
+        stop.detail = (
+            f"{kept()} kept in {journal.path}; run the same command with --resume to continue"
+        )
+        if stop is exc:
+            raise
+        raise stop from exc
+    finally:
+        journal.close()
 
 
 def generate(
@@ -548,16 +565,11 @@ def generate(
     } | ({} if shard is None else {"shard": list(shard)})
     with stop_on_signals():
         journal, done = _journal_for(out, header, resume)
-        try:
+        with _journal_open(journal, lambda: f"{accepted[0]} finished task(s)"):
             res = run(journal, done)
             res.manifest = with_domain_file(res.manifest, d, out)
             text = taskset_text(res.manifest, res.tasks, compact=compact)
             journal.finish(out, encode(text, out))
-        except Interrupted as exc:
-            _interrupted(exc, journal, f"{accepted[0]} finished task(s)")
-            raise
-        finally:
-            journal.close()
     return res
 
 
@@ -728,14 +740,9 @@ def verify_tasks(
             if progress:
                 progress(i, total)
 
-        try:
+        with _journal_open(journal, lambda: f"the results of {checked[0]} task(s)"):
             res = _verify(tasks, bad, manifest, d, options, journal, done, tick)
             journal.finish(out, verification_text(res, source, sha, d, ms))
-        except Interrupted as exc:
-            _interrupted(exc, journal, f"the results of {checked[0]} task(s)")
-            raise
-        finally:
-            journal.close()
     return res
 
 

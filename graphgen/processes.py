@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
-__all__ = ["PARENT_POLL_SECONDS", "Interrupted", "stop_on_signals", "worker_pool"]
+__all__ = ["PARENT_POLL_SECONDS", "Interrupted", "as_interrupted", "stop_on_signals", "worker_pool"]
 
 PARENT_POLL_SECONDS = 0.25
 """How often a pool worker checks that its parent is still alive."""
@@ -49,8 +49,34 @@ class Interrupted(KeyboardInterrupt):
         self.detail = ""
 
 
+_received: list[int] = []
+"""The signals that arrived while the innermost :func:`stop_on_signals` block ran."""
+
+
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
     raise Interrupted(signum)
+
+
+def as_interrupted(exc: BaseException) -> Interrupted | None:
+    """``exc`` as the :class:`Interrupted` it stands for, or None.
+
+    A signal's exception is raised in whatever Python code runs when it arrives. When
+    that code is a callback of a library that wraps its callbacks' errors (pydantic's
+    serializers raise ``PydanticSerializationError`` with the message only), the
+    exception that reaches the caller is another one. So any exception that ends a
+    :func:`stop_on_signals` block after a signal arrived in it stands for that signal.
+
+    >>> as_interrupted(ValueError("bad input")) is None
+    True
+    """
+    if isinstance(exc, Interrupted):
+        return exc
+    if not _received:
+        return None
+    stop = Interrupted(_received[0])
+    stop.__cause__ = exc
+    return stop
 
 
 @contextlib.contextmanager
@@ -61,11 +87,14 @@ def stop_on_signals() -> Iterator[None]:
         yield
         return
     before = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+    outer = _received[:]
+    _received.clear()
     try:
         yield
     finally:
         for s, h in before.items():
             signal.signal(s, h)
+        _received[:] = outer
 
 
 def _alive(pid: int) -> bool:

@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
+from pydantic_core import PydanticSerializationError
 
 from graphgen import pipeline as pl
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.files import OutputError
 from graphgen.journal import Journal, JournalMismatch, journal_path
-from graphgen.processes import Interrupted
+from graphgen.processes import Interrupted, as_interrupted, stop_on_signals
 from graphgen.tasks.model import Task
 from graphgen.tasks.taskset import generate as generate_tasks
 from graphgen.tasks.taskset import taskset_text
@@ -136,6 +138,57 @@ def test_pipeline_generate_stops_keeps_the_journal_and_resumes(tmp_path: Path) -
     pl.generate("mock", 8, opts, output=part, resume=True)
     assert part.read_bytes() == whole.read_bytes()
     assert not journal_path(part).exists()
+
+
+class _SignalsWhileSerialized(BaseModel):
+    """Sends SIGINT to this process from inside pydantic's serializer, where the
+    signal's exception is wrapped in a ``PydanticSerializationError``."""
+
+    n: int
+
+    @model_serializer(mode="wrap")
+    def _send(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        os.kill(os.getpid(), signal.SIGINT)
+        data: dict[str, Any] = handler(self)
+        return data
+
+
+def test_a_signal_inside_a_serializer_callback_still_stops_as_interrupted() -> None:
+    with stop_on_signals():
+        with pytest.raises(PydanticSerializationError) as info:
+            _SignalsWhileSerialized(n=1).model_dump()
+        stop = as_interrupted(info.value)
+    assert stop is not None and stop.signum == signal.SIGINT
+    assert stop.__cause__ is info.value
+    with stop_on_signals():  # a new block starts with no signal received
+        assert as_interrupted(ValueError("x")) is None
+
+
+def test_generate_stopped_inside_a_serializer_keeps_the_journal_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opts = pl.Options(jobs=1, prove=False, seed=2)
+    whole = tmp_path / "whole.jsonl"
+    pl.generate("mock", 6, opts, output=whole)
+    append = Journal.append
+    calls = [0]
+
+    def append_then_signal(self: Journal, record: dict[str, Any]) -> None:
+        calls[0] += 1
+        if calls[0] == 4:  # the header and three tasks are on disk
+            _SignalsWhileSerialized(n=calls[0]).model_dump()
+        append(self, record)
+
+    part = tmp_path / "part.jsonl"
+    with monkeypatch.context() as m:
+        m.setattr(Journal, "append", append_then_signal)
+        with pytest.raises(Interrupted) as info:
+            pl.generate("mock", 6, opts, output=part)
+    assert isinstance(info.value.__cause__, PydanticSerializationError)
+    assert "finished task(s) kept in" in info.value.detail
+    assert not part.exists() and journal_path(part).exists()
+    pl.generate("mock", 6, opts, output=part, resume=True)
+    assert part.read_bytes() == whole.read_bytes()
 
 
 def test_verify_report_resumes_without_rechecking(
