@@ -180,7 +180,9 @@ def test_utilisation_counts_every_check_and_adds_up(jobs: int) -> None:
         assert use.start <= w.first < w.last <= end and w.busy <= w.last - w.first
     assert 0 < use.cpu_share < use.busy_share <= 1
     assert use.ramp >= 0 and use.tail >= 0
-    assert 0 < use.draw_cpu <= use.draw_wall < use.wall and use.wait <= use.wall
+    # CPU and wall clocks tick differently: equal times may read a few µs apart
+    assert 0 < use.draw_cpu <= use.draw_wall + 0.001 and use.draw_wall < use.wall
+    assert use.wait <= use.wall
 
 
 def test_the_window_does_not_change_the_set(
