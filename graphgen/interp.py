@@ -9,7 +9,7 @@ invariants (bounds, uniqueness) checked; any failure rolls the state back and ra
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypeAlias, assert_never
@@ -100,107 +100,204 @@ def evaluate(e: ir.Expr, st: State, env: Env, domain: Domain | None = None) -> A
     >>> evaluate(ir.Arith("*", ir.Lit(6, INT), ir.Lit(7, INT), INT), State({}, {}), {})
     42
     """
+    hit = _COMPILED.get(id(e))
+    if hit is None or hit[0] is not e:
+        hit = _remember(e)
+    return hit[1](st, env, domain)
+
+
+Evaluator: TypeAlias = Callable[[State, Env, Domain | None], Any]
+
+# Per expression node (by id, with the node, so a reused id is not mistaken for it): its
+# evaluator. Domain expressions live as long as their domain and are evaluated millions
+# of times (state generation checks every rule on every row); walking the tree and
+# matching node classes on every visit cost more than the work itself.
+_COMPILED: dict[int, tuple[ir.Expr, Evaluator]] = {}
+
+
+def _remember(e: ir.Expr) -> tuple[ir.Expr, Evaluator]:
+    if len(_COMPILED) > 50_000:  # expressions parsed on the fly (descriptions) come and go
+        _COMPILED.clear()
+    hit = _COMPILED[id(e)] = (e, _compile(e))
+    return hit
+
+
+def compiled(e: ir.Expr) -> Evaluator:
+    """``e`` as a function of (state, env, domain), made once per node: what
+    :func:`evaluate` runs. Children are compiled with their parent, so evaluating a
+    tree costs one Python call per node and no dispatch."""
+    hit = _COMPILED.get(id(e))
+    if hit is None or hit[0] is not e:
+        hit = _remember(e)
+    return hit[1]
+
+
+def _compile(e: ir.Expr) -> Evaluator:
+    """The evaluator of one node; the semantics of the language, case by case."""
     match e:
         case ir.Lit(value=v):
-            return v
-        case ir.Var(name=n):
-            return env[n]
+            return lambda st, env, domain: v
+        case ir.Var(name=name):
+            return lambda st, env, domain: env[name]
         case ir.FieldOf(entity=ent, key=k, field=f):
-            v = _row(st, ent, evaluate(k, st, env, domain))[f]
-            # a decimal is stored in its JSON form ("12.50") and computed with as Decimal
-            return Decimal(v) if isinstance(strip_opt(e.ty), DecT) and v is not None else v
+            key_of = compiled(k)
+            if isinstance(strip_opt(e.ty), DecT):
+                # a decimal is stored in its JSON form ("12.50") and computed with as Decimal
+                def dec_field(st: State, env: Env, domain: Domain | None) -> Any:
+                    v = _row(st, ent, key_of(st, env, domain))[f]
+                    return None if v is None else Decimal(v)
+
+                return dec_field
+            return lambda st, env, domain: _row(st, ent, key_of(st, env, domain))[f]
         case ir.RowOf(entity=ent, key=k):
-            key = evaluate(k, st, env, domain)
-            row = _row(st, ent, key)
-            keyname = domain.entities[ent].key if domain else "id"
-            return {keyname: key, **row}
+            key_of = compiled(k)
+
+            def row_of(st: State, env: Env, domain: Domain | None) -> Any:
+                key = key_of(st, env, domain)
+                row = _row(st, ent, key)
+                keyname = domain.entities[ent].key if domain else "id"
+                return {keyname: key, **row}
+
+            return row_of
         case ir.Exists(entity=ent, key=k):
-            return evaluate(k, st, env, domain) in st.tables[ent]
+            key_of = compiled(k)
+            return lambda st, env, domain: key_of(st, env, domain) in st.tables[ent]
         case ir.Compare(op=op, left=a, right=b):
-            x, y = evaluate(a, st, env, domain), evaluate(b, st, env, domain)
-            if op == "==":
-                return x == y
-            if op == "!=":
-                return x != y
-            if op == "<":
-                return x < y
-            if op == "<=":
-                return x <= y
-            if op == ">":
-                return x > y
-            return x >= y
-        case ir.BoolOp(op="and", values=vs):
-            return all(evaluate(v, st, env, domain) for v in vs)
-        case ir.BoolOp(values=vs):
-            return any(evaluate(v, st, env, domain) for v in vs)
+            return _compare(op, compiled(a), compiled(b))
+        case ir.BoolOp(op=op, values=vs):
+            parts = [compiled(v) for v in vs]
+            if op == "and":
+                return lambda st, env, domain: all(p(st, env, domain) for p in parts)
+            return lambda st, env, domain: any(p(st, env, domain) for p in parts)
         case ir.Not(operand=o):
-            return not evaluate(o, st, env, domain)
+            inner = compiled(o)
+            return lambda st, env, domain: not inner(st, env, domain)
         case ir.Arith(op=op, left=a, right=b):
-            x, y = evaluate(a, st, env, domain), evaluate(b, st, env, domain)
-            if DATE in (a.ty, b.ty):
-                return _date_arith(op, x, y, a.ty == DATE)
-            return x + y if op == "+" else x - y if op == "-" else x * y
+            return _arith(op, compiled(a), compiled(b), DATE in (a.ty, b.ty), a.ty == DATE)
         case ir.Neg(operand=o):
-            return -evaluate(o, st, env, domain)
+            inner = compiled(o)
+            return lambda st, env, domain: -inner(st, env, domain)
         case ir.Contains(item=a, container=b, negated=neg):
-            r = evaluate(a, st, env, domain) in evaluate(b, st, env, domain)
-            return not r if neg else r
+            item, container = compiled(a), compiled(b)
+            if neg:
+                return lambda st, env, domain: (
+                    item(st, env, domain) not in container(st, env, domain)
+                )
+            return lambda st, env, domain: item(st, env, domain) in container(st, env, domain)
         case ir.Len(operand=o):
-            return len(evaluate(o, st, env, domain))
+            inner = compiled(o)
+            return lambda st, env, domain: len(inner(st, env, domain))
         case ir.ListLit(items=items):
-            return [evaluate(x, st, env, domain) for x in items]
+            parts = [compiled(x) for x in items]
+            return lambda st, env, domain: [p(st, env, domain) for p in parts]
         case ir.Comp():
-            return _comp(e, st, env, domain)
+            return _comprehension(e)
         case ir.Agg(fn=fn, comp=c):
-            vals = _comp(c, st, env, domain)
-            if fn == "any":
-                return any(vals)
-            if fn == "all":
-                return all(vals)
-            if fn == "count":
-                return len(vals)
-            if fn == "sum":
-                return sum(vals)
-            if not vals:
-                raise ToolError(f"{fn}() over no {c.entity} rows", kind="empty")
-            return min(vals) if fn == "min" else max(vals)
+            return _aggregate(fn, c, compiled(c))
         case ir.IfExp(cond=c, then=t, orelse=o):
-            return evaluate(t if evaluate(c, st, env, domain) else o, st, env, domain)
+            cond, then, orelse = compiled(c), compiled(t), compiled(o)
+            return lambda st, env, domain: (
+                then(st, env, domain) if cond(st, env, domain) else orelse(st, env, domain)
+            )
         case ir.DictLit(keys=ks, values=vs):
-            return {k: evaluate(v, st, env, domain) for k, v in zip(ks, vs, strict=True)}
+            pairs = [(k, compiled(v)) for k, v in zip(ks, vs, strict=True)]
+            return lambda st, env, domain: {k: v(st, env, domain) for k, v in pairs}
         case ir.IsNone(operand=o, negated=neg):
-            return (evaluate(o, st, env, domain) is None) != neg
+            inner = compiled(o)
+            return lambda st, env, domain: (inner(st, env, domain) is None) != neg
         case ir.Old(operand=o):
+            inner = compiled(o)
             # Outside a call's effects (preconditions, goals) there is no earlier state.
-            before = env.get(OLD_STATE, st)
-            return evaluate(o, before, env, domain)
+            return lambda st, env, domain: inner(env.get(OLD_STATE, st), env, domain)
         case ir.DictComp(comp=c):
             # Same rows, same order, same errors as the list form; each value under its
             # row's id as a string, the JSON object key (int id 3 is "3").
-            keys = _comp(
-                ir.Comp(c.var, c.entity, c.cond, ir.Var(c.var, RefT(c.entity)), c.ty),
-                st,
-                env,
-                domain,
+            keys = _comprehension(
+                ir.Comp(c.var, c.entity, c.cond, ir.Var(c.var, RefT(c.entity)), c.ty)
             )
-            return dict(zip(map(str, keys), _comp(c, st, env, domain), strict=True))
+            values = compiled(c)
+            return lambda st, env, domain: dict(
+                zip(map(str, keys(st, env, domain)), values(st, env, domain), strict=True)
+            )
         case ir.Round(num=a, den=b, places=n, mode=mode):
-            x = evaluate(a, st, env, domain)
-            y = 1 if b is None else evaluate(b, st, env, domain)
-            return round_div(x, y, n, mode, ToolError, to_source(e))
+            num = compiled(a)
+            den = None if b is None else compiled(b)
+            where = to_source(e)
+            return lambda st, env, domain: round_div(
+                num(st, env, domain),
+                1 if den is None else den(st, env, domain),
+                n,
+                mode,
+                ToolError,
+                where,
+            )
         case ir.StrOp(op=op, args=args):
-            vals = [evaluate(a, st, env, domain) for a in args]
-            return strings.apply(op, vals, [a.ty for a in args])
+            parts = [compiled(a) for a in args]
+            types = [a.ty for a in args]
+            return lambda st, env, domain: strings.apply(
+                op, [p(st, env, domain) for p in parts], types
+            )
         case ir.Index(operand=xs, index=i):
-            items = evaluate(xs, st, env, domain)
-            n = evaluate(i, st, env, domain)
-            if not -len(items) <= n < len(items):
-                raise ToolError(f"index {n} is outside a list of {len(items)}", kind="empty")
-            return items[n]
+            items_of, index_of = compiled(xs), compiled(i)
+
+            def index(st: State, env: Env, domain: Domain | None) -> Any:
+                items = items_of(st, env, domain)
+                n = index_of(st, env, domain)
+                if not -len(items) <= n < len(items):
+                    raise ToolError(f"index {n} is outside a list of {len(items)}", kind="empty")
+                return items[n]
+
+            return index
         case ir.Today():
-            return today_of_state(st)
+            return lambda st, env, domain: today_of_state(st)
         case _:
             assert_never(e)
+
+
+def _compare(op: str, a: Evaluator, b: Evaluator) -> Evaluator:
+    if op == "==":
+        return lambda st, env, domain: a(st, env, domain) == b(st, env, domain)
+    if op == "!=":
+        return lambda st, env, domain: a(st, env, domain) != b(st, env, domain)
+    if op == "<":
+        return lambda st, env, domain: a(st, env, domain) < b(st, env, domain)
+    if op == "<=":
+        return lambda st, env, domain: a(st, env, domain) <= b(st, env, domain)
+    if op == ">":
+        return lambda st, env, domain: a(st, env, domain) > b(st, env, domain)
+    return lambda st, env, domain: a(st, env, domain) >= b(st, env, domain)
+
+
+def _arith(op: str, a: Evaluator, b: Evaluator, dates: bool, left_is_date: bool) -> Evaluator:
+    if dates:
+        return lambda st, env, domain: _date_arith(
+            op, a(st, env, domain), b(st, env, domain), left_is_date
+        )
+    if op == "+":
+        return lambda st, env, domain: a(st, env, domain) + b(st, env, domain)
+    if op == "-":
+        return lambda st, env, domain: a(st, env, domain) - b(st, env, domain)
+    return lambda st, env, domain: a(st, env, domain) * b(st, env, domain)
+
+
+def _aggregate(fn: str, c: ir.Comp, rows: Evaluator) -> Evaluator:
+    if fn == "any":
+        return lambda st, env, domain: any(rows(st, env, domain))
+    if fn == "all":
+        return lambda st, env, domain: all(rows(st, env, domain))
+    if fn == "count":
+        return lambda st, env, domain: len(rows(st, env, domain))
+    if fn == "sum":
+        return lambda st, env, domain: sum(rows(st, env, domain))
+    pick = min if fn == "min" else max
+
+    def extreme(st: State, env: Env, domain: Domain | None) -> Any:
+        vals = rows(st, env, domain)
+        if not vals:
+            raise ToolError(f"{fn}() over no {c.entity} rows", kind="empty")
+        return pick(vals)
+
+    return extreme
 
 
 def _date_arith(op: str, x: Any, y: Any, left_is_date: bool) -> Any:
@@ -216,16 +313,23 @@ def _date_arith(op: str, x: Any, y: Any, left_is_date: bool) -> Any:
     return shifted.isoformat()
 
 
-def _comp(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> list[Any]:
-    keys = _probed_keys(c, st, env, domain)
-    inner = dict(env)
-    out = []
-    # key order is the one order every backend uses
-    for key in st.sorted_keys(c.entity) if keys is None else keys:
-        inner[c.var] = key
-        if c.cond is None or evaluate(c.cond, st, inner, domain):
-            out.append(evaluate(c.proj, st, inner, domain))
-    return out
+def _comprehension(c: ir.Comp) -> Evaluator:
+    var, entity = c.var, c.entity
+    cond = None if c.cond is None else compiled(c.cond)
+    proj = compiled(c.proj)
+
+    def rows(st: State, env: Env, domain: Domain | None) -> list[Any]:
+        keys = _probed_keys(c, st, env, domain)
+        inner = dict(env)
+        out = []
+        # key order is the one order every backend uses
+        for key in st.sorted_keys(entity) if keys is None else keys:
+            inner[var] = key
+            if cond is None or cond(st, inner, domain):
+                out.append(proj(st, inner, domain))
+        return out
+
+    return rows
 
 
 @dataclass(frozen=True, slots=True)

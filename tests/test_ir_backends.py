@@ -148,7 +148,7 @@ class Walker:
 
 
 WALKERS: tuple[Walker, ...] = (
-    Walker("interpreter", "graphgen/interp.py", "evaluate", EXPR),
+    Walker("interpreter", "graphgen/interp.py", "_compile", EXPR),
     Walker("interpreter", "graphgen/interp.py", "apply_effect", EFFECT),
     Walker("unparse", "graphgen/unparse.py", "Printer.expr", EXPR),
     Walker("unparse", "graphgen/unparse.py", "precedence", EXPR),
