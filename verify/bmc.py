@@ -728,6 +728,7 @@ class Bmc:
                 if es is not None and es != s:
                     self.given_terms.setdefault(es, []).append(term)
         self.solver = z3.SimpleSolver()
+        self._last = self.solver  # the solver of the last check (reason_unknown reads it)
         self.templates: list[ToolTemplate | None] = []
         self._site_tpl: list[list[tuple[Term, Sort, Term]]] = []
         self._leaf_tpl: list[list[tuple[Term, Ty, Term]]] = []
@@ -1145,7 +1146,7 @@ class Bmc:
         return goal.build(GoalView(self, horizon))
 
     def check(
-        self, assumptions: Sequence[Term], timeout_ms: int = 5000
+        self, assumptions: Sequence[Term], timeout_ms: int = 5000, *, fixed: bool = False
     ) -> tuple[Status, z3.ModelRef | None, float]:
         """Check the unrolling under ``assumptions``: (status, model if sat, ms).
 
@@ -1158,16 +1159,30 @@ class Bmc:
         a machine running ten processes per core hit it first, and the same seed gave
         another task set (a proof tallied ``timeout`` on one run and not the other).
         """
-        self.solver.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
-        self.solver.set("timeout", int(timeout_ms) * WALL_GUARD)
         t0 = time.perf_counter()
-        r = self.solver.check(*assumptions)
+        solver = self._fixed_solver(assumptions) if fixed else self.solver
+        solver.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
+        solver.set("timeout", int(timeout_ms) * WALL_GUARD)
+        self._last = solver
+        r = solver.check() if fixed else solver.check(*assumptions)
         ms = (time.perf_counter() - t0) * 1000
         if r == z3.sat:
-            return "sat", self.solver.model(), ms
+            return "sat", solver.model(), ms
         if r == z3.unsat:
             return "unsat", None, ms
         return "unknown", None, ms
+
+    def _fixed_solver(self, facts: Sequence[Term]) -> z3.Solver:
+        """A one-shot solver holding every constraint and ``facts``, for a query that
+        fixes every choice (the reference chain pinned): propagating the fixed values and
+        solving the equations that define each step's state decide it before any search.
+        The incremental solver, which takes its assumptions only during search, branches
+        on every atom instead: 2.2 s against 0.3 s for a 13-call airline chain."""
+        solver = z3.Then("propagate-values", "solve-eqs", "simplify", "smt").solver()
+        ctx, ref = solver.ctx.ref(), solver.solver
+        for t in [*self.added, *facts]:
+            z3.Z3_solver_assert(ctx, ref, t.ast)
+        return solver
 
     def reason_unknown(self) -> tuple[Inconclusive, str]:
         """Why the last check was inconclusive: the cause, and a detail to show.
@@ -1175,7 +1190,7 @@ class Bmc:
         Running out of the resource limit is z3's ``max. resource limit exceeded``; the
         wall-clock guard gives ``timeout`` or ``canceled``. All three are a timeout here
         (:meth:`check` sets the resource limit from the time limit)."""
-        r = str(self.solver.reason_unknown())
+        r = str(self._last.reason_unknown())
         if "timeout" in r or "canceled" in r:
             return Inconclusive.TIMEOUT, "timeout"
         if "resource limit" in r:

@@ -110,6 +110,9 @@ MAX_MINIMAL_WRITES = 24
 #: Calls the explicit searches of one task may make (``engine="auto"``) before its
 #: questions go to z3: a count, not a time, so the choice is the same on every machine.
 EXPLICIT_CALLS = 400
+#: The time limit (as z3 resource units, see :meth:`Bmc.check`) within which proof 1
+#: asks the incremental solver before a one-shot solver built for pinned chains.
+PINNED_TRY_MS = 40
 #: Which engine answers proofs 3 and 5 (and the minimum search): the explicit search
 #: when it finishes within its budget, else z3 ("auto"); z3 alone; or the explicit
 #: search with the large budget of :data:`graphgen.verify.explicit.MAX_NODES`, z3
@@ -623,8 +626,17 @@ class Prover:
     # ------------------------------------------------------------ helpers
 
     @_own_context
-    def _check(self, assume: list[Any], bmc: Bmc | None = None) -> tuple[str, Any]:
+    def _check(
+        self,
+        assume: list[Any],
+        bmc: Bmc | None = None,
+        *,
+        fixed: bool = False,
+        timeout_ms: int | None = None,
+    ) -> tuple[str, Any]:
         """(status, model); an inconclusive answer's cause is kept in ``last_unknown``.
+        ``fixed``: the assumptions fix every choice (:meth:`Bmc.check`); ``timeout_ms``
+        replaces the prover's limit for this query.
 
         A query z3 found unsat on this unrolling stays unsat (constraints are only ever
         added), so it is not asked again. A query is answered sat by a model z3 found
@@ -643,7 +655,8 @@ class Prover:
                 return "sat", m
         t0 = time.perf_counter()
         before = bmc.generation
-        status, model, _ = bmc.check(assume, self.timeout_ms)
+        limit = self.timeout_ms if timeout_ms is None else timeout_ms
+        status, model, _ = bmc.check(assume, limit, fixed=fixed)
         self.solve_ms += (time.perf_counter() - t0) * 1000
         self.last_unknown = bmc.reason_unknown() if status == "unknown" else None
         if status == "unsat":
@@ -730,7 +743,14 @@ class Prover:
                 "the chain cannot be expressed in the encoding (a value outside the universe)",
             )
         n = len(self.task.chain)
-        status, model = self._check([pin, self._goal_lit(max(n, self.horizon)), *bmc.length_is(n)])
+        query = [pin, self._goal_lit(max(n, self.horizon)), *bmc.length_is(n)]
+        # The incremental solver answers a short pinned chain at once, having learnt
+        # from the proofs before; on a long one it branches on every free atom (seconds
+        # on 13 calls), where a one-shot solver propagating the pinned values needs a
+        # fraction. A small resource budget first decides which, the same way anywhere.
+        status, model = self._check(query, timeout_ms=min(PINNED_TRY_MS, self.timeout_ms))
+        if status == "unknown":
+            status, model = self._check(query, fixed=True)
         if status == "unknown":
             return self._undecided("reference_chain")
         if status == "unsat":
