@@ -250,6 +250,20 @@ def test_a_state_read_from_a_dict_cannot_be_changed_through_another_reader() -> 
     assert State.from_dict(copy.deepcopy(data_json)) == data
 
 
+def test_json_form_keeps_its_content_when_its_own_state_writes_on() -> None:
+    """The form shares the state's rows: a row the state had written itself (its own, so
+    far changed in place) is copied by the next write, and the form does not change."""
+    s = State({"T": {"k1": {"a": 1}, "k2": {"a": 2}}}, {"T": 3})
+    s.set_field("T", "k1", "a", 5)  # k1 is now this state's own row
+    frozen = s.json_form()
+    before = copy.deepcopy(frozen)
+    s.set_field("T", "k1", "a", 6)
+    s.set_field("T", "k2", "a", 7)
+    s.put_row("T", "k3", {"a": 9})
+    assert frozen == before and frozen["tables"]["T"]["k1"] == {"a": 5}
+    assert s.json_form()["tables"]["T"] == {"k1": {"a": 6}, "k2": {"a": 7}, "k3": {"a": 9}}
+
+
 def test_tool_calls_on_a_copy_leave_the_original_and_its_json_alone() -> None:
     from graphgen.stategen import generate_state
 
