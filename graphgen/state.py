@@ -88,6 +88,11 @@ class SharedRow(dict[str, Any]):
     def __reduce__(self) -> tuple[Any, ...]:
         return (SharedRow, (dict(self),))
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        # A deep copy is nobody else's: the caller may change it (a task's initial state
+        # edited into another one).
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
 
 def shared_rows(tables: dict[str, Table]) -> dict[str, Table]:
     """``tables`` with every row a :class:`SharedRow`."""

@@ -264,6 +264,18 @@ def test_json_form_keeps_its_content_when_its_own_state_writes_on() -> None:
     assert s.json_form()["tables"]["T"] == {"k1": {"a": 6}, "k2": {"a": 7}, "k3": {"a": 9}}
 
 
+def test_a_deep_copy_of_the_json_form_may_be_edited() -> None:
+    """The form's rows are the state's (read-only); a deep copy of it is the caller's,
+    as a task's initial state copied to be edited into another task."""
+    s = State.from_dict({"tables": {"T": {"k1": {"a": 1}}}, "counters": {"T": 2}})
+    form = s.json_form()
+    with pytest.raises(TypeError, match="read-only"):
+        form["tables"]["T"]["k1"]["a"] = 2
+    mine = copy.deepcopy(form)
+    mine["tables"]["T"]["k1"]["a"] = 2
+    assert form["tables"]["T"]["k1"] == {"a": 1} and s.tables["T"]["k1"]["a"] == 1
+
+
 def test_tool_calls_on_a_copy_leave_the_original_and_its_json_alone() -> None:
     from graphgen.stategen import generate_state
 
