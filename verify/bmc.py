@@ -37,6 +37,7 @@ through assumption literals, so the solver keeps what it learned between them.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -958,13 +959,23 @@ class Bmc:
         if t > 0:
             self._add(implies(act, self.steps[-1].act))
         chosen = [and_(act, eq(sel, self.uni.index_term(j))) for j in range(n)]
-        args = [
-            {
-                p.name: self.uni.z3_var(p.ty, f"s{t}.{tool.name}.{p.name}")
-                for p in tool.params.values()
-            }
-            for tool in self.tools
-        ]
+        # One step calls one tool, so the tools share argument variables: the i-th
+        # parameter of a sort is one variable whichever tool has it (every constraint on
+        # a tool's arguments holds only when that tool is chosen). Its knowledge is then
+        # encoded once per step, not once per tool that could take it.
+        slots: dict[tuple[Sort, bool, int], Term] = {}
+        args: list[dict[str, Term]] = []
+        for tool in self.tools:
+            mine: dict[str, Term] = {}
+            taken: Counter[tuple[Sort, bool]] = Counter()
+            for p in tool.params.values():
+                kind = (param_sort(p), p.ty == PRIMS["bool"])
+                slot = (*kind, taken[kind])
+                taken[kind] += 1
+                if slot not in slots:
+                    slots[slot] = self.uni.z3_var(p.ty, f"s{t}.{kind[0]}.{slot[2]}")
+                mine[p.name] = slots[slot]
+            args.append(mine)
         self.steps.append(_Step(act, sel, chosen, args))
         self._require_recognition(chosen, args)
         cur = self.states[-1]
@@ -973,8 +984,16 @@ class Bmc:
         new_sites: list[tuple[Term, Sort, Term]] = []
         new_leaves: list[tuple[Term, Ty, Term]] = []
         knowns: list[Term] = []
+        known_of: dict[tuple[int, bool], Term] = {}  # per variable and optionality
         for j, tool in enumerate(self.tools):
-            knowns.append(and_(*(self._known(p, args[j][p.name]) for p in tool.params.values())))
+            parts = []
+            for p in tool.params.values():
+                a = args[j][p.name]
+                key = (a.ast.value, isinstance(p.ty, OptT))
+                if key not in known_of:
+                    known_of[key] = self._known(p, a)
+                parts.append(known_of[key])
+            knowns.append(and_(*parts))
             if not is_f(knowns[j]):
                 self._template(j)
         # one substitution for every template: the shared pre-state's variables to this
