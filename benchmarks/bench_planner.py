@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -67,15 +69,25 @@ def run_fd(domain_file: Path, problem_file: Path, time_limit: float) -> tuple[fl
             "astar(lmcut())",
         ]
         t0 = time.perf_counter()
+        # In a session of its own: on a timeout the driver's children (translate, search)
+        # must die with it, or they go on eating the cores the next tasks are timed on.
+        proc = subprocess.Popen(
+            cmd,
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
-            proc = subprocess.run(
-                cmd, cwd=tmp, capture_output=True, text=True, timeout=time_limit, check=False
-            )
+            out, _ = proc.communicate(timeout=time_limit)
         except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
             return time.perf_counter() - t0, None
         dt = time.perf_counter() - t0
         # FD's own figure (translate + preprocess + search, without the driver's start-up)
-        m = re.search(r"Planner time: ([0-9.]+)s", proc.stdout)
+        m = re.search(r"Planner time: ([0-9.]+)s", out)
         if m:
             dt = float(m.group(1))
         if not plan.exists():
