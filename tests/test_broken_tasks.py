@@ -41,6 +41,7 @@ from graphgen.state import State
 from graphgen.tasks.dryrun import REASONS, check_task
 from graphgen.tasks.model import Given, Task
 from graphgen.tasks.taskset import generate, read_taskset
+from graphgen.verify import proofs
 from graphgen.verify.certify import certify, recheck
 from graphgen.verify.proofs import Engine
 
@@ -330,8 +331,13 @@ def test_a_deposit_first_makes_the_refused_payment() -> None:
     assert st.tables["Payment"][pid] == {"account_id": args["account_id"], "amount": args["amount"]}
 
 
-def test_refusal_possible_after_a_deposit_is_rejected() -> None:
-    """Proof 6 asks whether the refused call itself can succeed after other calls."""
+@pytest.mark.parametrize("one_by_one", [4, 0], ids=["ladder-then-one", "one-query"])
+def test_refusal_possible_after_a_deposit_is_rejected(
+    one_by_one: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Proof 6 asks whether the refused call itself can succeed after other calls: by
+    lengths one at a time, or (none asked alone) in the single query for the rest."""
+    monkeypatch.setattr(proofs, "REFUSED_ONE_BY_ONE", one_by_one)
     t = _refused_payment()
     why, cert = recheck(_mock3(), t)
     assert why == "proof_refusal_impossible"

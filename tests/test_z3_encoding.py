@@ -38,6 +38,7 @@ from graphgen.load import load_domain, loads_domain
 from graphgen.state import State
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, Task
 from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, OptT, RefT
+from graphgen.verify import proofs as proofs_module
 from graphgen.verify.bmc import Bmc, ChangesGoal, search
 from graphgen.verify.concrete import run_concrete
 from graphgen.verify.proofs import prove_task, shortest_solution
@@ -927,7 +928,11 @@ def test_targets_must_be_unique(deposit_case: Any) -> None:
         assert not p.ok
 
 
-def test_refusal_impossible_and_possible() -> None:
+@pytest.mark.parametrize("one_by_one", [4, 0], ids=["ladder-then-one", "one-query"])
+def test_refusal_impossible_and_possible(one_by_one: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Proof 6 asks the first lengths one by one and the rest in one query; with no
+    length asked alone, the one query must find the same chains (and name the tool)."""
+    monkeypatch.setattr(proofs_module, "REFUSED_ONE_BY_ONE", one_by_one)
     state = mock_state(0)
     locked = _acct(state, status="locked")
     lrow = state.tables["Account"][locked]
