@@ -1177,6 +1177,9 @@ class Bmc:
         against a hang. It must stay far above what a loaded machine needs: at ten times,
         a machine running ten processes per core hit it first, and the same seed gave
         another task set (a proof tallied ``timeout`` on one run and not the other).
+
+        ``fixed``: the assumptions fix every choice (a pinned chain); they are asserted
+        in a one-shot solver that propagates them first (:meth:`_fixed_solver`).
         """
         t0 = time.perf_counter()
         solver = self._fixed_solver(assumptions) if fixed else self.solver

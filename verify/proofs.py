@@ -46,7 +46,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from functools import update_wrapper
+from functools import cache, update_wrapper
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import z3
@@ -1088,7 +1088,7 @@ class Prover:
         reported shortest); every longer one in a single query: the call made at some
         later step. Asked length by length, each query is harder than the last and
         repeats their work (a 12-call retail refusal spent 37 s reaching its limit at
-        length 11); as one query it costs what the hardest alone would (12 s)."""
+        length 11); as one query it costs about what the hardest alone would (15 s)."""
         bmc = self.bmc
         assert bmc is not None
         names = [t.name for t in bmc.tools]
@@ -1103,6 +1103,7 @@ class Prover:
                 return None  # a value outside the universe: the call cannot be made
             args[p] = term
 
+        @cache
         def made_at(t: int) -> Term:
             """The refused call is made at step ``t`` (unrolled as deep as that needs)."""
             bmc.ensure(t + 1)
