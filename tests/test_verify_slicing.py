@@ -665,3 +665,29 @@ def test_a_description_through_related_rows_keeps_only_their_rows() -> None:
     assert check_target(airline, state, target) == (
         f"{target.description!r} matches {paid[:5]} (want only {paid[0]!r})"
     )
+
+
+def test_a_tool_the_analysis_cannot_model_keeps_the_whole_state_every_time() -> None:
+    """Whether the analysis models a tool is asked once per tool and remembered on the
+    domain: a tool with a node outside the IR gives up (the whole state is kept) on the
+    first slice and on every later one."""
+
+    class Foreign:  # not an IR node
+        ty = INT
+
+    from graphgen.domains import builtin_path
+    from graphgen.load import load_domain
+    from graphgen.stategen import generate_state
+
+    state = generate_state(load_builtin("mock"), 0)
+    assert not analyze_flow(load_builtin("mock"), state).whole
+    # A loaded domain never changes (what is remembered on it assumes so): edit a copy
+    # of its own before it is first analysed.
+    d = load_domain(builtin_path("mock"))
+    name = sorted(d.tools)[0]
+    d.tools[name] = dataclasses.replace(d.tools[name], returns=Foreign())  # type: ignore[arg-type]
+    for _ in range(2):
+        assert analyze_flow(d, state).whole
+    # the other tools alone are still modelled
+    others = [t for n, t in d.tools.items() if n != name]
+    assert not analyze_flow(d, state, tools=others).whole

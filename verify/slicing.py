@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any, Never, NoReturn, TypeGuard
 
 from graphgen import ir
-from graphgen.domain import Domain, Key, ToolDef
+from graphgen.domain import Domain, Key, ToolDef, per_tool
 from graphgen.errors import ToolError
 from graphgen.interp import evaluate
 from graphgen.ir import free_vars
@@ -1231,6 +1231,17 @@ def _flat(v: Any) -> Iterable[Any]:
         yield v
 
 
+@per_tool
+def _tool_unmodelled(domain: Domain, tool: ToolDef) -> str:
+    """Why the analysis cannot model ``tool`` ("" when it can): a property of the tool's
+    IR alone, which every slice of every task asks."""
+    try:
+        _check_tool_modelled(tool)
+    except _GiveUp as exc:
+        return str(exc)
+    return ""
+
+
 def analyze_flow(
     domain: Domain,
     state: State,
@@ -1251,7 +1262,9 @@ def analyze_flow(
     chosen = list(domain.tools.values()) if tools is None else list(tools)
     try:
         for t in chosen:
-            _check_tool_modelled(t)
+            why = _tool_unmodelled(domain, t)
+            if why:
+                raise _GiveUp(why)
         for c in extra_scans:
             _check_modelled(c)
         analysis = _Flow(
