@@ -100,10 +100,7 @@ def evaluate(e: ir.Expr, st: State, env: Env, domain: Domain | None = None) -> A
     >>> evaluate(ir.Arith("*", ir.Lit(6, INT), ir.Lit(7, INT), INT), State({}, {}), {})
     42
     """
-    hit = _COMPILED.get(id(e))
-    if hit is None or hit[0] is not e:
-        hit = _remember(e)
-    return hit[1](st, env, domain)
+    return compiled(e)(st, env, domain)
 
 
 Evaluator: TypeAlias = Callable[[State, Env, Domain | None], Any]
@@ -115,20 +112,15 @@ Evaluator: TypeAlias = Callable[[State, Env, Domain | None], Any]
 _COMPILED: dict[int, tuple[ir.Expr, Evaluator]] = {}
 
 
-def _remember(e: ir.Expr) -> tuple[ir.Expr, Evaluator]:
-    if len(_COMPILED) > 50_000:  # expressions parsed on the fly (descriptions) come and go
-        _COMPILED.clear()
-    hit = _COMPILED[id(e)] = (e, _compile(e))
-    return hit
-
-
 def compiled(e: ir.Expr) -> Evaluator:
     """``e`` as a function of (state, env, domain), made once per node: what
     :func:`evaluate` runs. Children are compiled with their parent, so evaluating a
     tree costs one Python call per node and no dispatch."""
     hit = _COMPILED.get(id(e))
     if hit is None or hit[0] is not e:
-        hit = _remember(e)
+        if len(_COMPILED) > 50_000:  # expressions parsed on the fly come and go
+            _COMPILED.clear()
+        hit = _COMPILED[id(e)] = (e, _compile(e))
     return hit[1]
 
 
