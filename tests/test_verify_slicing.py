@@ -645,6 +645,7 @@ def test_a_description_through_related_rows_keeps_only_their_rows() -> None:
     text = _paid_with(reservations, r["user_id"], r["flight_id"])
     target = Target(entity="PaymentMethod", key=r["payment_id"], description=text, phrase="it")
     assert check_target(airline, state, target) == ""
+    assert check_target(airline, state, target, encode=False) == ""
     scan = ir.Comp(
         "x",
         "PaymentMethod",
@@ -662,9 +663,10 @@ def test_a_description_through_related_rows_keeps_only_their_rows() -> None:
     target = Target(
         entity="PaymentMethod", key=paid[0], description=_paid_with(reservations, user), phrase="it"
     )
-    assert check_target(airline, state, target) == (
-        f"{target.description!r} matches {paid[:5]} (want only {paid[0]!r})"
-    )
+    for encode in (True, False):
+        assert check_target(airline, state, target, encode=encode) == (
+            f"{target.description!r} matches {paid[:5]} (want only {paid[0]!r})"
+        )
 
 
 def test_a_tool_the_analysis_cannot_model_keeps_the_whole_state_every_time() -> None:

@@ -908,7 +908,11 @@ def test_unknown_argument_is_rejected(deposit_case: Any) -> None:
     assert not proofs["min_calls"].ok  # and no 1-call chain exists
 
 
-def test_targets_must_be_unique(deposit_case: Any) -> None:
+@pytest.mark.parametrize("engine", ["auto", "z3"])
+def test_targets_must_be_unique(deposit_case: Any, engine: proofs_module.Engine) -> None:
+    """Proof 4 rejects a description matching several rows, or another row, whether the
+    explicit search answered the other proofs ("auto": the interpreter alone decides) or
+    z3 did (the encoding of the description is cross-checked too); a unique one holds."""
     state, a, givens, chain, goal = deposit_case
     row = state.tables["Account"][a]
     same_status = [k for k, r in state.tables["Account"].items() if r["status"] == row["status"]]
@@ -923,9 +927,26 @@ def test_targets_must_be_unique(deposit_case: Any) -> None:
     wrong = Target(
         entity="Account", key=other, phrase="x", description=f"x.email == {row['email']!r}"
     )
-    for t in (vague, wrong):
-        p = _proofs(MOCK, _task(state, chain, goal, givens, targets=[t]))["unique_targets"]
-        assert not p.ok
+    unique = Target(entity="Account", key=a, phrase="x", description=f"x.email == {row['email']!r}")
+    for t, holds in ((vague, False), (wrong, False), (unique, True)):
+        task = _task(state, chain, goal, givens, targets=[t])
+        p = {r.name: r for r in prove_task(MOCK, task, engine=engine).proofs}
+        assert p["unique_targets"].ok is holds, p["unique_targets"].detail
+
+
+def test_a_task_the_search_decides_makes_no_z3_context(deposit_case: Any) -> None:
+    """When the explicit search answers proofs 3 and 5, no proof builds an encoding:
+    the prover's z3 context is never made (proof 4 is the interpreter's alone)."""
+    state, a, givens, chain, goal = deposit_case
+    row = state.tables["Account"][a]
+    t = Target(entity="Account", key=a, phrase="x", description=f"x.email == {row['email']!r}")
+    prover = proofs_module.Prover(MOCK, _task(state, chain, goal, givens, targets=[t]))
+    results = prover.all()
+    assert prover.by_search and all(r.ok for r in results)
+    assert prover.z3._ctx is None
+    # with z3 answering, the same task builds one
+    other = proofs_module.Prover(MOCK, _task(state, chain, goal, givens, targets=[t]), engine="z3")
+    assert all(r.ok for r in other.all()) and other.z3._ctx is not None
 
 
 @pytest.mark.parametrize("one_by_one", [4, 0], ids=["ladder-then-one", "one-query"])

@@ -10,7 +10,8 @@ For a task (its initial state, givens, reference chain, goal, ``min_calls``):
 3. ``min_calls``        — no chain shorter than ``min_calls`` reaches the goal, and one of
    exactly ``min_calls`` does (``min_calls`` is the length of the shortest solution);
 4. ``unique_targets``   — each target's description (a condition over ``x``) holds for
-   exactly its row on the initial state (z3 on the slice, interpreter on the full table);
+   exactly its row on the initial state (the interpreter on the full table; z3 on the
+   slice agrees, when z3 answers the other proofs);
 5. ``unique_final_state`` — every chain of at most the reference chain's length whose
    writes are calls minimal solutions make (each at most as often as the reference) and
    that reaches the goal ends in the reference chain's final state, created ids up to
@@ -882,10 +883,14 @@ class Prover:
 
     @_own_context
     def unique_targets(self) -> ProofResult:
-        """(4) every target description picks out exactly its row."""
+        """(4) every target description picks out exactly its row: the interpreter on
+        the full table decides it; z3 on the slice cross-checks the encoding of the
+        description when the task's other proofs rely on that encoding (not when the
+        explicit search answered them, where no encoding is built at all)."""
         problems = []
+        encode = not self.by_search
         for t in self.task.targets:
-            why = check_target(self.domain, self.initial, t)
+            why = check_target(self.domain, self.initial, t, encode=encode)
             if why:
                 problems.append(f"{t.entity} {t.key!r}: {why}")
         if problems:
@@ -1237,16 +1242,39 @@ def target_condition(domain: Domain, t: Target) -> ir.Expr:
     return Elaborator(domain.entities).condition(t.description, {"x": RowT(t.entity)})
 
 
-def check_target(domain: Domain, initial: State, t: Target) -> str:
-    """Why target ``t`` is not uniquely described ("" when it is)."""
+def check_target(domain: Domain, initial: State, t: Target, *, encode: bool = True) -> str:
+    """Why target ``t`` is not uniquely described ("" when it is).
+
+    The interpreter on the full table decides; with ``encode``, z3 on the value-flow
+    slice must find the same rows (a check of the slice and of the encoding of the
+    description, which proofs built on the encoding rely on)."""
     if t.entity not in domain.entities:
         return "unknown entity"
     try:
         cond = target_condition(domain, t)
     except ExprError as exc:
         return f"description {t.description!r} does not parse: {exc.message}"
-    # z3 on the slice: scanning with this filter reaches every row it can match.
     scan = ir.Comp("x", t.entity, cond, ir.Var("x", RefT(t.entity)), RowT(t.entity))
+    # The interpreter reads through the state's indexes where the filter allows (and
+    # every row where a row could make it raise), so a large table costs its matches.
+    try:
+        full_keys = sorted(evaluate(scan, initial, {}, domain))
+    except ToolError as exc:
+        return f"description raises: {exc.message}"
+    if encode:
+        why = _target_encoded(domain, initial, t, scan, full_keys)
+        if why:
+            return why
+    if full_keys != [t.key]:
+        return f"{t.description!r} matches {full_keys[:5]} (want only {t.key!r})"
+    return ""
+
+
+def _target_encoded(
+    domain: Domain, initial: State, t: Target, scan: ir.Comp, full_keys: list[Any]
+) -> str:
+    """Why z3 on the slice disagrees with the interpreter's ``full_keys`` ("" if not)."""
+    # scanning with this filter reaches every row it can match: the slice keeps them
     try:
         sl = analyze_flow(
             domain, initial, tools=[], rows=[(t.entity, t.key)], extra_scans=[scan]
@@ -1263,17 +1291,8 @@ def check_target(domain: Domain, initial: State, t: Target) -> str:
     for take, key in items:
         if is_t(z3.simplify(take)):
             z3_keys.append(uni.decode_value(RefT(t.entity), z3.simplify(key)))
-    # The interpreter on the full table, as an independent check of the slice: the same
-    # scan, which reads through the state's indexes where its filter allows (and every
-    # row where a row could make it raise), so a large table costs only its matches.
-    try:
-        full_keys = sorted(evaluate(scan, initial, {}, domain))
-    except ToolError as exc:
-        return f"description raises: {exc.message}"
     if z3_keys != full_keys:
         return f"z3 on the slice finds {z3_keys} but the full table has {full_keys}"
-    if full_keys != [t.key]:
-        return f"{t.description!r} matches {full_keys[:5]} (want only {t.key!r})"
     return ""
 
 
