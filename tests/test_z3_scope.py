@@ -92,3 +92,25 @@ def test_a_scope_makes_its_context_only_when_used() -> None:
     assert is_t(and_(LIT.TRUE, LIT.TRUE)) and LIT.TRUE.ctx is outside
     with scope:  # the same context again: its terms are still good
         assert LIT.TRUE.ctx is inner.ctx
+
+
+def test_literals_are_known_by_their_ast_in_each_scope() -> None:
+    """A numeral a substitution hands back is another Python wrapper of a cached literal:
+    ``int_const`` knows its value from the AST pointer and ``wrap_int`` gives back the
+    cached term itself; a numeral never cached is still read (through z3), and
+    a non-literal is none. The cache is the scope's own."""
+    from graphgen.verify.terms import int_const, int_val, wrap_int
+
+    with Z3Scope():
+        seven = int_val(7)
+        again = z3.IntVal(7)  # a new wrapper of the same hash-consed numeral
+        assert again is not seven and int_const(again) == 7
+        assert wrap_int(again.ast) is seven
+        big = z3.IntVal(10**30)  # never cached
+        assert int_const(big) == 10**30 and int_const(wrap_int(big.ast)) == 10**30
+        x = z3.Int("x")
+        assert int_const(x) is None and int_const(wrap_int(x.ast)) is None
+    with Z3Scope():
+        other = int_val(7)
+        assert other is not seven and other.ctx is not seven.ctx
+        assert LIT.int_at[other.ast.value] == 7 and wrap_int(other.ast) is other

@@ -19,6 +19,7 @@ from graphgen.verify.terms import (
     Term,
     same,
     substitute_all,
+    wrap_int,
 )
 from graphgen.verify.universe import Universe
 
@@ -121,9 +122,9 @@ class ToolTemplate:
             subs = []
             for i in range(n):
                 a = z3.Z3_get_app_arg(ctx, inst, i)
-                # Bools by hand (is_t/is_f compare pointers); ints through z3, which
-                # makes numerals IntNumRefs that int_const recognises
-                subs.append(z3.BoolRef(a, LIT.ctx) if bools[i] else z3.z3._to_expr_ref(a, LIT.ctx))
+                # Bools by hand (is_t/is_f compare pointers); ints as the cached literal
+                # or through z3, which makes numerals IntNumRefs that int_const recognises
+                subs.append(z3.BoolRef(a, LIT.ctx) if bools[i] else wrap_int(a))
         finally:
             z3.Z3_dec_ref(ctx, inst)
         idx = self.changed_idx

@@ -44,9 +44,11 @@ class _Literals:
     int_sort: Any
     bool_sort: Any
     # Small integer literals are cached; ``int_of`` maps a cached term's Python id back
-    # to its value so the hot path needs no call into z3.
+    # to its value so the hot path needs no call into z3, and ``int_at`` its AST pointer
+    # (numerals are hash-consed: another wrapper of the same literal has that pointer).
     ints: dict[int, Term]
     int_of: dict[int, int]
+    int_at: dict[int, int]
 
     def __getattr__(self, name: str) -> Any:
         # Called only for an attribute not set: none is, right after a swap.
@@ -57,7 +59,7 @@ class _Literals:
         self.TRUE, self.FALSE = z3.BoolVal(True, ctx), z3.BoolVal(False, ctx)
         self.true_ptr, self.false_ptr = self.TRUE.ast.value, self.FALSE.ast.value
         self.int_sort, self.bool_sort = z3.IntSort(ctx).ast, z3.BoolSort(ctx).ast
-        self.ints, self.int_of = {}, {}
+        self.ints, self.int_of, self.int_at = {}, {}, {}
         return object.__getattribute__(self, name)
 
 
@@ -230,17 +232,28 @@ def int_val(i: int) -> Term:
         if len(lits.ints) < 100_000:
             lits.ints[i] = t
             lits.int_of[id(t)] = i
+            lits.int_at[t.ast.value] = i
     return t
 
 
 def int_const(x: Term) -> int | None:
     """The Python int of an integer literal term, else None."""
-    v = LIT.int_of.get(id(x))
+    lits = LIT
+    v = lits.int_of.get(id(x))
     if v is not None:
         return v
     if isinstance(x, z3.IntNumRef):
-        return int(x.as_long())
+        v = lits.int_at.get(x.ast.value)
+        return v if v is not None else int(x.as_long())
     return None
+
+
+def wrap_int(a: Any) -> Term:
+    """The term of AST ``a`` (an Int), as the cached literal when it is one: wrapping
+    costs calls into z3, and :func:`int_const` then knows it at once."""
+    lits = LIT
+    v = lits.int_at.get(a.value)
+    return lits.ints[v] if v is not None else z3.z3._to_expr_ref(a, lits.ctx)
 
 
 def eq(a: Term, b: Term) -> Term:
