@@ -19,7 +19,7 @@ from graphgen.tasks.model import Call, Change, Given, Goal, Task
 from graphgen.tasks.taskset import generate
 from graphgen.verify import proofs as proofs_module
 from graphgen.verify.certify import certify
-from graphgen.verify.explicit import shortest_chain, task_shortest
+from graphgen.verify.explicit import Space, minimum, shortest_chain, task_shortest
 from graphgen.verify.proofs import Prover, prove_task
 from tests.test_fair_proofs import EMAIL_GIVEN, FIND, WALLET_YAML
 from tests.test_fair_proofs import _task as fair_task
@@ -148,6 +148,35 @@ def test_unreachable_goal_and_node_budget() -> None:
         Call(tool="find_account", args={"email": row["email"]}),
         Call(tool="lock_account", args={"account_id": key}),
     ]
+
+
+def test_the_search_gives_up_before_a_layer_it_cannot_afford() -> None:
+    """With a call budget the search stops *before* a layer that would need more calls
+    than are left (at the last layer's calls per node), not inside it after spending
+    them; with room for it, it finds what the unbudgeted search finds."""
+    d = load_builtin("mock")
+    s = generate_state(d, 0)
+    key = sorted(s.tables["Account"])[0]
+    row = s.tables["Account"][key]
+    email = [Given(sort="field:Account.email", value=row["email"])]
+    lock = Goal(
+        changes=[
+            Change(entity="Account", key=key, field="status", before=row["status"], after="locked")
+        ]
+    )
+    free = Space(d, s, email, lock)
+    full = minimum(free, 3)
+    assert full.complete and full.min_calls == 2
+    shallow = Space(d, s, email, lock)
+    assert minimum(shallow, 1).min_calls is None
+    first = shallow.calls_run  # the calls of the first layer
+    assert 0 < first < free.calls_run
+    tight = Space(d, s, email, lock)
+    cut = minimum(tight, 3, max_calls=first)
+    assert not cut.complete and cut.min_calls is None
+    assert tight.calls_run == first  # no call of the second layer was made
+    roomy = Space(d, s, email, lock)
+    assert minimum(roomy, 3, max_calls=10 * free.calls_run) == full
 
 
 @pytest.mark.slow

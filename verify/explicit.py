@@ -277,14 +277,25 @@ def minimum(
     depth with a goal node is the minimum. With ``whole_layer`` that depth is searched to
     its end and every shortest chain's writes are collected; without, the search stops
     at the first goal node (``writes`` is then empty). It gives up past ``max_nodes``
-    expanded nodes, or once the space's searches made more than ``max_calls`` calls."""
+    expanded nodes, or once the space's searches made more than ``max_calls`` calls, or
+    would surely make them: before a layer whose nodes, at the last layer's calls per
+    node, would need over twice the calls left."""
     root = space.root()
     if space.goal(root):
         return Minimum(0, [], True, 1)
     seen = {space.fingerprint(root)}
     layer = [root]
     expanded = 0
+    last: tuple[int, int] | None = None  # (nodes, calls) of the last layer expanded
     for depth in range(1, upto + 1):
+        if max_calls is not None and last is not None:
+            # Expanding this layer would take about len(layer) * calls/node; when that
+            # is over twice what the budget leaves, the search would give up inside it
+            # after spending all of that: give up now (a count, so still deterministic).
+            nodes, calls = last
+            if len(layer) * calls > (max_calls - space.calls_run) * nodes:
+                return Minimum(None, None, False, expanded)
+        start = space.calls_run
         nxt: dict[tuple[Any, ...], _Node] = {}
         for node in layer:
             expanded += 1
@@ -304,6 +315,7 @@ def minimum(
                 nxt[fp] = child
                 if not whole_layer and space.goal(child):
                     return Minimum(depth, child.chain, True, expanded)
+        last = (len(layer), space.calls_run - start)
         goals = [n for n in nxt.values() if space.goal(n)]
         if goals:
             keys = sorted(set().union(*(n.writes for n in goals)))
