@@ -278,8 +278,8 @@ def minimum(
     its end and every shortest chain's writes are collected; without, the search stops
     at the first goal node (``writes`` is then empty). It gives up past ``max_nodes``
     expanded nodes, or once the space's searches made more than ``max_calls`` calls, or
-    would surely make them: before a layer whose nodes, at the last layer's calls per
-    node, would need over twice the calls left."""
+    would: before a layer whose nodes, at the last layer's calls per node, would need
+    more calls than are left."""
     root = space.root()
     if space.goal(root):
         return Minimum(0, [], True, 1)
@@ -290,8 +290,8 @@ def minimum(
     for depth in range(1, upto + 1):
         if max_calls is not None and last is not None:
             # Expanding this layer would take about len(layer) * calls/node; when that
-            # is over twice what the budget leaves, the search would give up inside it
-            # after spending all of that: give up now (a count, so still deterministic).
+            # is more than the budget leaves, the search would give up inside it after
+            # spending all that is left: give up now (a count, so still deterministic).
             nodes, calls = last
             if len(layer) * calls > (max_calls - space.calls_run) * nodes:
                 return Minimum(None, None, False, expanded)
