@@ -292,8 +292,8 @@ def minimum(
             # Expanding this layer would take about len(layer) * calls/node; when that
             # is more than the budget leaves, the search would give up inside it after
             # spending all that is left: give up now (a count, so still deterministic).
-            nodes, calls = last
-            if len(layer) * calls > (max_calls - space.calls_run) * nodes:
+            done_nodes, done_calls = last
+            if len(layer) * done_calls > (max_calls - space.calls_run) * done_nodes:
                 return Minimum(None, None, False, expanded)
         start = space.calls_run
         nxt: dict[tuple[Any, ...], _Node] = {}
