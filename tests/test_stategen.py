@@ -258,6 +258,34 @@ def test_sizes_override_and_10x(name: str) -> None:
     assert_valid(d, s, sizes)
 
 
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_builtin_generates_at_ten_times_its_tables(name: str) -> None:
+    # Rules written against the default sizes can stop holding on bigger tables (the
+    # delivery refunds once all moved onto one order and broke its refund cap at 10x).
+    d = load_builtin(name)
+    sizes = {e: ed.size * 10 for e, ed in d.entities.items()}
+    for seed in (0, 1):
+        s = generate_state(d, seed, sizes)
+        assert {e: len(t) for e, t in s.tables.items()} == sizes
+        assert check_state(d, s) == []
+
+
+def test_delivery_refunds_spread_over_finished_orders_within_their_totals() -> None:
+    d = load_builtin("delivery")
+    s = generate_state(d, 0, {e: ed.size * 100 for e, ed in d.entities.items()})
+    orders = s.tables["Order"]
+    per_order: Counter[str] = Counter()
+    paid: dict[str, Decimal] = {}
+    for r in s.tables["Refund"].values():
+        o = orders[r["order_id"]]
+        assert o["status"] in ("delivered", "cancelled")
+        per_order[r["order_id"]] += 1
+        paid[r["order_id"]] = paid.get(r["order_id"], Decimal(0)) + Decimal(r["amount"])
+    assert all(v <= Decimal(orders[k]["total"]) for k, v in paid.items())
+    # 400 refunds: no order takes more than a few percent of them
+    assert max(per_order.values()) <= 20 < len(per_order)
+
+
 def test_partial_sizes_and_zero() -> None:
     d = load_builtin("mock")
     s = generate_state(d, 1, {"Payment": 0})
