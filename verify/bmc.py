@@ -628,6 +628,28 @@ RLIMIT_PER_MS = 5000  # z3 resource units granted per millisecond of the time li
 # The wall-clock limit of a query, in multiples of its time limit: a guard against a hang
 # only; the resource limit decides (see :meth:`Bmc.check`).
 WALL_GUARD = 200
+#: Universe rows above which a query's resource limit shrinks in proportion to them.
+QUERY_ROWS = 500
+
+
+def query_rlimit(timeout_ms: int, rows: int) -> int:
+    """The z3 resource units of a query with time limit ``timeout_ms`` over a universe
+    of ``rows`` rows.
+
+    A unit of z3's work costs about the same up to a few hundred rows (0.3-0.8 us on
+    retail and airline at x1 and x10), then grows with the rows (about 1 ns per row: 4 us
+    at 4,000, so one query of a x100 retail task ran 64-84 s on a 4 s limit). Past
+    :data:`QUERY_ROWS` the units shrink by the same factor, which keeps a query near its
+    time limit at any table size and leaves every smaller universe's limit as it was;
+    the rows are a count, so the limit is the same on every machine.
+
+    >>> query_rlimit(4000, 60) == query_rlimit(4000, 500) == 4000 * RLIMIT_PER_MS
+    True
+    >>> query_rlimit(4000, 5000)
+    2000000
+    """
+    units = timeout_ms * RLIMIT_PER_MS
+    return units if rows <= QUERY_ROWS else units * QUERY_ROWS // rows
 
 
 class Bmc:
@@ -758,6 +780,12 @@ class Bmc:
         ctx = self.solver.ctx.ref()
         for t in terms:  # the C call: Solver.add coerces every term in Python first
             z3.Z3_solver_assert(ctx, self.solver.solver, t.ast)
+
+    @property
+    def rows(self) -> int:
+        """The rows of the universe (the slice's and those chains can create): what
+        the cost of z3's work grows with (:func:`query_rlimit`)."""
+        return sum(len(ks) for ks in self.uni.keys.values())
 
     def reads_only(self, k: int | None = None) -> Bmc:
         """The unrolling of the same universe whose chains call only read tools, up to
@@ -1173,8 +1201,9 @@ class Bmc:
         seconds: the same query gives up at the same point on a busy or an idle machine,
         so the same task set comes out either way. ``timeout_ms`` is converted at
         :data:`RLIMIT_PER_MS` (calibrated on this project's queries: a few million units
-        per second); a wall-clock limit :data:`WALL_GUARD` times longer only guards
-        against a hang. It must stay far above what a loaded machine needs: at ten times,
+        per second), fewer over a big universe (:func:`query_rlimit`); a wall-clock
+        limit :data:`WALL_GUARD` times longer only guards against a hang. It must stay
+        far above what a loaded machine needs: at ten times,
         a machine running ten processes per core hit it first, and the same seed gave
         another task set (a proof tallied ``timeout`` on one run and not the other).
 
@@ -1183,7 +1212,7 @@ class Bmc:
         """
         t0 = time.perf_counter()
         solver = self._fixed_solver(assumptions) if fixed else self.solver
-        solver.set("rlimit", int(timeout_ms) * RLIMIT_PER_MS)
+        solver.set("rlimit", query_rlimit(int(timeout_ms), self.rows))
         solver.set("timeout", int(timeout_ms) * WALL_GUARD)
         self._last = solver
         r = solver.check() if fixed else solver.check(*assumptions)
@@ -1393,6 +1422,7 @@ __all__ = [
     "Recognition",
     "SearchResult",
     "description_atoms",
+    "query_rlimit",
     "reveal_sites",
     "search",
     "search_sites",
