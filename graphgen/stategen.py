@@ -235,7 +235,7 @@ class StateGenerator:
             problems = check_state(self.domain, state)
             # Checked once here and kept with the state (State.memo): the dry-run gate of
             # every candidate drawn on it asks again.
-            broken = policy_problem(self.domain, state)
+            broken = policy_problem(self.domain, state, known_clean=rules.clean)
             if problems or broken:  # e.g. a derived id that names no row
                 raise StateGenError(
                     f"{self.domain.source}: the generate rules produced an "

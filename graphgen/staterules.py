@@ -21,6 +21,7 @@ first, so per-row aggregates stay linear in the table size.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
@@ -283,6 +284,122 @@ def _narrowings(e: ir.Expr, ent: str, stable: Callable[[str, str], bool]) -> tup
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class _Deps:
+    """What one condition reads on row ``x``, fine enough to tell, after other rows
+    changed, that it still holds without evaluating it again (:meth:`RuleEngine.enforce`).
+    The engine creates and deletes no rows, so only field values can change."""
+
+    own: tuple[str, ...]  # fields of row x
+    keyed: tuple[tuple[str | None, str, str], ...]  # (x's ref field or None for x, E, f): E[k].f
+    groups: tuple[tuple[str, str, str], ...]  # (E, g, h): any field of E's rows with g == x.h
+    columns: tuple[tuple[str, str], ...]  # (E, f): field f of any row of E
+    in_groups: tuple[tuple[str, str], ...]  # (E, f): the fields read on the groups' rows
+
+    def sees(self, ent: str, fields: AbstractSet[str]) -> bool:
+        """Can a change of ``fields`` of row x itself (of ``ent``) change the value?"""
+        return (
+            any(f in fields for f in self.own)
+            or any(y == ent and g in fields for y, g, _ in self.groups)
+            or any(y == ent and f in fields for y, f in self.in_groups)
+            or any(y == ent and f in fields for y, f in self.columns)
+            or any(y == ent and f in fields for _, y, f in self.keyed)
+        )
+
+
+def _deps(e: ir.Expr, ent: str, narrows: tuple[_Narrow, ...], domain: Domain) -> _Deps:
+    """The :class:`_Deps` of condition ``e`` over row ``x`` of ``ent``, evaluated with
+    ``narrows``: a narrowed table is read only in the rows of one group (``g == x.h``)
+    and in row ``x``, so a change elsewhere in it cannot change the value."""
+    groups: dict[str, tuple[str, str, str]] = {}
+    for nw in narrows:
+        rhs = nw.rhs
+        if (
+            nw.kind == "eq"
+            and nw.field != _KEY
+            and isinstance(rhs, ir.FieldOf)
+            and rhs.entity == ent
+            and _is_x(rhs.key)
+        ):
+            groups[nw.entity] = (nw.entity, nw.field, rhs.field)
+    own: set[str] = set()
+    keyed: set[tuple[str | None, str, str]] = set()
+    grp: set[tuple[str, str, str]] = set()
+    in_grp: set[tuple[str, str]] = set()
+    cols: set[tuple[str, str]] = set()
+
+    def read(y: str, key: ir.Expr, fields: Iterable[str], cvars: dict[str, str]) -> None:
+        if isinstance(key, ir.Var) and key.name in cvars and cvars[key.name] == y:
+            if y in groups:  # a row of the narrowed table: one of x's group
+                grp.add(groups[y])
+                own.add(groups[y][2])
+                in_grp.update((y, f) for f in fields)
+            else:
+                cols.update((y, f) for f in fields)
+        elif _is_x(key) and "x" not in cvars:
+            if y == ent:
+                own.update(fields)
+            else:
+                keyed.update((None, y, f) for f in fields)
+        elif (
+            isinstance(key, ir.FieldOf)
+            and key.entity == ent
+            and _is_x(key.key)
+            and "x" not in cvars
+        ):
+            own.add(key.field)
+            keyed.update((key.field, y, f) for f in fields)
+        else:
+            cols.update((y, f) for f in fields)
+
+    stack: list[tuple[ir.Expr, dict[str, str]]] = [(e, {})]
+    while stack:
+        n, cvars = stack.pop()
+        match n:
+            case ir.Comp(var=v, entity=y):
+                inner = {**cvars, v: y}
+                stack.extend((c, inner) for c in ir.children(n))
+                continue
+            case ir.FieldOf(entity=y, key=k, field=f):
+                read(y, k, (f,), cvars)
+            case ir.RowOf(entity=y, key=k):
+                read(y, k, domain.entities[y].fields, cvars)
+            case (
+                ir.Lit()
+                | ir.Var()
+                | ir.Exists()  # which rows exist: fixed while the rules run
+                | ir.Compare()
+                | ir.BoolOp()
+                | ir.Not()
+                | ir.Arith()
+                | ir.Neg()
+                | ir.Contains()
+                | ir.Len()
+                | ir.ListLit()
+                | ir.Agg()
+                | ir.IfExp()
+                | ir.DictLit()
+                | ir.IsNone()
+                | ir.Old()
+                | ir.DictComp()
+                | ir.Round()
+                | ir.StrOp()
+                | ir.Index()
+                | ir.Today()
+            ):
+                pass  # reads no field itself; its children may
+            case _:
+                assert_never(n)
+        stack.extend((c, cvars) for c in ir.children(n))
+    return _Deps(
+        tuple(sorted(own)),
+        tuple(sorted(keyed, key=str)),
+        tuple(sorted(grp)),
+        tuple(sorted(cols)),
+        tuple(sorted(in_grp)),
+    )
+
+
 class RuleEngine:
     """Applies the domain's ``generate`` rules to a freshly drawn state, in place."""
 
@@ -306,6 +423,29 @@ class RuleEngine:
         self.conds = {e: self._conds(e, edef) for e, edef in d.entities.items()}
         self._index: dict[tuple[str, str], dict[Any, dict[str, Any]]] = {}
         self._pos = {e: {k: i for i, k in enumerate(st.tables[e])} for e in d.entities}
+        # What each condition reads, and when (a tick of ``_changed``) each cell, column
+        # and group last changed and each condition was last seen holding on each row:
+        # a pass skips a condition nothing it reads has changed for since.
+        self.deps = {e: [self._cond_deps(e, c) for c in cs] for e, cs in self.conds.items()}
+        self._grouped: dict[str, set[str]] = {}
+        for ds in self.deps.values():
+            for dp in ds:
+                for y, g, _ in dp.groups:
+                    self._grouped.setdefault(y, set()).add(g)
+        self._tick = 0
+        self._cell_tick: dict[tuple[str, str], dict[Any, int]] = {}
+        self._col_tick: dict[tuple[str, str], int] = {}
+        self._group_tick: dict[tuple[str, str], dict[Any, int]] = {}
+        self._held: dict[str, list[dict[Any, int]]] = {
+            e: [{} for _ in cs] for e, cs in self.conds.items()
+        }
+        self.clean = False  # every condition holds on every row (enforce finished)
+
+    def _cond_deps(self, ent: str, c: _Cond) -> _Deps:
+        if c.expr is None:  # the bounds of a derived field of the row
+            assert c.field is not None
+            return _Deps((c.field,), (), (), (), ())
+        return _deps(c.expr, ent, c.narrows, self.domain)
 
     def _stable(self, ent: str, fname: str) -> bool:
         """Fields no derive changes: safe to index (a repair that re-draws a reference
@@ -473,6 +613,41 @@ class RuleEngine:
             ) from None
         return bool(row[dv.field] != old)
 
+    def _changed(
+        self, ent: str, key: Any, before: Mapping[str, Any], fields: Iterable[str]
+    ) -> None:
+        """Row ``key`` of ``ent`` now differs from ``before`` in ``fields``: stamp them."""
+        self._tick += 1
+        t = self._tick
+        for f in fields:
+            self._cell_tick.setdefault((ent, f), {})[key] = t
+            self._col_tick[(ent, f)] = t
+        row = self.st.tables[ent][key]
+        for g in self._grouped.get(ent, ()):
+            ticks = self._group_tick.setdefault((ent, g), {})
+            ticks[before[g]] = ticks[row[g]] = t
+
+    def _still_holds(self, ent: str, i: int, key: Any) -> bool:
+        """Condition ``i`` of ``ent`` held on row ``key`` and nothing it reads there has
+        changed since (so it holds: evaluation is a function of what it reads)."""
+        seen = self._held[ent][i].get(key)
+        if seen is None:
+            return False
+        dp = self.deps[ent][i]
+        cells = self._cell_tick
+        for f in dp.own:
+            if cells.get((ent, f), {}).get(key, -1) > seen:
+                return False
+        row = self.st.tables[ent][key]
+        for via, y, f in dp.keyed:
+            k = key if via is None else row[via]
+            if cells.get((y, f), {}).get(k, -1) > seen:
+                return False
+        for y, g, h in dp.groups:
+            if self._group_tick.get((y, g), {}).get(row[h], -1) > seen:
+                return False
+        return all(self._col_tick.get(col, -1) <= seen for col in dp.columns)
+
     def _propagate(self, dirty: dict[tuple[str, str], set[str]]) -> None:
         """Re-derive what reads the changed fields (rows listed per field), in order."""
         for ent, dv in self.order:
@@ -487,9 +662,11 @@ class RuleEngine:
                 else:
                     every = True
             keys = list(self.st.tables[ent]) if every else sorted(rows)
+            table = self.st.tables[ent]
             for key in keys:
                 if self._derive(ent, dv, key):
                     dirty.setdefault((ent, dv.field), set()).add(key)
+                    self._changed(ent, key, table[key], (dv.field,))
 
     # -- require
 
@@ -511,6 +688,21 @@ class RuleEngine:
     def _failing(self, ent: str, key: str) -> list[_Cond]:
         return [c for c in self.conds[ent] if not self._holds(c, ent, key)]
 
+    def _failing_now(self, ent: str, key: Any) -> list[_Cond]:
+        """:meth:`_failing`, evaluating only the conditions something they read changed
+        for since they last held on the row."""
+        out = []
+        held = self._held[ent]
+        for i, c in enumerate(self.conds[ent]):
+            if self._still_holds(ent, i, key):
+                continue
+            if self._holds(c, ent, key):
+                held[i][key] = self._tick
+            else:
+                held[i].pop(key, None)
+                out.append(c)
+        return out
+
     def enforce(self) -> None:
         """Re-draw violating rows until every condition holds on every row.
 
@@ -520,6 +712,7 @@ class RuleEngine:
         while rows still fail is an error.
         """
         if not any(self.conds.values()):
+            self.clean = True
             return
         for pass_no in range(1, _REQUIRE_PASSES + 1):
             stuck: list[tuple[str, str, _Cond]] = []
@@ -530,10 +723,12 @@ class RuleEngine:
                 # Derived fields elsewhere follow the repairs once per table and pass:
                 # a condition read stale meanwhile is caught by the next pass.
                 dirty: dict[tuple[str, str], set[str]] = {}
-                for key in list(self.st.tables[ent]):
-                    failing = self._failing(ent, key)
+                table = self.st.tables[ent]
+                for key in list(table):
+                    failing = self._failing_now(ent, key)
                     if not failing:
                         continue
+                    before = dict(table[key])
                     changed = self._repair(ent, key, failing, pass_no)
                     if changed is None:
                         stuck.append((ent, key, failing[0]))
@@ -541,8 +736,12 @@ class RuleEngine:
                     progress = True
                     for f in changed:
                         dirty.setdefault((ent, f), set()).add(key)
+                    self._changed(ent, key, before, changed)
+                    for held in self._held[ent]:  # a repair ends with every one holding
+                        held[key] = self._tick
                 self._propagate(dirty)
             if not stuck and not progress:
+                self.clean = True
                 return
             if stuck and not progress:
                 self._fail(*stuck[0])
@@ -610,7 +809,13 @@ class RuleEngine:
         i = self._pos[ent][key]
         own = [dv for e, dv in self.order if e == ent]
         # Check the conditions that failed first: they are the likeliest to fail again.
-        conds = [*failing, *(c for c in self.conds[ent] if c not in failing)]
+        # The others held on the row as it was; one still does unless the attempt
+        # changed a field it reads (nothing else changes meanwhile).
+        others = [
+            (c, dp)
+            for c, dp in zip(self.conds[ent], self.deps[ent], strict=True)
+            if c not in failing
+        ]
         for attempt in range(1, REQUIRE_TRIES + 1):
             fields = stages[min(len(stages) - 1, (attempt - 1) * len(stages) // REQUIRE_TRIES)]
             rng = self.gen.stream(ent, "#require", str(key), str(pass_no), str(attempt))
@@ -641,8 +846,10 @@ class RuleEngine:
             self._reindex(ent, key, last)
             for dv in own:
                 self._derive(ent, dv, key)
-            if all(self._holds(c, ent, key) for c in conds):
-                return {f for f in row if row[f] != before[f]}
+            if all(self._holds(c, ent, key) for c in failing):
+                moved = {f for f in row if row[f] != before[f]}
+                if all(self._holds(c, ent, key) for c, dp in others if dp.sees(ent, moved)):
+                    return moved
         last = dict(row)
         row.update(before)
         self._reindex(ent, key, last)
@@ -835,17 +1042,24 @@ def rows_reached(domain: Domain, before: State, after: State) -> dict[str, list[
     return out
 
 
-def policy_problem(domain: Domain, state: State, since: State | None = None) -> str:
+def policy_problem(
+    domain: Domain, state: State, since: State | None = None, *, known_clean: bool = False
+) -> str:
     """The first invariant of the domain that ``state`` breaks, described ("" if none).
 
     Kept with the state (:meth:`State.memo`): the candidates and tasks of one initial
     state ask it once. ``since``: a state that ``state`` was reached from; when it breaks
     none, only the rows the change can reach are checked (:func:`rows_reached`): every
-    other row holds as it did."""
+    other row holds as it did. ``known_clean``: the caller has checked every invariant
+    on every row (the rule engine, which checks them with the state's other rules); the
+    answer "" is kept without checking again."""
     memo = state.memo()
     hit = memo.get(("policy", id(domain)))
     if hit is not None and hit[0] is domain:
         return str(hit[1])
+    if known_clean:
+        memo[("policy", id(domain))] = (domain, "")
+        return ""
     rows = None
     if since is not None and not policy_problem(domain, since):
         rows = rows_reached(domain, since, state)

@@ -23,6 +23,7 @@ from graphgen.interp import call_tool
 from graphgen.load import loads_domain
 from graphgen.state import State
 from graphgen.stategen import StateGenerator, check_state, generate_state
+from graphgen.staterules import invariant_violations
 from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, ListT, OptT, RefT
 from graphgen.vocabulary import DATE_WINDOW, airport_city, load_vocab, resolve_vocab, town_names
 
@@ -268,6 +269,7 @@ def test_every_builtin_generates_at_ten_times_its_tables(name: str) -> None:
         s = generate_state(d, seed, sizes)
         assert {e: len(t) for e, t in s.tables.items()} == sizes
         assert check_state(d, s) == []
+        assert invariant_violations(d, s) == []  # checked afresh, not the state's memo
 
 
 def test_delivery_refunds_spread_over_finished_orders_within_their_totals() -> None:
@@ -606,6 +608,91 @@ def test_repairs_read_indexes_as_the_scans_would(name: str) -> None:
     ):
         slow = generate_state(d, 2, sizes)
     assert fast.to_json() == slow.to_json()
+
+
+def _without_skips(d: Domain, seed: int, sizes: dict[str, int]) -> State:
+    from unittest import mock
+
+    from graphgen.staterules import RuleEngine, _Deps
+
+    with (
+        mock.patch.object(RuleEngine, "_still_holds", lambda *a: False),
+        mock.patch.object(_Deps, "sees", lambda *a: True),
+    ):
+        return generate_state(d, seed, sizes)
+
+
+@pytest.mark.parametrize("name", ["retail", "airline", "delivery", "banking", "hotel"])
+def test_rules_skip_only_conditions_nothing_they_read_changed_for(name: str) -> None:
+    """A pass re-evaluates a condition on a row only when a cell, group or column it
+    reads changed since it last held there, and a repair attempt only the ones that read
+    a field it moved (graphgen/staterules.py ``_Deps``): the same state as evaluating
+    every condition every time, with fewer evaluations."""
+    from unittest import mock
+
+    from graphgen.staterules import RuleEngine
+
+    d = load_builtin(name)
+    sizes = {e: ed.size * 3 for e, ed in d.entities.items()}
+    calls = Counter[str]()
+    holds = RuleEngine._holds
+
+    def counted(self: RuleEngine, c: Any, ent: str, key: Any) -> bool:
+        calls[ent] += 1
+        return holds(self, c, ent, key)
+
+    with mock.patch.object(RuleEngine, "_holds", counted):
+        fast = generate_state(d, 4, sizes)
+        skipped = sum(calls.values())
+        calls.clear()
+        slow = _without_skips(d, 4, sizes)
+    assert fast.to_json() == slow.to_json()
+    assert skipped < sum(calls.values())
+
+
+def test_a_dependency_left_out_changes_the_state() -> None:
+    """The check above can fail: deps that miss what a condition reads let a pass keep a
+    condition that a repair elsewhere broke."""
+    from unittest import mock
+
+    from graphgen import staterules
+
+    d = load_builtin("airline")
+    sizes = {e: ed.size * 3 for e, ed in d.entities.items()}
+    slow = _without_skips(d, 4, sizes)
+    blind = staterules._Deps((), (), (), (), ())
+    with mock.patch.object(staterules, "_deps", lambda *a: blind):
+        try:
+            wrong = generate_state(d, 4, sizes).to_json()
+        except StateGenError as exc:  # or a broken rule is found at the end
+            wrong = str(exc)
+    assert wrong != slow.to_json()
+
+
+def test_condition_deps_tell_own_group_and_referenced_reads_apart() -> None:
+    from graphgen.staterules import RuleEngine
+
+    d = load_builtin("airline")
+    gen = StateGenerator(d, 0)
+    eng = RuleEngine(gen, gen.generate())  # the generator knows its plans once it ran
+    deps = {
+        c.label: dp for c, dp in zip(eng.conds["Reservation"], eng.deps["Reservation"], strict=True)
+    }
+    seats = deps["generate.require[1]"]  # booked passengers of the flight's cabin
+    assert set(seats.own) == {"status", "flight_id", "cabin"}
+    assert seats.groups == (("Reservation", "flight_id", "flight_id"),)
+    assert set(seats.in_groups) >= {("Reservation", "passengers"), ("Reservation", "cabin")}
+    assert set(seats.keyed) == {
+        ("flight_id", "Flight", "business_capacity"),
+        ("flight_id", "Flight", "economy_capacity"),
+    }
+    assert seats.columns == ()
+    assert seats.sees("Reservation", {"passengers"})  # row x is in its own group
+    assert not seats.sees("Reservation", {"insurance"})
+    owner = deps["invariant paid_by_owner"]
+    assert set(owner.own) == {"payment_id", "user_id"}
+    assert owner.keyed == (("payment_id", "PaymentMethod", "user_id"),)
+    assert not owner.sees("Reservation", {"bags", "passengers", "amount_paid"})
 
 
 def test_more_flights_than_one_carrier_has_numbers() -> None:
