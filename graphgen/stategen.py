@@ -233,8 +233,9 @@ class StateGenerator:
             rules.enforce()
             state = State(shared_rows(tables), counters, today)
             problems = check_state(self.domain, state)
-            # Checked once here and kept with the state (State.memo): the dry-run gate of
-            # every candidate drawn on it asks again.
+            # Kept with the state (State.memo): the dry-run gate of every candidate drawn
+            # on it asks again. The rule engine has just checked every invariant on every
+            # row (they are among its conditions), so its clean finish is the answer.
             broken = policy_problem(self.domain, state, known_clean=rules.clean)
             if problems or broken:  # e.g. a derived id that names no row
                 raise StateGenError(

@@ -15,7 +15,11 @@ the row's reference fields it reads re-drawn instead.
 it on initial and final states of candidate tasks). Rules are evaluated with
 :func:`graphgen.interp.evaluate`; a table that a rule only visits through comprehensions
 filtered on ``r.ref == x...`` (or ``r.key in x.list``) is cut down to the matching rows
-first, so per-row aggregates stay linear in the table size.
+first, so per-row aggregates stay linear in the table size. After the first pass, a
+condition is evaluated on a row again only when something it reads there changed since
+it last held (:class:`_Deps`), and a repair attempt re-checks only the conditions that
+failed and those reading a field it moved: the same state, with half the evaluations on
+a big airline state.
 """
 
 from __future__ import annotations
