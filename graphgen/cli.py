@@ -31,7 +31,7 @@ from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs.agent import GREEDY_MAX_ORDERS, Episode
 from graphgen.envs.play import Outcome, render_grade
 from graphgen.envs.trials import request_stop_on_signals
-from graphgen.errors import DomainError, GraphgenError
+from graphgen.errors import DomainError, GraphgenError, StateGenError
 from graphgen.files import OutputError
 from graphgen.limits import MAX_TABLE_SIZE
 from graphgen.pipeline import DEFAULTS, EVAL_DEFAULTS, Evaluation, Options, Verification
@@ -111,6 +111,16 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 
 
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing output (or start over).")]
+TableSize = Annotated[
+    list[str] | None,
+    typer.Option("--size", help="Rows of one table, e.g. --size Order=50 (repeatable)."),
+]
+TableScale = Annotated[
+    int,
+    typer.Option(
+        "--scale", min=1, help="Every table this many times its size (a --size for a table wins)."
+    ),
+]
 Resume = Annotated[
     bool,
     typer.Option(
@@ -485,9 +495,8 @@ def state(
         str | None, typer.Argument(help="With 'import': the state JSON file to import.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Random seed.")] = DEFAULTS.seed,
-    size: Annotated[
-        list[str] | None, typer.Option("--size", help="Rows per table, e.g. --size Order=50.")
-    ] = None,
+    size: TableSize = None,
+    scale: TableScale = 1,
     of: Annotated[
         str | None,
         typer.Option("--domain", help="With 'import': the domain (built-in name or file)."),
@@ -511,6 +520,22 @@ def state(
     from graphgen.stategen import generate_state
 
     d = _load(domain)
+    sizes = _table_sizes(d, size, scale)
+    with _errors_exit():
+        st = generate_state(d, seed, sizes)
+    sys.stdout.write(st.to_json() + "\n")
+
+
+def _changed_sizes(d: Domain, sizes: dict[str, int]) -> dict[str, int]:
+    """Only the tables whose size differs from the domain's (what the manifest keeps:
+    a run at the default sizes records none, as before there was a choice)."""
+    return {e: n for e, n in sizes.items() if n != d.entities[e].size}
+
+
+def _table_sizes(d: Domain, size: list[str] | None, scale: int) -> dict[str, int]:
+    """The rows per table ``--scale`` and ``--size Entity=N`` ask for (exit 2 if bad)."""
+    from graphgen.stategen import table_sizes
+
     sizes: dict[str, int] = {}
     for item in size or []:
         ent, _, n = item.partition("=")
@@ -521,9 +546,10 @@ def state(
                 2,
             )
         sizes[ent] = int(n)
-    with _errors_exit():
-        st = generate_state(d, seed, sizes)
-    sys.stdout.write(st.to_json() + "\n")
+    try:
+        return table_sizes(d, scale, sizes)
+    except StateGenError as exc:  # a scale that makes some table too big
+        raise _fail(f"bad --scale {scale}: {str(exc).removeprefix(f'{d.source}: ')}", 2) from None
 
 
 def _state_import(file: str | None, of: str | None, output: Path | None, force: bool) -> None:
@@ -604,6 +630,8 @@ def generate(
         str | None,
         typer.Option(help="Ray cluster to join with --backend ray (default: start a local one)."),
     ] = None,
+    size: TableSize = None,
+    scale: TableScale = 1,
 ) -> None:
     """Generate a task set: expand the graph, gate every candidate, write JSONL.
 
@@ -624,6 +652,7 @@ def generate(
         paraphrase_cache=str(paraphrase_cache) if paraphrase_cache is not None else None,
         backend=backend,
         ray_address=ray_address,
+        sizes=tuple(_changed_sizes(d, _table_sizes(d, size, scale)).items()),
     )
     part = parse_shard(shard) if shard is not None else None
     p = _Printer(d.name, shard_size(n, *part) if part is not None else n)

@@ -103,6 +103,7 @@ from graphgen.load import load_domain
 from graphgen.newdomain import write_starter
 from graphgen.processes import Interrupted, as_interrupted, stop_on_signals, worker_pool
 from graphgen.quality import Finding, strict_findings
+from graphgen.stategen import table_sizes
 from graphgen.synth import SynthOptions, synth_yaml
 from graphgen.tasks.backends import BACKENDS, Backend
 from graphgen.tasks.coverage import CoverageReport
@@ -235,6 +236,10 @@ class Options:
     (actors on a Ray cluster); the tasks are the same bytes either way."""
     ray_address: str | None = None
     """The Ray cluster to join (None: a local one started for the run)."""
+    sizes: tuple[tuple[str, int], ...] = ()
+    """Rows per table of every generated state, ``(entity, rows)`` pairs; the other
+    tables keep their ``size:`` (:func:`graphgen.stategen.table_sizes` makes them from a
+    scale factor)."""
 
     def __post_init__(self) -> None:
         for name in ("jobs", "timeout_ms", "max_steps"):
@@ -255,7 +260,9 @@ class Options:
 
     def gen_options(self) -> GenOptions:
         """The generator's own options (recorded in the task-set manifest)."""
-        return GenOptions(max_intents=self.max_intents, walk_ratio=self.walk_ratio)
+        return GenOptions(
+            max_intents=self.max_intents, walk_ratio=self.walk_ratio, sizes=dict(self.sizes)
+        )
 
     def paraphraser(self) -> Paraphraser | None:
         """The paraphrase step these options ask for (None without ``paraphrase``)."""
@@ -517,6 +524,7 @@ def generate(
         _check_output(out, resume, force)
     d = load_domain_ref(domain)
     gen_options = options.gen_options()
+    table_sizes(d, sizes=gen_options.sizes)  # a bad size fails here, before any work
     accepted = [0]  # tasks finished so far, for the message when stopped
 
     def tick(done: int, attempts: int) -> None:

@@ -61,7 +61,7 @@ from graphgen.vocabulary import (
     vocab_file_exists,
 )
 
-__all__ = ["ColumnPlan", "StateGenerator", "check_state", "generate_state"]
+__all__ = ["ColumnPlan", "StateGenerator", "check_state", "generate_state", "table_sizes"]
 
 H = TypeVar("H", bound=Hashable)
 
@@ -121,21 +121,7 @@ class StateGenerator:
     def __init__(self, domain: Domain, seed: int, sizes: Mapping[str, int] | None = None) -> None:
         self.domain = domain
         self.seed = seed
-        self.sizes: dict[str, int] = {}
-        extra = sorted(set(sizes or {}) - set(domain.entities))
-        if extra:
-            raise StateGenError(
-                f"{domain.source}: sizes name unknown entities {', '.join(extra)} "
-                f"(entities: {', '.join(domain.entities)})"
-            )
-        for name, edef in domain.entities.items():
-            n = (sizes or {}).get(name, edef.size)
-            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_TABLE_SIZE:
-                raise StateGenError(
-                    f"{domain.source}: size of {name} must be an int from 0 to "
-                    f"{MAX_TABLE_SIZE}, not {n!r}"
-                )
-            self.sizes[name] = n
+        self.sizes: dict[str, int] = table_sizes(domain, sizes=sizes)
         self.keys: dict[str, list[Key]] = {}
         self._key_at: dict[str, dict[Key, int]] = {}
         self._tables: dict[str, _Table] = {}
@@ -924,6 +910,40 @@ def _persona_fields(t: _Table) -> frozenset[str]:
 
 
 # ------------------------------------------------------------------ public API
+
+
+def table_sizes(
+    domain: Domain, scale: int = 1, sizes: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """The rows of every table: ``scale`` times its ``size:``, or as ``sizes`` says.
+
+    Raises :class:`StateGenError` for an entity the domain does not have and for a size
+    outside 0 to :data:`~graphgen.limits.MAX_TABLE_SIZE`.
+
+    >>> from graphgen.domains import load_builtin
+    >>> table_sizes(load_builtin("mock"), 10, {"Payment": 3})
+    {'Account': 60, 'Payment': 3}
+    """
+    extra = sorted(set(sizes or {}) - set(domain.entities))
+    if extra:
+        raise StateGenError(
+            f"{domain.source}: sizes name unknown entities {', '.join(extra)} "
+            f"(entities: {', '.join(domain.entities)})"
+        )
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise StateGenError(
+            f"{domain.source}: the scale must be an int of at least 1, not {scale!r}"
+        )
+    out: dict[str, int] = {}
+    for name, edef in domain.entities.items():
+        n = (sizes or {}).get(name, edef.size * scale)
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_TABLE_SIZE:
+            raise StateGenError(
+                f"{domain.source}: size of {name} must be an int from 0 to "
+                f"{MAX_TABLE_SIZE}, not {n!r}"
+            )
+        out[name] = n
+    return out
 
 
 def generate_state(domain: Domain, seed: int, sizes: Mapping[str, int] | None = None) -> State:

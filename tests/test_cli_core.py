@@ -45,6 +45,36 @@ def test_state_size_override_and_bad_size() -> None:
     assert bad.exit_code == 2 and "Account" in bad.output
 
 
+def test_state_scale_multiplies_every_table_and_size_wins() -> None:
+    res = runner.invoke(app, ["state", "mock", "--scale", "3", "--size", "Payment=4"])
+    assert res.exit_code == 0, res.output
+    tables = json.loads(res.stdout)["tables"]
+    assert len(tables["Account"]) == 3 * load_builtin("mock").entities["Account"].size
+    assert len(tables["Payment"]) == 4
+    big = runner.invoke(app, ["state", "mock", "--scale", "100000"])
+    assert big.exit_code == 2 and "bad --scale 100000" in big.output
+
+
+def test_generate_on_scaled_tables_records_the_sizes(tmp_path: Path) -> None:
+    mock = load_builtin("mock")
+    out = tmp_path / "big.jsonl"
+    args = ["generate", "mock", "-n", "2", "--no-prove", "-j", "1", "-o", str(out)]
+    res = runner.invoke(app, [*args, "--scale", "3", "--size", "Payment=5"])
+    assert res.exit_code == 0, res.output
+    manifest, *tasks = (json.loads(line) for line in out.read_text().splitlines())
+    want = {"Account": 3 * mock.entities["Account"].size, "Payment": 5}
+    assert manifest["manifest"]["options"]["sizes"] == want
+    for t in tasks:
+        assert {e: len(rows) for e, rows in t["initial_state"]["tables"].items()} == want
+    # the default sizes are recorded as no sizes at all, as before the option
+    plain = tmp_path / "plain.jsonl"
+    res = runner.invoke(app, [*args[:-1], str(plain)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(plain.read_text().splitlines()[0])["manifest"]["options"]["sizes"] == {}
+    bad = runner.invoke(app, [*args, "--size", "Nope=3", "--force"])
+    assert bad.exit_code == 2 and "Account, Payment" in " ".join(bad.output.split())
+
+
 @pytest.mark.parametrize("fmt", ["json", "dot", pytest.param("png", marks=pytest.mark.slow)])
 def test_graph_exports(fmt: str, tmp_path: Path) -> None:
     out = tmp_path / f"g.{fmt}"
