@@ -24,7 +24,7 @@ a big airline state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from decimal import Decimal
@@ -196,24 +196,24 @@ def _x_only(e: ir.Expr) -> bool:
     return all(not isinstance(n, ir.Var | ir.Comp) or _is_x(n) for n in ir.walk(e))
 
 
-def _narrowings(e: ir.Expr, ent: str, stable: Callable[[str, str], bool]) -> tuple[_Narrow, ...]:
-    """The tables ``e`` (over row ``x`` of ``ent``) can be evaluated on in part."""
-    comps: dict[str, list[ir.Comp]] = {}
-    others: dict[str, list[ir.Expr]] = {}  # keys of lookups outside comprehensions
+TableNode = ir.Comp | ir.FieldOf | ir.RowOf | ir.Exists
+
+
+def _table_nodes(e: ir.Expr) -> Iterator[tuple[TableNode, dict[str, str]]]:
+    """Every node of ``e`` that touches a table (a comprehension over it, a field or
+    row read, an existence test), with the comprehension variables in scope there
+    (variable -> the entity it ranges over)."""
     stack: list[tuple[ir.Expr, dict[str, str]]] = [(e, {})]
     while stack:
         n, cvars = stack.pop()
         match n:
             case ir.Comp(var=v, entity=y):
-                comps.setdefault(y, []).append(n)
+                yield n, cvars
                 inner = {**cvars, v: y}
                 stack.extend((c, inner) for c in ir.children(n))
                 continue
-            case (
-                ir.FieldOf(entity=y, key=k) | ir.RowOf(entity=y, key=k) | ir.Exists(entity=y, key=k)
-            ):
-                if not (isinstance(k, ir.Var) and cvars.get(k.name) == y):
-                    others.setdefault(y, []).append(k)
+            case ir.FieldOf() | ir.RowOf() | ir.Exists():
+                yield n, cvars
             case (
                 ir.Lit()
                 | ir.Var()
@@ -240,6 +240,17 @@ def _narrowings(e: ir.Expr, ent: str, stable: Callable[[str, str], bool]) -> tup
             case _:
                 assert_never(n)
         stack.extend((c, cvars) for c in ir.children(n))
+
+
+def _narrowings(e: ir.Expr, ent: str, stable: Callable[[str, str], bool]) -> tuple[_Narrow, ...]:
+    """The tables ``e`` (over row ``x`` of ``ent``) can be evaluated on in part."""
+    comps: dict[str, list[ir.Comp]] = {}
+    others: dict[str, list[ir.Expr]] = {}  # keys of lookups outside comprehensions
+    for n, cvars in _table_nodes(e):
+        if isinstance(n, ir.Comp):
+            comps.setdefault(n.entity, []).append(n)
+        elif not (isinstance(n.key, ir.Var) and cvars.get(n.key.name) == n.entity):
+            others.setdefault(n.entity, []).append(n.key)
     out: list[_Narrow] = []
     for y, cs in comps.items():
         common: list[_Narrow] | None = None
@@ -356,45 +367,13 @@ def _deps(e: ir.Expr, ent: str, narrows: tuple[_Narrow, ...], domain: Domain) ->
         else:
             cols.update((y, f) for f in fields)
 
-    stack: list[tuple[ir.Expr, dict[str, str]]] = [(e, {})]
-    while stack:
-        n, cvars = stack.pop()
-        match n:
-            case ir.Comp(var=v, entity=y):
-                inner = {**cvars, v: y}
-                stack.extend((c, inner) for c in ir.children(n))
-                continue
-            case ir.FieldOf(entity=y, key=k, field=f):
-                read(y, k, (f,), cvars)
-            case ir.RowOf(entity=y, key=k):
-                read(y, k, domain.entities[y].fields, cvars)
-            case (
-                ir.Lit()
-                | ir.Var()
-                | ir.Exists()  # which rows exist: fixed while the rules run
-                | ir.Compare()
-                | ir.BoolOp()
-                | ir.Not()
-                | ir.Arith()
-                | ir.Neg()
-                | ir.Contains()
-                | ir.Len()
-                | ir.ListLit()
-                | ir.Agg()
-                | ir.IfExp()
-                | ir.DictLit()
-                | ir.IsNone()
-                | ir.Old()
-                | ir.DictComp()
-                | ir.Round()
-                | ir.StrOp()
-                | ir.Index()
-                | ir.Today()
-            ):
-                pass  # reads no field itself; its children may
-            case _:
-                assert_never(n)
-        stack.extend((c, cvars) for c in ir.children(n))
+    for n, cvars in _table_nodes(e):
+        if isinstance(n, ir.FieldOf):
+            read(n.entity, n.key, (n.field,), cvars)
+        elif isinstance(n, ir.RowOf):
+            read(n.entity, n.key, domain.entities[n.entity].fields, cvars)
+        # a comprehension binds a variable; an existence test reads which rows exist,
+        # fixed while the rules run
     return _Deps(
         tuple(sorted(own)),
         tuple(sorted(keyed, key=str)),
@@ -443,7 +422,6 @@ class RuleEngine:
         self._held: dict[str, list[dict[Any, int]]] = {
             e: [{} for _ in cs] for e, cs in self.conds.items()
         }
-        self.clean = False  # every condition holds on every row (enforce finished)
 
     def _cond_deps(self, ent: str, c: _Cond) -> _Deps:
         if c.expr is None:  # the bounds of a derived field of the row
@@ -716,7 +694,6 @@ class RuleEngine:
         while rows still fail is an error.
         """
         if not any(self.conds.values()):
-            self.clean = True
             return
         for pass_no in range(1, _REQUIRE_PASSES + 1):
             stuck: list[tuple[str, str, _Cond]] = []
@@ -727,12 +704,10 @@ class RuleEngine:
                 # Derived fields elsewhere follow the repairs once per table and pass:
                 # a condition read stale meanwhile is caught by the next pass.
                 dirty: dict[tuple[str, str], set[str]] = {}
-                table = self.st.tables[ent]
-                for key in list(table):
+                for key in list(self.st.tables[ent]):
                     failing = self._failing_now(ent, key)
                     if not failing:
                         continue
-                    before = dict(table[key])
                     changed = self._repair(ent, key, failing, pass_no)
                     if changed is None:
                         stuck.append((ent, key, failing[0]))
@@ -740,12 +715,8 @@ class RuleEngine:
                     progress = True
                     for f in changed:
                         dirty.setdefault((ent, f), set()).add(key)
-                    self._changed(ent, key, before, changed)
-                    for held in self._held[ent]:  # a repair ends with every one holding
-                        held[key] = self._tick
                 self._propagate(dirty)
             if not stuck and not progress:
-                self.clean = True
                 return
             if stuck and not progress:
                 self._fail(*stuck[0])
@@ -853,6 +824,9 @@ class RuleEngine:
             if all(self._holds(c, ent, key) for c in failing):
                 moved = {f for f in row if row[f] != before[f]}
                 if all(self._holds(c, ent, key) for c, dp in others if dp.sees(ent, moved)):
+                    self._changed(ent, key, before, moved)
+                    for held in self._held[ent]:  # it ends with every condition holding
+                        held[key] = self._tick
                     return moved
         last = dict(row)
         row.update(before)

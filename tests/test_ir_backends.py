@@ -179,7 +179,7 @@ WALKERS: tuple[Walker, ...] = (
     Walker("knowledge", "graphgen/knowledge.py", "_item_expr", EXPR),
     Walker("parse", "graphgen/parse.py", "Elaborator._coerce", EXPR),
     Walker("staterules", "graphgen/staterules.py", "rule_reads", EXPR),
-    Walker("staterules", "graphgen/staterules.py", "_narrowings", EXPR),
+    Walker("staterules", "graphgen/staterules.py", "_table_nodes", EXPR),
 )
 
 
