@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graphgen.heap import LARGE_STATE_ROWS, refreeze
+from graphgen.state import State
 from graphgen.tasks.model import Task
 
 # States whose tables a worker keeps (the window of tasks in flight spans two or three).
@@ -100,13 +102,22 @@ def opened(parcel: Parcel, fetch: Callable[[Any], dict[str, Any]]) -> Task:
     if parcel.where is None:
         return parcel.task
     tables = _OPENED.get(parcel.where)
-    if tables is None:
-        tables = _OPENED[parcel.where] = fetch(parcel.where)
-        if len(_OPENED) > KEEP:
-            _OPENED.popitem(last=False)
-    else:
+    if tables is not None:
         _OPENED.move_to_end(parcel.where)
-    return _with_tables(parcel.task, tables)
+        return _with_tables(parcel.task, tables)
+    tables = _OPENED[parcel.where] = fetch(parcel.where)
+    if len(_OPENED) > KEEP:
+        _OPENED.popitem(last=False)
+    task = _with_tables(parcel.task, tables)
+    if sum(len(t) for t in tables.values()) >= LARGE_STATE_ROWS:
+        # Read it now (the checks' own reads are then copies) and keep it out of full
+        # collections, which would walk every row each time (graphgen/heap.py).
+        try:
+            State.from_dict(task.initial_state)
+        except ValueError:
+            return task  # a malformed state: the checks say so
+        refreeze()
+    return task
 
 
 def returned(task: Task, got: Task | str) -> Task | str | Parcel:

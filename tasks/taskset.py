@@ -19,6 +19,7 @@ from typing import Any
 from graphgen import __version__
 from graphgen.domain import Domain
 from graphgen.files import write_atomic
+from graphgen.heap import FrozenHeap
 from graphgen.interp import call_or_fail
 from graphgen.journal import Journal
 from graphgen.state import State
@@ -205,6 +206,8 @@ def generate(
                 block = block * shard[1] + shard[0]
             if block not in states:
                 states[block] = generate_state(domain, seed * 7919 + block, opts.sizes)
+                # it lives as long as the run: full collections need not walk its rows
+                heap.settle()
             initial = states[block]
             rng = random.Random(f"{seed}:{stream}{attempts}")
             attempts += 1
@@ -308,7 +311,7 @@ def generate(
     ahead = window(jobs) if checks else 1
     spare = spare_candidates(jobs) if checks else 0
     exhausted = False  # the attempts are used up: nothing more to draw
-    with checker(domain, checks, jobs, backend, address, use) as run:
+    with checker(domain, checks, jobs, backend, address, use) as run, FrozenHeap() as heap:
         while len(tasks) < n:
             # Draw while the window has room, up to the tasks still wanted and a few
             # spare candidates (see spare_candidates).

@@ -4,8 +4,12 @@ is the task that went, with its own tables."""
 
 from __future__ import annotations
 
+import gc
 import pickle
+import weakref
 from pathlib import Path
+
+import pytest
 
 from graphgen.domains import load_builtin
 from graphgen.state import State
@@ -39,3 +43,51 @@ def test_each_state_goes_once_and_comes_back_whole(tmp_path: Path) -> None:
         assert post.unpack(t, "timeout") == "timeout"
     changed = opened_tasks[0].model_copy(update={"initial_state": {"tables": {}, "counters": {}}})
     assert post.unpack(tasks[0], returned(opened_tasks[0], changed)) == changed
+
+
+def test_a_worker_keeps_a_large_state_out_of_full_collections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a small threshold stands for a large state: a mock state holds about ten rows
+    monkeypatch.setattr(parcels, "LARGE_STATE_ROWS", 5)
+    tasks = generate(MOCK, 4, 0, GenOptions(tasks_per_state=2)).tasks
+    post = StatePost(files(tmp_path))
+    sent = [post.pack(t) for t in tasks]
+    parcels._OPENED.clear()
+    try:
+        first = opened(sent[0], read_file)
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        # the state the checks read is a copy of the one read (and frozen) already
+        kept = State.from_dict(first.initial_state)
+        assert kept == State.from_dict(tasks[0].initial_state)
+        opened(sent[1], read_file)  # the same state: nothing is read or frozen again
+        assert gc.get_freeze_count() == frozen
+        # A new state frozen anew: what the worker dropped before is collected first,
+        # even in a reference cycle (it would never be while frozen).
+        ring: list[object] = []
+        ring.append(ring)
+        gone = weakref.ref(_Ring(ring))
+        opened(sent[2], read_file)
+        assert gone() is None
+    finally:
+        gc.unfreeze()
+        parcels._OPENED.clear()
+
+
+def test_a_small_state_is_not_frozen(tmp_path: Path) -> None:
+    tasks = generate(MOCK, 1, 0).tasks
+    post = StatePost(files(tmp_path))
+    parcels._OPENED.clear()
+    before = gc.get_freeze_count()
+    opened(post.pack(tasks[0]), read_file)
+    assert gc.get_freeze_count() == before
+    parcels._OPENED.clear()
+
+
+class _Ring:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self, ring: list[object]) -> None:
+        self.me = self
+        self.ring = ring
