@@ -87,10 +87,14 @@ class Base:
         if got is None:
             rows, keys = self.rows, self.sorted_keys()
             if decimal:
-                pairs = zip([field_value(rows[k][field], True) for k in keys], keys, strict=True)
+                col = [field_value(rows[k][field], True) for k in keys]
             else:
-                pairs = zip([rows[k][field] for k in keys], keys, strict=True)
-            got = self._eq[(field, decimal)] = grouped(pairs)
+                col = [rows[k][field] for k in keys]
+            if len(set(col)) == len(col):  # an id-like column: each value once, built in C
+                got = dict(zip(col, zip(keys), strict=True))
+            else:
+                got = grouped(zip(col, keys, strict=True))
+            self._eq[(field, decimal)] = got
         return got
 
     def item_index(self, field: str) -> dict[Any, tuple[Any, ...]]:
