@@ -11,6 +11,7 @@ rules there. Rules across rows (references, uniqueness, keys, counters) come aft
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
@@ -18,9 +19,10 @@ from typing import Any
 from graphgen import keys
 from graphgen.decimals import dec_text, parse_decimal
 from graphgen.domain import Domain, EntityDef, FieldDef
+from graphgen.parse import is_iso_date
 from graphgen.state import State
 from graphgen.suggest import did_you_mean
-from graphgen.types import INT, DecT, ListT, Ty, strip_opt
+from graphgen.types import BOOL, DATE, INT, STR, DecT, EnumT, ListT, OptT, RefT, Ty, strip_opt
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,55 @@ def value_problem(f: FieldDef, v: Any, int_keys: Collection[str] = ()) -> str | 
     return rules(f, v) if rules is not None else None
 
 
+def quick_check(f: FieldDef, int_keys: Collection[str]) -> Callable[[Any], bool]:
+    """A test that passes only values :func:`value_problem` accepts, made once per field:
+    a state check runs it on every cell, and the valid case (nearly every cell) then
+    needs no message and no dispatch on the type. A value it fails goes to
+    :func:`value_problem` for the reason; a type it has no quick form for fails every
+    value, so that one decides.
+
+    >>> from graphgen.types import PRIMS
+    >>> t = quick_check(FieldDef(name="n", ty=PRIMS["int"], min=0), ())
+    >>> t(3), t(-1), t(True), t("3")
+    (True, False, False, False)
+    """
+    ty = f.ty
+    if isinstance(ty, OptT):
+        inner = quick_check(FieldDef(name=f.name, ty=ty.inner, min=f.min, max=f.max), int_keys)
+        return lambda v: v is None or inner(v)
+    if ty == INT:
+        lo, hi = f.min, f.max
+        if lo is None and hi is None:
+            return lambda v: type(v) is int
+        low = -math.inf if lo is None else lo
+        high = math.inf if hi is None else hi
+        return lambda v: type(v) is int and low <= v <= high
+    if ty == BOOL:
+        return lambda v: type(v) is bool
+    if isinstance(ty, RefT) and ty.entity in int_keys:
+        return lambda v: type(v) is int
+    if ty == STR or isinstance(ty, RefT):
+        return lambda v: type(v) is str
+    if isinstance(ty, EnumT):
+        members = frozenset(ty.values)
+        return lambda v: type(v) is str and v in members
+    if ty == DATE:
+        dates: set[str] = set()  # the valid dates seen: a table repeats them
+
+        def date_ok(v: Any) -> bool:
+            if type(v) is not str:
+                return False
+            if v in dates:
+                return True
+            if is_iso_date(v):
+                dates.add(v)
+                return True
+            return False
+
+        return date_ok
+    return lambda v: False
+
+
 def _key_number(edef: EntityDef, key: str) -> int | None:
     """The counter number in a key made by :meth:`EntityDef.make_id`, else None (always
     None for ids given by the data: no counter makes them)."""
@@ -148,6 +199,13 @@ def state_issues(domain: Domain, state: State) -> list[StateIssue]:
     for ename, edef in domain.entities.items():
         table = state.tables.get(ename, {})
         counter = state.counters.get(ename)
+        fields = _Fields(
+            set(edef.fields),
+            [
+                (fname, f, quick_check(f, domain.int_keys), domain.entity_of_ref(f.ty))
+                for fname, f in edef.fields.items()
+            ],
+        )
         if counter is None:
             out.append(StateIssue(ename, "", "", "no counter"))
         for key, row in table.items():
@@ -157,40 +215,50 @@ def state_issues(domain: Domain, state: State) -> list[StateIssue]:
             num = _key_number(edef, key) if isinstance(key, str) else None
             if counter is not None and num is not None and num >= counter:
                 out.append(StateIssue(ename, key, "", f"counter {counter} is not past this key"))
-            out.extend(_row_issues(domain, state, edef, key, row))
+            out.extend(_row_issues(domain, state, edef, fields, key, row))
         for fname, f in edef.fields.items():
             if f.unique:
                 out.extend(_unique_issues(ename, fname, table))
     return out
 
 
+@dataclass(frozen=True)
+class _Fields:
+    """An entity's fields as a state check reads them on every row: their names, and per
+    field its quick test (:func:`quick_check`) and the table its ids name (or None)."""
+
+    names: set[str]
+    checks: list[tuple[str, FieldDef, Callable[[Any], bool], str | None]]
+
+
 def _row_issues(
-    domain: Domain, state: State, edef: EntityDef, key: str, row: Any
+    domain: Domain, state: State, edef: EntityDef, fields: _Fields, key: str, row: Any
 ) -> list[StateIssue]:
     ename = edef.name
     if not isinstance(row, dict):
         return [StateIssue(ename, key, "", f"a row is an object of fields, not {row!r}")]
     out: list[StateIssue] = []
-    for fname in sorted(set(row) - set(edef.fields)):
+    for fname in sorted(row.keys() - fields.names):
         hint = did_you_mean(fname, edef.fields)
         if fname == edef.key:
             msg = "the key is the row's name in the table, not one of its fields"
         else:
             msg = f"unknown field{hint} (fields: {', '.join(edef.fields) or 'none'})"
         out.append(StateIssue(ename, key, fname, msg))
-    for fname, f in edef.fields.items():
+    for fname, f, quick, target in fields.checks:
         if fname not in row:
             out.append(StateIssue(ename, key, fname, "missing field"))
             continue
         v = row[fname]
-        why = value_problem(f, v, domain.int_keys)
-        if why:
-            out.append(StateIssue(ename, key, fname, why))
-            continue
-        target = domain.entity_of_ref(f.ty)
+        if not quick(v):
+            why = value_problem(f, v, domain.int_keys)
+            if why:
+                out.append(StateIssue(ename, key, fname, why))
+                continue
         if target is not None and v is not None:
-            for x in v if isinstance(v, list) else [v]:
-                if x not in state.tables.get(target, {}):
+            rows = state.tables.get(target, {})
+            for x in v if isinstance(v, list) else (v,):
+                if x not in rows:
                     out.append(StateIssue(ename, key, fname, f"{target} {x!r} does not exist"))
     return out
 
