@@ -67,7 +67,8 @@ def test_a_freeze_made_elsewhere_is_left_alone() -> None:
         with FrozenHeap() as heap:
             heap.settle()
             assert not heap.active
-        assert gc.get_freeze_count() == before
+        # not more (a frozen object freed by reference counting may make it less)
+        assert gc.get_freeze_count() <= before
     finally:
         gc.unfreeze()
     assert gc.get_freeze_count() == 0
