@@ -56,12 +56,12 @@ def test_a_worker_keeps_a_large_state_out_of_full_collections(
     # Count refreezes rather than compare freeze counts: a frozen object that loses its
     # last reference is freed, so the count may fall between two reads.
     freezes: list[int] = []
+    real_refreeze = parcels.refreeze
 
     def counted() -> None:
         freezes.append(1)
-        parcels_refreeze()
+        real_refreeze()
 
-    parcels_refreeze = parcels.refreeze
     monkeypatch.setattr(parcels, "refreeze", counted)
     parcels._OPENED.clear()
     try:
