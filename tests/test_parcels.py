@@ -53,16 +53,7 @@ def test_a_worker_keeps_a_large_state_out_of_full_collections(
     tasks = generate(MOCK, 4, 0, GenOptions(tasks_per_state=2)).tasks
     post = StatePost(files(tmp_path))
     sent = [post.pack(t) for t in tasks]
-    # Count refreezes rather than compare freeze counts: a frozen object that loses its
-    # last reference is freed, so the count may fall between two reads.
-    freezes: list[int] = []
-    real_refreeze = parcels.refreeze
-
-    def counted() -> None:
-        freezes.append(1)
-        real_refreeze()
-
-    monkeypatch.setattr(parcels, "refreeze", counted)
+    freezes = _count_refreezes(monkeypatch)
     parcels._OPENED.clear()
     try:
         first = opened(sent[0], read_file)
@@ -89,13 +80,28 @@ def test_a_worker_keeps_a_large_state_out_of_full_collections(
 def test_a_small_state_is_not_frozen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tasks = generate(MOCK, 1, 0).tasks
     post = StatePost(files(tmp_path))
-    freezes: list[int] = []
-    monkeypatch.setattr(parcels, "refreeze", lambda: freezes.append(1))
+    freezes = _count_refreezes(monkeypatch)
     parcels._OPENED.clear()
     task = opened(post.pack(tasks[0]), read_file)
     assert task == tasks[0]
     assert freezes == []
     parcels._OPENED.clear()
+
+
+def _count_refreezes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one each time a worker refreezes (the refreeze still runs).
+
+    Refreezes are counted rather than freeze counts compared: a frozen object that loses
+    its last reference is freed, so the count may fall between two reads."""
+    freezes: list[int] = []
+    real = parcels.refreeze
+
+    def counted() -> None:
+        freezes.append(1)
+        real()
+
+    monkeypatch.setattr(parcels, "refreeze", counted)
+    return freezes
 
 
 class _Ring:
