@@ -234,6 +234,34 @@ def test_auto_falls_back_to_z3_past_its_budget(monkeypatch: pytest.MonkeyPatch) 
     ]
 
 
+def test_the_search_and_the_encoding_share_one_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the explicit search gives up, z3's unrolling of the same depth starts from the
+    slice the search ran on: the value-flow analysis runs once per task, not twice."""
+    from graphgen.verify import bmc as bmc_module
+
+    d = load_builtin("mock")
+    task = next(t for t in generate(d, 10, 0).tasks if t.kind == "action")
+    monkeypatch.setattr(proofs_module, "EXPLICIT_CALLS", 0)
+    runs: list[int] = []
+    real = bmc_module.analyze_flow
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        runs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bmc_module, "analyze_flow", counted)
+    prover = Prover(d, task)
+    assert prover.explicit_minimum() is None  # gave up at once: z3 answers
+    assert len(runs) == 1
+    assert isinstance(prover.find_min_calls(len(task.chain)), int)
+    assert prover.bmc is not None and prover.bmc.k == prover.horizon
+    assert prover.bmc.flow is prover._flow(prover.horizon)
+    assert len(runs) == 1
+    # a deeper unrolling is another slice (more calls can reach more rows)
+    prover.build(prover.horizon + 1)
+    assert len(runs) == 2
+
+
 def test_a_pinned_goal_shown_by_reads_is_still_caught() -> None:
     """The explicit side's shortcut for proof 2 (a read changes no cell) covers only a
     goal whose changes are false initially. Here the one change pins a value the row

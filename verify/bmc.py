@@ -680,11 +680,14 @@ class Bmc:
         slice_rows: bool = True,
         answers: Sequence[Any] | None = None,
         recognize: Sequence[Recognition] = (),
+        flow: Flow | None = None,
     ) -> None:
         """``answers``: the values goals may ask to be *shown* (:meth:`GoalView.known`);
         only outputs that can show one are tracked. None: track every output.
         ``recognize``: targets a write call may name only once recognised
-        (:class:`Recognition`; a target whose key is a given needs no recognition)."""
+        (:class:`Recognition`; a target whose key is a given needs no recognition).
+        ``flow``: the slice :func:`chain_flow` gives for these arguments, when the caller
+        has it already (the explicit search ran on it): it is not computed again."""
         self.domain = domain
         self.k = k
         names = list(domain.tools) if tools is None else list(tools)
@@ -695,7 +698,9 @@ class Bmc:
         self.full_state = state
         self.flow: Flow | None = None
         if slice_rows:
-            self.flow = chain_flow(domain, state, self.givens, self.tools, k, seeds, extra_scans)
+            self.flow = flow or chain_flow(
+                domain, state, self.givens, self.tools, k, seeds, extra_scans
+            )
             self.state = self.flow.state
             # a tool with an argument no chain can know is never called
             self.tools = [t for t in self.tools if t.name in self.flow.callable]

@@ -99,7 +99,7 @@ from graphgen.verify.explicit import (
     other_final_state,
     to_recognise,
 )
-from graphgen.verify.slicing import analyze_flow
+from graphgen.verify.slicing import Flow, analyze_flow
 from graphgen.verify.symstate import SymState
 from graphgen.verify.terms import EncodeError, Term, Z3Scope, and_, eq, is_f, is_t, or_
 from graphgen.verify.universe import Universe
@@ -448,6 +448,7 @@ class Prover:
         self._models: dict[int, list[tuple[int, Any]]] = {}
         self._reads: Bmc | None = None
         self._space: Space | None = None
+        self._flows: dict[int, Flow] = {}
         self._minimum: Minimum | None = None
         self._final: FinalStates | None = None
         self._searched = False
@@ -464,20 +465,29 @@ class Prover:
             tools = self.tool_set()
             state = self.initial
             if self.slice_rows:
-                seeds, _ = self._seeds_and_extra()
-                flow = chain_flow(
-                    self.domain,
-                    self.initial,
-                    typed_givens(self.domain, self.givens),
-                    [self.domain.tools[n] for n in tools],
-                    self.horizon,
-                    seeds,
-                )
+                flow = self._flow(self.horizon)
                 if not flow.whole:
                     state = flow.state
                     tools = [n for n in tools if n in flow.callable]
             self._space = Space(self.domain, state, self.givens, self.goal, tools, recognize)
         return self._space
+
+    def _flow(self, steps: int) -> Flow:
+        """The value-flow slice for chains of up to ``steps`` calls of :meth:`tool_set`,
+        computed once per depth: the explicit search and the encoding of the same depth
+        share it (on a big state it is most of a task's cost outside z3)."""
+        got = self._flows.get(steps)
+        if got is None:
+            seeds, _ = self._seeds_and_extra()
+            got = self._flows[steps] = chain_flow(
+                self.domain,
+                self.initial,
+                typed_givens(self.domain, self.givens),
+                [self.domain.tools[n] for n in self.tool_set()],
+                steps,
+                seeds,
+            )
+        return got
 
     def _on_slice(self, st: State) -> State:
         """``st`` (a state the whole initial one led to) on the search's rows: those of
@@ -611,6 +621,7 @@ class Prover:
                     answers=self.goal.answers,
                     slice_rows=self.slice_rows,
                     recognize=self.recognize,
+                    flow=self._flow(want) if self.slice_rows else None,
                 )
                 self._reads = None
                 # answers are per unrolling, keyed by its id, which a new one may reuse
@@ -654,7 +665,9 @@ class Prover:
             self.last_unknown = None
             return "unsat", None
         for gen, m in reversed(self._models.get(id(bmc), [])):
-            if all(is_t(m.eval(a, model_completion=True)) for a in [*bmc.added[gen:], *assume]):
+            # the query's own assumptions first: an earlier model usually fails one of
+            # those, and there are far fewer of them than constraints added since
+            if all(is_t(m.eval(a, model_completion=True)) for a in [*assume, *bmc.added[gen:]]):
                 self.last_unknown = None
                 return "sat", m
         t0 = time.perf_counter()
