@@ -20,7 +20,8 @@ from graphgen.tasks.taskset import GenOptions, generate
 from graphgen.verify import bmc
 from graphgen.verify.certify import certify
 from graphgen.verify.proofs import Prover
-from graphgen.verify.terms import LIT, Z3Scope, and_, is_t
+from graphgen.verify import terms
+from graphgen.verify.terms import LIT, EncodeError, Z3Scope, and_, eq, is_t
 
 MOCK = load_builtin("mock")
 
@@ -114,3 +115,47 @@ def test_literals_are_known_by_their_ast_in_each_scope() -> None:
         other = int_val(7)
         assert other is not seven and other.ctx is not seven.ctx
         assert LIT.int_at[other.ast.value] == 7 and wrap_int(other.ast) is other
+
+
+def _proofs(t: Task | str) -> Any:
+    """A certification's outcome without its times."""
+    if isinstance(t, str):
+        return t
+    assert t.certificate is not None
+    return t.min_calls, [(p.name, p.status, p.detail) for p in t.certificate.proofs]
+
+
+def test_unchecked_c_calls_prove_the_same(
+    tasks: list[Task], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The encoding calls z3's C functions without the error poll of z3's wrappers, and
+    z3's term objects count references that way once a scope was entered; the proofs
+    come out as they do through the checked wrappers."""
+    with Z3Scope():
+        assert is_t(LIT.TRUE)
+    names = {"INC_REF": "Z3_inc_ref", "DEC_REF": "Z3_dec_ref", "_MK_AND": "Z3_mk_and"}
+    for const, name in names.items():
+        wrapper = getattr(z3.z3core, name)
+        assert getattr(terms, const) is wrapper.__defaults__[-1].f
+    assert z3.z3.Z3_inc_ref is terms.INC_REF and z3.z3.Z3_dec_ref is terms.DEC_REF
+    fast = [_proofs(certify(MOCK, t, engine="z3")) for t in tasks[:4]]
+    for const in ["_MK_AND", "_MK_OR", "_MK_NOT", "_MK_EQ", "_MK_ITE"]:
+        name = "Z3_mk_" + const.removeprefix("_MK_").lower()
+        monkeypatch.setattr(terms, const, getattr(z3.z3core, name))
+    monkeypatch.setattr(z3.z3, "Z3_inc_ref", z3.z3core.Z3_inc_ref)
+    monkeypatch.setattr(z3.z3, "Z3_dec_ref", z3.z3core.Z3_dec_ref)
+    checked = [_proofs(certify(MOCK, t, engine="z3")) for t in tasks[:4]]
+    assert fast == checked
+    assert any(not isinstance(x, str) for x in fast)
+
+
+def test_a_term_z3_refuses_is_an_encode_error_not_a_crash() -> None:
+    """Without the wrappers' poll, a refused call still surfaces: z3 returns a null term,
+    which becomes an :class:`EncodeError` carrying z3's message."""
+    with Z3Scope():
+        b, i, s = z3.Bool("b"), z3.Int("i"), z3.String("s")
+        with pytest.raises(EncodeError, match="z3 refused a term: Sorts Int and String"):
+            eq(i, s)
+        with pytest.raises(EncodeError, match="z3 refused a term: Sort mismatch"):
+            and_(b, i)
+        assert not is_t(eq(i, z3.Int("j")))  # a well-sorted term is made as before

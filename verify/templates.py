@@ -15,8 +15,13 @@ from graphgen.domain import ToolDef
 from graphgen.verify.calls import encode_call
 from graphgen.verify.symstate import SymState
 from graphgen.verify.terms import (
+    DEC_REF,
+    GET_APP_ARG,
+    INC_REF,
     LIT,
+    SUBSTITUTE,
     Term,
+    made,
     same,
     substitute_all,
     wrap_int,
@@ -116,17 +121,17 @@ class ToolTemplate:
         app, n = self._packed(extra)
         bools = self._pack_bool[tuple(id(x) for x in extra)]
         ctx = LIT.ctx.ref()
-        inst = z3.Z3_substitute(ctx, app.ast, subst.n, subst.src, subst.dst)
-        z3.Z3_inc_ref(ctx, inst)
+        inst = made(SUBSTITUTE(ctx, app.ast, subst.n, subst.src, subst.dst))
+        INC_REF(ctx, inst)
         try:
             subs = []
             for i in range(n):
-                a = z3.Z3_get_app_arg(ctx, inst, i)
+                a = made(GET_APP_ARG(ctx, inst, i))
                 # Bools by hand (is_t/is_f compare pointers); ints as the cached literal
                 # or through z3, which makes numerals IntNumRefs that int_const recognises
                 subs.append(z3.BoolRef(a, LIT.ctx) if bools[i] else wrap_int(a))
         finally:
-            z3.Z3_dec_ref(ctx, inst)
+            DEC_REF(ctx, inst)
         idx = self.changed_idx
         post = list(cur)
         for i, t in zip(idx, subs[1 : 1 + len(idx)], strict=True):

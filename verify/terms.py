@@ -109,6 +109,7 @@ class Z3Scope:
 
     def __enter__(self) -> Z3Scope:
         _keep_freed_blocks()  # once per process (cached)
+        _count_references_unchecked()  # once per process (cached)
         if _ACTIVE and _ACTIVE[-1] is self:
             self._outer.append(None)
         else:
@@ -157,6 +158,66 @@ def _keep_freed_blocks() -> None:
     mallopt(m_trim_threshold, 32 << 20)
 
 
+def _c_function(name: str) -> Any:
+    """z3's C function ``name`` itself, without the wrapper z3's Python API puts around
+    it (which asks the context for an error code after every call), when the wrapper
+    has the layout this was written against (the C function held as ``_elems.f``);
+    otherwise the wrapper, which behaves the same, only slower."""
+    wrapper = getattr(z3.z3core, name)
+    defaults = getattr(wrapper, "__defaults__", None) or (None,)
+    raw = getattr(defaults[-1], "f", None)
+    return wrapper if raw is None else raw
+
+
+# The calls the encoding makes most. A C function of z3's API that fails returns a null
+# AST (and sets the error code): :func:`made` turns that into an error, so skipping the
+# poll loses nothing for these.
+_MK_AND = _c_function("Z3_mk_and")
+_MK_OR = _c_function("Z3_mk_or")
+_MK_NOT = _c_function("Z3_mk_not")
+_MK_EQ = _c_function("Z3_mk_eq")
+_MK_ITE = _c_function("Z3_mk_ite")
+SUBSTITUTE = _c_function("Z3_substitute")
+GET_APP_ARG = _c_function("Z3_get_app_arg")
+INC_REF = _c_function("Z3_inc_ref")
+DEC_REF = _c_function("Z3_dec_ref")
+_ERROR_CODE = _c_function("Z3_get_error_code")
+_ERROR_MSG = _c_function("Z3_get_error_msg")
+
+
+def made(ast: Any) -> Any:
+    """``ast`` as one of the C functions above returned it; a null AST means z3 refused
+    the call, raised as :class:`EncodeError` with z3's message."""
+    if ast.value is None:
+        ctx = LIT.ctx.ref()
+        try:
+            msg: Any = _ERROR_MSG(ctx, _ERROR_CODE(ctx))
+        except z3.Z3Exception as exc:  # a checked wrapper reports the error itself
+            msg = exc.value
+        if isinstance(msg, bytes):
+            msg = msg.decode(errors="replace")
+        raise EncodeError(f"z3 refused a term: {msg}")
+    return ast
+
+
+@cache
+def _count_references_unchecked() -> bool:
+    """Let z3's term objects count references through the C functions themselves.
+
+    Every z3 term object made or freed calls ``Z3_inc_ref`` or ``Z3_dec_ref`` through a
+    wrapper that then polls the context's error code: a second ctypes call and two
+    Python frames, though counting a live term's references sets no error (and a null
+    term would crash in the C call, before any poll). The term classes look the two
+    names up in ``z3.z3``'s namespace, so the C functions are put there. True when
+    swapped (only when both wrappers have the layout :func:`_c_function` expects)."""
+    if INC_REF is z3.z3core.Z3_inc_ref or DEC_REF is z3.z3core.Z3_dec_ref:
+        return False
+    if z3.z3.Z3_inc_ref is not z3.z3core.Z3_inc_ref or z3.z3.Z3_dec_ref is not z3.z3core.Z3_dec_ref:
+        return False  # someone else replaced them: leave theirs
+    z3.z3.Z3_inc_ref, z3.z3.Z3_dec_ref = INC_REF, DEC_REF
+    return True
+
+
 def same(a: Term, b: Term) -> bool:
     """``a`` and ``b`` are the same term."""
     return a is b or bool(a.ast.value == b.ast.value)
@@ -180,7 +241,7 @@ def _make_nary(fn: Any, parts: Sequence[Term]) -> Term:
     arr = (z3.Ast * n)()
     for i, p in enumerate(parts):
         arr[i] = p.ast
-    return z3.BoolRef(fn(LIT.ctx.ref(), n, arr), LIT.ctx)
+    return z3.BoolRef(made(fn(LIT.ctx.ref(), n, arr)), LIT.ctx)
 
 
 def and_(*xs: Term) -> Term:
@@ -193,7 +254,7 @@ def and_(*xs: Term) -> Term:
             parts.append(x)
     if not parts:
         return LIT.TRUE
-    return parts[0] if len(parts) == 1 else _make_nary(z3.Z3_mk_and, parts)
+    return parts[0] if len(parts) == 1 else _make_nary(_MK_AND, parts)
 
 
 def or_(*xs: Term) -> Term:
@@ -206,7 +267,7 @@ def or_(*xs: Term) -> Term:
             parts.append(x)
     if not parts:
         return LIT.FALSE
-    return parts[0] if len(parts) == 1 else _make_nary(z3.Z3_mk_or, parts)
+    return parts[0] if len(parts) == 1 else _make_nary(_MK_OR, parts)
 
 
 def not_(x: Term) -> Term:
@@ -215,7 +276,7 @@ def not_(x: Term) -> Term:
         return LIT.FALSE
     if is_f(x):
         return LIT.TRUE
-    return z3.BoolRef(z3.Z3_mk_not(LIT.ctx.ref(), x.ast), LIT.ctx)
+    return z3.BoolRef(made(_MK_NOT(LIT.ctx.ref(), x.ast)), LIT.ctx)
 
 
 def implies(a: Term, b: Term) -> Term:
@@ -265,7 +326,7 @@ def eq(a: Term, b: Term) -> Term:
         return LIT.TRUE
     if isinstance(a, z3.BoolRef) and (is_t(a) or is_f(a)) and (is_t(b) or is_f(b)):
         return LIT.FALSE  # two different literals
-    return z3.BoolRef(z3.Z3_mk_eq(LIT.ctx.ref(), a.ast, b.ast), LIT.ctx)
+    return z3.BoolRef(made(_MK_EQ(LIT.ctx.ref(), a.ast, b.ast)), LIT.ctx)
 
 
 def ite(c: Term, a: Term, b: Term) -> Term:
@@ -277,7 +338,7 @@ def ite(c: Term, a: Term, b: Term) -> Term:
     if same(a, b):
         return a
     cls = z3.BoolRef if isinstance(a, z3.BoolRef) else z3.ArithRef
-    return cls(z3.Z3_mk_ite(LIT.ctx.ref(), c.ast, a.ast, b.ast), LIT.ctx)
+    return cls(made(_MK_ITE(LIT.ctx.ref(), c.ast, a.ast, b.ast)), LIT.ctx)
 
 
 def count(bs: Sequence[Term]) -> Term:
