@@ -9,7 +9,10 @@ the script prints
   processes (the pool is started and warmed up before the clock starts);
 * latency: p50/p95/max ms per task of ``certify`` (timed inside the workers), wall
   clock and CPU time, and the CPU-equivalent rate: tasks per (CPU seconds / 2), what
-  two idle cores would give (compare this one on a shared machine);
+  two idle cores would give (compare this one on a shared machine). With ``--repeat
+  r`` each task is certified r times in its worker and its least time counts (the
+  usual estimate on a machine whose load comes and goes: load only ever adds time);
+  throughput is then the tasks over the sum of those least times;
 * scaling: when every table of the state is ``--scales`` times its default size
   (states generated through ``GenOptions(sizes=...)``, ``--scale-n`` tasks on one
   state), beside the same figures at x1: p50 CPU ms per task of ``certify``, and CPU ms
@@ -24,7 +27,8 @@ each initial state's tables once, not once per task.
 Usage::
 
     .venv/bin/python benchmarks/bench_verify.py [--n 40] [--seed 0] [--jobs 2] \\
-        [--domain retail ...] [--scales 10,100] [--scale-n 10] [--engine auto] [--json]
+        [--domain retail ...] [--scales 10,100] [--scale-n 10] [--engine auto] \\
+        [--repeat 1] [--json]
 """
 
 from __future__ import annotations
@@ -52,12 +56,14 @@ from graphgen.verify.proofs import Engine
 
 _DOMAIN: Domain | None = None  # the domain of this worker process
 _ENGINE: Engine = "auto"  # who answers the search questions (see Prover)
+_REPEAT = 1  # runs per task, the least time counting (--repeat)
 
 
-def _init_worker(name: str, engine: Engine = "auto") -> None:
-    global _DOMAIN, _ENGINE
+def _init_worker(name: str, engine: Engine = "auto", repeat: int = 1) -> None:
+    global _DOMAIN, _ENGINE, _REPEAT
     _DOMAIN = load_builtin(name)
     _ENGINE = engine
+    _REPEAT = repeat
 
 
 def _warm(_: int) -> int:
@@ -66,17 +72,25 @@ def _warm(_: int) -> int:
 
 def _certify(parcel: Parcel) -> tuple[float, float, str]:
     """(wall ms, CPU ms, "" if accepted else the rejection reason) for one task, in a
-    worker. CPU time is what to compare on a shared machine: others' load inflates wall."""
+    worker: the least of ``--repeat`` runs. CPU time is what to compare on a shared
+    machine: others' load inflates wall."""
     from graphgen.verify.certify import certify
 
     assert _DOMAIN is not None
     task = opened(parcel, read_file)
-    t0 = time.perf_counter()
-    c0 = time.process_time()
-    got = certify(_DOMAIN, task, engine=_ENGINE)
-    cpu = (time.process_time() - c0) * 1000
-    ms = (time.perf_counter() - t0) * 1000
-    return ms, cpu, got if isinstance(got, str) else ""
+    best: tuple[float, float, str] | None = None
+    for _ in range(_REPEAT):
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        got = certify(_DOMAIN, task, engine=_ENGINE)
+        cpu = (time.process_time() - c0) * 1000
+        ms = (time.perf_counter() - t0) * 1000
+        why = got if isinstance(got, str) else ""
+        if best is not None and why != best[2]:
+            raise RuntimeError(f"{task.id}: {why or 'accepted'} after {best[2] or 'accepted'}")
+        best = (min(ms, best[0]), min(cpu, best[1]), why) if best else (ms, cpu, why)
+    assert best is not None
+    return best
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -113,14 +127,15 @@ def candidates(
 
 
 def verify_all(
-    name: str, tasks: list[Task], jobs: int, engine: Engine = "auto"
+    name: str, tasks: list[Task], jobs: int, engine: Engine = "auto", repeat: int = 1
 ) -> tuple[float, list[float], list[float], Counter[str]]:
     """Certify ``tasks`` in ``jobs`` processes: (wall seconds, wall ms per task, CPU ms
-    per task, outcomes)."""
+    per task, outcomes); each task ``repeat`` times, its least times counting, and then
+    the wall seconds are the sum of the least wall times over ``jobs``."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-states-") as folder,
         ProcessPoolExecutor(
-            max_workers=jobs, initializer=_init_worker, initargs=(name, engine)
+            max_workers=jobs, initializer=_init_worker, initargs=(name, engine, repeat)
         ) as pool,
     ):
         list(pool.map(_warm, range(jobs * 2)))  # start and import in every worker
@@ -129,6 +144,8 @@ def verify_all(
         t0 = time.perf_counter()
         results = list(pool.map(_certify, parcels, chunksize=1))
         wall = time.perf_counter() - t0
+    if repeat > 1:  # the clock ran through every run: the least runs, spread over jobs
+        wall = sum(ms for ms, _, _ in results) / 1000 / jobs
     outcomes: Counter[str] = Counter(why or "accepted" for _, _, why in results)
     return wall, [ms for ms, _, _ in results], [cpu for _, cpu, _ in results], outcomes
 
@@ -141,11 +158,12 @@ def bench(
     scales: list[int],
     scale_n: int,
     engine: Engine = "auto",
+    repeat: int = 1,
 ) -> dict[str, Any]:
     """All the measures for built-in domain ``name``."""
     domain = load_builtin(name)
     tasks, gen_ms, state_s = candidates(domain, n, seed)
-    wall, ms, cpu, outcomes = verify_all(name, tasks, jobs, engine)
+    wall, ms, cpu, outcomes = verify_all(name, tasks, jobs, engine, repeat)
     cpu_s = sum(cpu) / 1000
     out: dict[str, Any] = {
         "domain": name,
@@ -153,6 +171,7 @@ def bench(
         "seed": seed,
         "jobs": jobs,
         "engine": engine,
+        "repeat": repeat,
         "wall_s": round(wall, 3),
         "tasks_per_s": round(len(tasks) / wall, 1) if wall else None,
         "accepted_per_s": round(outcomes["accepted"] / wall, 1) if wall else None,
@@ -174,7 +193,7 @@ def bench(
     }
     for f in [1, *scales] if scales else []:
         small, gen_f, state_f = candidates(domain, scale_n, seed, f)
-        _, _, cpu_f, outcomes_f = verify_all(name, small, jobs, engine)
+        _, _, cpu_f, outcomes_f = verify_all(name, small, jobs, engine, repeat)
         out["scaling"][str(f)] = {
             "cpu_p50_ms": round(_pct(cpu_f, 0.5), 1),
             "gen_ms_per_task": round(gen_f, 1),
@@ -187,8 +206,10 @@ def bench(
 
 
 def _print(r: dict[str, Any]) -> None:
+    least = f", least of {r['repeat']} runs per task" if r["repeat"] > 1 else ""
     print(
-        f"== {r['domain']}  (n={r['n']}, seed={r['seed']}, jobs={r['jobs']}, engine={r['engine']})"
+        f"== {r['domain']}  (n={r['n']}, seed={r['seed']}, jobs={r['jobs']}, "
+        f"engine={r['engine']}{least})"
     )
     print(
         f"  verified             {r['n']} tasks in {r['wall_s']} s = {r['tasks_per_s']} tasks/s"
@@ -247,13 +268,20 @@ def main(argv: list[str] | None = None) -> None:
         help="who answers the search questions (default auto: the explicit search for "
         "small tasks, z3 for the rest)",
     )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="certify each task this many times and count its least time (default 1); "
+        "the wall figures are then the least times' sum over the jobs",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per domain")
     args = ap.parse_args(argv)
     scales = [int(x) for x in args.scales.split(",") if x.strip()]
     scale_n = args.scale_n if args.scale_n is not None else min(25, max(4, args.n // 4))
     names = args.domain or [d for d in ("mock", "retail", "airline") if d in builtin_names()]
     for name in names:
-        r = bench(name, args.n, args.seed, args.jobs, scales, scale_n, args.engine)
+        r = bench(name, args.n, args.seed, args.jobs, scales, scale_n, args.engine, args.repeat)
         if args.json:
             print(json.dumps(r, sort_keys=True))
         else:
