@@ -217,7 +217,8 @@ _ROLES = "GRAPHGEN_TEST_ROLES"  # candidate fingerprint -> what its check does
 
 def _role_check(domain, task):  # type: ignore[no-untyped-def]
     """``hang``: 30 s; ``spare``: at once, then marks itself done; ``wait``: until the
-    spare is done."""
+    spare is done, and a second more: the spare's outcome still has to travel back to
+    the run after its mark (on a loaded machine the waiting one could return first)."""
     import time
 
     roles = json.loads(os.environ[_ROLES])
@@ -228,6 +229,7 @@ def _role_check(domain, task):  # type: ignore[no-untyped-def]
     elif role == "wait":
         for _ in range(600):
             if done.exists():
+                time.sleep(1.0)
                 break
             time.sleep(0.05)
     elif role == "spare":
