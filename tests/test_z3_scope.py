@@ -17,10 +17,9 @@ import z3
 from graphgen.domains import load_builtin
 from graphgen.tasks.model import Task
 from graphgen.tasks.taskset import GenOptions, generate
-from graphgen.verify import bmc
+from graphgen.verify import bmc, terms
 from graphgen.verify.certify import certify
 from graphgen.verify.proofs import Prover
-from graphgen.verify import terms
 from graphgen.verify.terms import LIT, EncodeError, Z3Scope, and_, eq, is_t
 
 MOCK = load_builtin("mock")
