@@ -698,9 +698,9 @@ class Bmc:
         self.full_state = state
         self.flow: Flow | None = None
         if slice_rows:
-            self.flow = flow or chain_flow(
-                domain, state, self.givens, self.tools, k, seeds, extra_scans
-            )
+            if flow is None:
+                flow = chain_flow(domain, state, self.givens, self.tools, k, seeds, extra_scans)
+            self.flow = flow
             self.state = self.flow.state
             # a tool with an argument no chain can know is never called
             self.tools = [t for t in self.tools if t.name in self.flow.callable]
