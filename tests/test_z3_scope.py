@@ -17,7 +17,7 @@ import z3
 from graphgen.domains import load_builtin
 from graphgen.tasks.model import Task
 from graphgen.tasks.taskset import GenOptions, generate
-from graphgen.verify import bmc, terms
+from graphgen.verify import bmc, templates, terms
 from graphgen.verify.certify import certify
 from graphgen.verify.proofs import Prover
 from graphgen.verify.terms import LIT, EncodeError, Z3Scope, and_, eq, is_t
@@ -132,19 +132,26 @@ def test_unchecked_c_calls_prove_the_same(
     come out as they do through the checked wrappers."""
     with Z3Scope():
         assert is_t(LIT.TRUE)
-    names = {"INC_REF": "Z3_inc_ref", "DEC_REF": "Z3_dec_ref", "_MK_AND": "Z3_mk_and"}
-    raw = {
-        c: getattr((getattr(z3.z3core, n).__defaults__ or (None,))[-1], "f", None)
-        for c, n in names.items()
-    }
-    if all(f is not None for f in raw.values()):  # the wrapper layout terms.py expects
-        for const, f in raw.items():
-            assert getattr(terms, const) is f
+    # where z3's wrappers have the layout terms.py expects, the C functions were taken
+    if terms.INC_REF is not z3.z3core.Z3_inc_ref:
         assert z3.z3.Z3_inc_ref is terms.INC_REF and z3.z3.Z3_dec_ref is terms.DEC_REF
     fast = [_proofs(certify(MOCK, t, engine="z3")) for t in tasks[:4]]
-    for const in ["_MK_AND", "_MK_OR", "_MK_NOT", "_MK_EQ", "_MK_ITE"]:
-        name = "Z3_mk_" + const.removeprefix("_MK_").lower()
-        monkeypatch.setattr(terms, const, getattr(z3.z3core, name))
+    # every unchecked call back to its checked wrapper, where the encoding looks it up
+    hot = {
+        "_MK_AND": "Z3_mk_and",
+        "_MK_OR": "Z3_mk_or",
+        "_MK_NOT": "Z3_mk_not",
+        "_MK_EQ": "Z3_mk_eq",
+        "_MK_ITE": "Z3_mk_ite",
+        "SUBSTITUTE": "Z3_substitute",
+        "GET_APP_ARG": "Z3_get_app_arg",
+        "INC_REF": "Z3_inc_ref",
+        "DEC_REF": "Z3_dec_ref",
+    }
+    for module in (terms, templates):
+        for const, name in hot.items():
+            if hasattr(module, const):
+                monkeypatch.setattr(module, const, getattr(z3.z3core, name))
     monkeypatch.setattr(z3.z3, "Z3_inc_ref", z3.z3core.Z3_inc_ref)
     monkeypatch.setattr(z3.z3, "Z3_dec_ref", z3.z3core.Z3_dec_ref)
     checked = [_proofs(certify(MOCK, t, engine="z3")) for t in tasks[:4]]
