@@ -19,7 +19,15 @@ from graphgen.tasks.model import Call, Change, Given, Goal, Task
 from graphgen.tasks.taskset import generate
 from graphgen.verify import proofs as proofs_module
 from graphgen.verify.certify import certify
-from graphgen.verify.explicit import Space, minimum, shortest_chain, task_shortest
+from graphgen.verify.explicit import (
+    FinalStates,
+    Minimum,
+    Space,
+    minimum,
+    other_final_state,
+    shortest_chain,
+    task_shortest,
+)
 from graphgen.verify.proofs import Prover, prove_task
 from tests.test_fair_proofs import EMAIL_GIVEN, FIND, WALLET_YAML
 from tests.test_fair_proofs import _task as fair_task
@@ -151,9 +159,39 @@ def test_unreachable_goal_and_node_budget() -> None:
 
 
 def test_the_search_gives_up_before_a_layer_it_cannot_afford() -> None:
-    """With a call budget the search stops *before* a layer that would need more calls
-    than are left (at the last layer's calls per node), not inside it after spending
-    them; with room for it, it finds what the unbudgeted search finds."""
+    """With a call budget the search stops *before* the reads of a layer that would need
+    more calls than are left (at the last layer's reads per node), not inside it after
+    spending them; with room for it, it finds what the unbudgeted search finds."""
+    d = load_builtin("mock")
+    s = generate_state(d, 0)
+    key = sorted(s.tables["Account"])[0]
+    row = s.tables["Account"][key]
+    email = [Given(sort="field:Account.email", value=row["email"])]
+    never = Goal(
+        changes=[
+            Change(entity="Account", key=key, field="status", before=row["status"], after="gone")
+        ]
+    )
+    free = Space(d, s, email, never)
+    full = minimum(free, 3)
+    assert full.complete and full.min_calls is None
+    two = Space(d, s, email, never)
+    assert minimum(two, 2).min_calls is None
+    first = two.calls_run  # the first layer's reads, the second's writes
+    assert 0 < first < free.calls_run
+    tight = Space(d, s, email, never)
+    cut = minimum(tight, 3, max_calls=first)
+    assert not cut.complete and cut.min_calls is None
+    assert tight.calls_run == first  # no read of the second layer was made
+    roomy = Space(d, s, email, never)
+    assert minimum(roomy, 3, max_calls=10 * free.calls_run) == full
+
+
+def test_the_last_layer_makes_only_the_calls_that_can_reach_the_goal() -> None:
+    """A read changes no cell: where the goal's changes do not hold, no read reaches it,
+    so the deepest layer makes writes only. With one call allowed and only an email
+    known, no write has its arguments: nothing is called at all. Where the changes do
+    hold and an answer is missing, reads are made there too."""
     d = load_builtin("mock")
     s = generate_state(d, 0)
     key = sorted(s.tables["Account"])[0]
@@ -164,19 +202,15 @@ def test_the_search_gives_up_before_a_layer_it_cannot_afford() -> None:
             Change(entity="Account", key=key, field="status", before=row["status"], after="locked")
         ]
     )
-    free = Space(d, s, email, lock)
-    full = minimum(free, 3)
-    assert full.complete and full.min_calls == 2
-    shallow = Space(d, s, email, lock)
-    assert minimum(shallow, 1).min_calls is None
-    first = shallow.calls_run  # the calls of the first layer
-    assert 0 < first < free.calls_run
-    tight = Space(d, s, email, lock)
-    cut = minimum(tight, 3, max_calls=first)
-    assert not cut.complete and cut.min_calls is None
-    assert tight.calls_run == first  # no call of the second layer was made
-    roomy = Space(d, s, email, lock)
-    assert minimum(roomy, 3, max_calls=10 * free.calls_run) == full
+    one = Space(d, s, email, lock)
+    assert minimum(one, 1) == Minimum(None, None, True, 1)
+    assert one.calls_run == 0
+    two = Space(d, s, email, lock)
+    got = minimum(two, 2)
+    assert got.min_calls == 2 and [c.tool for c in got.writes] == ["lock_account"]
+    # the answer (the account's key) is shown by a read of the first layer
+    ask = Goal(answer=[key])
+    assert minimum(Space(d, s, email, ask), 1).min_calls == 1
 
 
 @pytest.mark.slow
@@ -276,3 +310,62 @@ def test_a_pinned_goal_shown_by_reads_is_still_caught() -> None:
         proofs = {r.name: r for r in prove_task(wallet, task, engine=engine).proofs}
         assert not proofs["goal_not_initial"].ok, engine
         assert "read-only chain reaches the goal" in proofs["goal_not_initial"].detail
+
+
+def _wallet_space(tools: list[str]) -> Space:
+    """The wallet's state, Ann's email given, and a goal no call reaches (a card on the
+    third account): spaces to look at nodes in."""
+    from tests.test_fair_proofs import _state
+
+    wallet = loads_domain(WALLET_YAML, source="<wallet>")
+    never = Goal(changes=[Change(entity="Card", key="C001", field="account_id", after="A003")])
+    return Space(wallet, _state(), [EMAIL_GIVEN], never, tools)
+
+
+def _child(space: Space, node: Any, tool: str, depth: int) -> Any:
+    return next(c for c in space.children(node, depth) if c.chain[-1].tool == tool)
+
+
+def test_a_read_showing_nothing_a_later_call_takes_leads_back_to_its_parent() -> None:
+    """Nodes are told apart only by what can change their future: an account's details
+    show its owner, balance and status, none of which the tools here take, so reading
+    them leads to the node the agent was at. With ``set_status`` allowed, the status
+    shown is an argument it can pass, and the node is a new one."""
+    space = _wallet_space(["buy_card", "find_account", "get_account"])
+    found = _child(space, space.root(), "find_account", 1)
+    read = _child(space, found, "get_account", 2)
+    assert read.shown and space.fingerprint(read) == space.fingerprint(found)
+    assert minimum(space, 3) == Minimum(None, None, True, 2)  # 2 nodes: root, found
+    wider = _wallet_space(["buy_card", "find_account", "get_account", "set_status"])
+    found = _child(wider, wider.root(), "find_account", 1)
+    read = _child(wider, found, "get_account", 2)
+    assert wider.fingerprint(read) != wider.fingerprint(found)
+
+
+def test_proof_5_by_write_sequences_alone_and_its_fallback() -> None:
+    """Reads change no cell, so when every sequence of the allowed writes ends in the
+    expected state (or misses the goal) no chain is searched: no call is made. When one
+    sequence ends elsewhere the search of chains decides, and finds that chain."""
+    wallet = loads_domain(WALLET_YAML, source="<wallet>")
+    gv = [EMAIL_GIVEN, Given(sort="free:int", value=50), Given(sort="free:int", value=70)]
+    chain = [FIND, Call(tool="buy_card", args={"account_id": "A001", "amount": 50})]
+    goal = Goal(changes=[Change(entity="Card", key="C001", field="account_id", after="A001")])
+    task = fair_task(wallet, chain, goal, gv)
+    p = Prover(wallet, task, engine="explicit")
+    space = p._search_space()
+    expected = [p._on_slice(p.run.final)]
+    buy50, buy70 = (
+        Call(tool="buy_card", args={"account_id": "A001", "amount": a}) for a in (50, 70)
+    )
+    before = space.calls_run
+    alone = other_final_state(space, 2, [buy50], [1], 1, expected)
+    assert alone == FinalStates(None, True, 2)  # the empty sequence and buy50
+    assert space.calls_run == before
+    # a second card bought after the first: the goal's card is still there, the balance
+    # is not the expected one
+    twice = other_final_state(space, 3, [buy50], [2], 2, expected)
+    assert twice.complete and twice.chain is not None
+    assert [c.tool for c in twice.chain].count("buy_card") == 2
+    both = other_final_state(space, 2, [buy50, buy70], [1, 1], 1, expected)
+    assert both.complete and both.chain is not None and both.chain[-1] == buy70
+    assert space.calls_run > before

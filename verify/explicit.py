@@ -14,15 +14,19 @@ It has no bound on strings, numbers or table sizes; its cost is the number of di
 (state, knowledge, shown values) nodes, which grows with the branching (tools times known
 values per parameter) to the power of the depth. Nodes reached by calls in another
 order are one node (two reads in either order show the same values; two writes that
-commute end in the same state), which is the reduction that keeps it small. It is exact
-on small tasks and gives up, saying so, past ``max_nodes``: it never guesses.
+commute end in the same state), and so are nodes that differ only in what no later call,
+target or answer can use (:meth:`Space.fingerprint`): the reductions that keep it small.
+The deepest layer makes only the calls that can reach the goal (:func:`minimum`). It is
+exact on small tasks and gives up, saying so, past ``max_nodes``: it never guesses.
 
 Besides the shortest length, one breadth-first pass also yields what proof 5 needs: every
 write call some shortest solution makes (:func:`minimum` keeps, per node, the writes of
-every shortest chain reaching it), and :func:`other_final_state` walks every chain of up
-to the reference's length whose writes are among those, looking for one that reaches the
-goal in another final state. :class:`~graphgen.verify.proofs.Prover` asks these when the
-search is small (a node budget, so the choice is deterministic) and z3 otherwise.
+every shortest chain reaching it), and :func:`other_final_state` looks for a chain of up
+to the reference's length whose writes are among those that reaches the goal in another
+final state: first over the sequences of those writes alone (a read changes no cell),
+then, only if one of them ends elsewhere, over every chain.
+:class:`~graphgen.verify.proofs.Prover` asks these when the search is small (a call
+budget, so the choice is deterministic) and z3 otherwise.
 
 The two engines are cross-checked on random small tasks (``tests/test_explicit_search.py``):
 any disagreement is a bug in one of them, as the z3 encoding's refusal of omitted
@@ -59,7 +63,7 @@ from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Task
 from graphgen.tasks.plan import Executor, Knowledge
 from graphgen.types import OptT, RefT
-from graphgen.verify.bmc import ChangesGoal, Recognition, scalars
+from graphgen.verify.bmc import ChangesGoal, Recognition, same_value, scalars
 
 #: Distinct nodes a search may expand before it gives up (``complete`` false).
 MAX_NODES = 20_000
@@ -104,18 +108,18 @@ class _Node:
     know: Knowledge
     shown: list[Any]
     chain: list[Call]
-    # (field sort name, value) outputs showed: what recognising a target takes
+    # the (field sort name, value) pairs recognising a target rests on that outputs showed
     seen: frozenset[tuple[str, Any]] = frozenset()
     # the write calls (keys) of every shortest chain found to end here
     writes: frozenset[str] = frozenset()
     # how often each allowed write call was made, then all writes (proof 5's bounds)
     made: tuple[int, ...] = ()
     # the parts of the fingerprint, kept up to date call by call: the writable tables
-    # as text, the facts known (origins aside) and the values shown (as text: they may
-    # be unhashable)
+    # as text, the facts known (origins aside) at the sorts some allowed tool takes, and
+    # which of the goal's answers outputs have shown (see :meth:`Space.fingerprint`)
     tables: str = ""
     facts: frozenset[tuple[Any, Any]] = frozenset()
-    shown_text: frozenset[str] = frozenset()
+    answered: frozenset[int] = frozenset()
 
 
 def moves(domain: Domain, know: Knowledge, tools: Sequence[str] | None = None) -> Iterator[Call]:
@@ -171,11 +175,19 @@ class Space:
             if isinstance(goal, ChangesGoal)
             else ChangesGoal(list(goal.changes), list(goal.answer))
         )
+        self.changes = ChangesGoal(list(self.want.changes))
         self.tools = sorted(domain.tools) if tools is None else sorted(tools)
+        self.write_tools = [n for n in self.tools if domain.tools[n].is_write]
+        self.read_tools = [n for n in self.tools if not domain.tools[n].is_write]
         self.writable = sorted(
             {c.entity for n in self.tools for c in cells_written(domain, domain.tools[n])}
         )
         self.recognize = list(recognize)
+        # Only these parts of what a node knows and saw can change what follows it: the
+        # values of the sorts some allowed tool takes (its possible arguments), the
+        # values recognising a target rests on, and the goal's answers.
+        self.sorts = {param_sort(p) for n in self.tools for p in domain.tools[n].params.values()}
+        self.atoms = {(f"{e}.{f}", _hashable(x)) for r in self.recognize for e, f, x in r.atoms}
         self.run = execute or call_or_fail
         self.calls: dict[str, Call] = {}  # each write call made, by its key
         self.calls_run = 0  # calls the searches on this space have made
@@ -188,7 +200,7 @@ class Space:
     def root(self) -> _Node:
         know = Knowledge.from_givens(self.givens)
         st = self._copy(self.initial)
-        facts = frozenset((s, _hashable(v)) for s, v in know.facts_items())
+        facts = frozenset((s, _hashable(v)) for s, v in know.facts_items() if s in self.sorts)
         return _Node(st, know, [], [], tables=self._tables_text(st), facts=facts)
 
     def _copy(self, st: State) -> State:
@@ -204,12 +216,25 @@ class Space:
 
         return goal_holds(self.want, node.state, node.shown, self.givens, self.initial)
 
+    def changes_hold(self, node: _Node | State) -> bool:
+        """The goal's state part (its changes, answers aside) holds on the node's state:
+        a necessary condition of :meth:`goal` that no read can change."""
+        from graphgen.verify.proofs import goal_holds  # proofs may use this module
+
+        st = node if isinstance(node, State) else node.state
+        return goal_holds(self.changes, st, [], self.givens, self.initial)
+
     def children(
-        self, node: _Node, depth: int, allow: Callable[[ToolDef, Call, _Node], bool] | None = None
+        self,
+        node: _Node,
+        depth: int,
+        allow: Callable[[ToolDef, Call, _Node], bool] | None = None,
+        tools: Sequence[str] | None = None,
     ) -> Iterator[_Node]:
-        """Every node one successful call away; ``allow`` may veto a call first. Each
-        call made counts in :attr:`calls_run`."""
-        for call in moves(self.domain, node.know, self.tools):
+        """Every node one successful call away, by a call of ``tools`` (default: all the
+        space's); ``allow`` may veto a call first. Each call made counts in
+        :attr:`calls_run`."""
+        for call in moves(self.domain, node.know, self.tools if tools is None else tools):
             tool = self.domain.tools[call.tool]
             if not _recognised(tool, call, self.recognize, node.seen):
                 continue
@@ -235,8 +260,14 @@ class Space:
             know.add(s, v, depth - 1)
         new = list(scalars(result)) if tool.returns is not None else []
         seen = set(node.seen)
-        seen.update((s.name, _hashable(v)) for s, v in facts if s.kind == "field")
-        seen.update((name, _hashable(v)) for name, v in search_facts(tool, call.args, result))
+        if self.atoms:
+            shows = [(s.name, _hashable(v)) for s, v in facts if s.kind == "field"]
+            shows += [(n, _hashable(v)) for n, v in search_facts(tool, call.args, result)]
+            seen.update(a for a in shows if a in self.atoms)
+        answers = self.want.answers
+        answered = node.answered | {
+            i for i, a in enumerate(answers) if any(same_value(x, a) for x in new)
+        }
         child = _Node(
             st,
             know,
@@ -246,8 +277,8 @@ class Space:
             node.writes,
             node.made,
             node.tables,
-            node.facts | {(s, _hashable(v)) for s, v in facts},
-            node.shown_text | {json.dumps(v, sort_keys=True, default=str) for v in new},
+            node.facts | {(s, _hashable(v)) for s, v in facts if s in self.sorts},
+            answered,
         )
         if tool.is_write:
             child.tables = self._tables_text(st)
@@ -255,10 +286,15 @@ class Space:
         return child
 
     def fingerprint(self, node: _Node) -> tuple[Any, ...]:
-        """What decides a node's future: the writable tables, what the agent knows
-        (origins aside), the values shown so far, the fields seen, and the write counts
-        proof 5 bounds."""
-        return node.tables, node.facts, node.shown_text, node.seen, node.made
+        """What decides a node's future, and nothing else: the writable tables; the
+        known values (origins aside) of the sorts the allowed tools take, which are
+        every argument a later call can pass; the values seen that recognising a target
+        rests on; which of the goal's answers have been shown; and the write counts
+        proof 5 bounds. Two nodes alike in these have the same calls open, the same
+        results from them and the same goal verdict after them, whatever else they saw:
+        one stands for both (a read showing only values no allowed call takes and no
+        target or answer needs leads back to its parent's node)."""
+        return node.tables, node.facts, node.answered, node.seen, node.made
 
     def same_state(self, st: State, other: State) -> bool:
         return all(st.tables.get(e) == other.tables.get(e) for e in self.writable)
@@ -278,49 +314,79 @@ def minimum(
     its end and every shortest chain's writes are collected; without, the search stops
     at the first goal node (``writes`` is then empty). It gives up past ``max_nodes``
     expanded nodes, or once the space's searches made more than ``max_calls`` calls, or
-    would: before a layer whose nodes, at the last layer's calls per node, would need
-    more calls than are left."""
+    would: before the reads of a layer whose nodes, at the last layer's reads per node,
+    would need more calls than are left.
+
+    Each depth is taken in two passes. A read changes no cell, so a read made where the
+    goal's changes do not hold cannot reach the goal: the first pass makes only the calls
+    that can (the writes, and every call of a node whose changes already hold, which may
+    still lack an answer) and looks for the goal among their nodes. Only when none is
+    there, and a deeper layer is to be searched, does the second pass make the remaining
+    reads. The last layer, usually the largest, is then never read through: a task
+    whose minimum is 4 makes the writes of its third layer's nodes, not every call."""
     root = space.root()
     if space.goal(root):
         return Minimum(0, [], True, 1)
     seen = {space.fingerprint(root)}
     layer = [root]
     expanded = 0
-    last: tuple[int, int] | None = None  # (nodes, calls) of the last layer expanded
+    last: tuple[int, int] | None = None  # (nodes, reads) of the last layer read through
+
+    def grow(
+        node: _Node, tools: list[str], depth: int, nxt: dict[tuple[Any, ...], _Node]
+    ) -> _Node | bool:
+        """Add the node's children by calls of ``tools`` to ``nxt``: False when the call
+        budget ran out, a goal node when one is enough (not ``whole_layer``), else True."""
+        for child in space.children(node, depth, tools=tools):
+            if max_calls is not None and space.calls_run > max_calls:
+                return False
+            fp = space.fingerprint(child)
+            if fp in nxt:
+                # another chain of the same length ends here: its writes count too
+                nxt[fp].writes |= child.writes
+                continue
+            if fp in seen:
+                continue
+            seen.add(fp)
+            nxt[fp] = child
+            if not whole_layer and space.goal(child):
+                return child
+        return True
+
     for depth in range(1, upto + 1):
-        if max_calls is not None and last is not None:
-            # Expanding this layer would take about len(layer) * calls/node; when that
-            # is more than the budget leaves, the search would give up inside it after
-            # spending all that is left: give up now (a count, so still deterministic).
-            done_nodes, done_calls = last
-            if len(layer) * done_calls > (max_calls - space.calls_run) * done_nodes:
-                return Minimum(None, None, False, expanded)
-        start = space.calls_run
         nxt: dict[tuple[Any, ...], _Node] = {}
-        for node in layer:
+        # per node of the layer: is the goal's state part there already?
+        ready = [space.changes_hold(node) for node in layer]
+
+        for node, whole in zip(layer, ready, strict=True):
             expanded += 1
             if expanded > max_nodes:
                 return Minimum(None, None, False, expanded)
-            for child in space.children(node, depth):
-                if max_calls is not None and space.calls_run > max_calls:
-                    return Minimum(None, None, False, expanded)
-                fp = space.fingerprint(child)
-                if fp in nxt:
-                    # another chain of the same length ends here: its writes count too
-                    nxt[fp].writes |= child.writes
-                    continue
-                if fp in seen:
-                    continue
-                seen.add(fp)
-                nxt[fp] = child
-                if not whole_layer and space.goal(child):
-                    return Minimum(depth, child.chain, True, expanded)
-        last = (len(layer), space.calls_run - start)
+            got = grow(node, space.tools if whole else space.write_tools, depth, nxt)
+            if got is False:
+                return Minimum(None, None, False, expanded)
+            if isinstance(got, _Node):
+                return Minimum(depth, got.chain, True, expanded)
         goals = [n for n in nxt.values() if space.goal(n)]
         if goals:
             keys = sorted(set().union(*(n.writes for n in goals)))
             calls = [space.calls[k] for k in keys]
             return Minimum(depth, goals[0].chain, True, expanded, calls)
+        if depth == upto:
+            break  # no deeper layer: its reads would reach nothing
+        rest = [node for node, whole in zip(layer, ready, strict=True) if not whole]
+        if max_calls is not None and last is not None and last[0]:
+            # Reading through this layer would take about len(rest) * reads/node; when
+            # that is more than the budget leaves, the search would give up inside it
+            # after spending all that is left: give up now (a count, so deterministic).
+            done_nodes, done_calls = last
+            if len(rest) * done_calls > (max_calls - space.calls_run) * done_nodes:
+                return Minimum(None, None, False, expanded)
+        start = space.calls_run
+        for node in rest:
+            if grow(node, space.read_tools, depth, nxt) is False:
+                return Minimum(None, None, False, expanded)
+        last = (len(rest), space.calls_run - start)
         layer = list(nxt.values())
         if not layer:
             break
@@ -342,7 +408,16 @@ def other_final_state(
     ``i`` at most ``times[i]`` times, at most ``total`` writes in all; reads are free)
     that reaches the goal in a state none of ``expected`` is (compared on the tables the
     tools can write). Breadth first over every such chain, by distinct nodes; it gives up
-    as :func:`minimum` does."""
+    as :func:`minimum` does.
+
+    Most often no search is needed: reads change no cell, so a chain's final state is
+    that of its writes made in order, whatever reads come between. When every sequence
+    of the allowed writes (within the bounds) either fails, or ends where the goal's
+    changes do not hold, or ends in an expected state, no chain is a counterexample
+    (:func:`_writes_end_expected`), and the answer comes without making a read."""
+    tried = _writes_end_expected(space, horizon, writes, times, total, expected)
+    if tried is not None:
+        return FinalStates(None, True, tried)
     index = {call_key(space.domain, c): i for i, c in enumerate(writes)}
 
     def allow(tool: ToolDef, call: Call, node: _Node) -> bool:
@@ -385,6 +460,57 @@ def other_final_state(
         if not layer:
             break
     return FinalStates(None, True, expanded)
+
+
+#: Most write sequences :func:`_writes_end_expected` runs before it leaves proof 5's
+#: question to the search of every chain.
+MAX_WRITE_SEQUENCES = 2_000
+
+
+def _writes_end_expected(
+    space: Space,
+    horizon: int,
+    writes: Sequence[Call],
+    times: Sequence[int],
+    total: int,
+    expected: Sequence[State],
+    limit: int = MAX_WRITE_SEQUENCES,
+) -> int | None:
+    """How many write sequences it ran, when every sequence of ``writes`` (call ``i`` at
+    most ``times[i]`` times, at most ``total`` and at most ``horizon`` in all) run in
+    order from the initial state either fails, or misses the goal's changes, or ends in
+    one of ``expected``; None when one does none of these (a chain making it may be a
+    counterexample: the search decides) or there are more than ``limit`` sequences.
+
+    Sound because the state after a chain depends only on its writes: a read changes no
+    cell, and whether a call succeeds and what it writes depend on the state and the
+    arguments, not on what the agent knows. Which chains can *make* a sequence (the
+    arguments known, the targets recognised, the answers shown) is left out, so this
+    over-approximates the chains and a "none" holds for every one."""
+    bound = min(total, horizon)
+    tried = 0
+    # depth first over sequences, each with the state it leads to and its counts
+    stack: list[tuple[State, tuple[int, ...]]] = [(space._copy(space.initial), (0,) * len(writes))]
+    while stack:
+        st, made = stack.pop()
+        tried += 1
+        if tried > limit:
+            return None
+        if space.changes_hold(st) and not any(space.same_state(st, e) for e in expected):
+            return None
+        if sum(made) >= bound:
+            continue
+        for i in reversed(range(len(writes))):
+            if made[i] >= times[i]:
+                continue
+            nxt = space._copy(st)
+            call = writes[i]
+            try:
+                space.run(space.domain, nxt, call.tool, dict(call.args))
+            except ToolError:
+                continue  # a failing call changes nothing: no chain makes it succeed here
+            stack.append((nxt, (*made[:i], made[i] + 1, *made[i + 1 :])))
+    return tried
 
 
 def shortest_chain(
