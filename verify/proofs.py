@@ -110,7 +110,7 @@ NOT_APPLICABLE = "n/a"
 MAX_MINIMAL_WRITES = 24
 #: Calls the explicit searches of one task may make (``engine="auto"``) before its
 #: questions go to z3: a count, not a time, so the choice is the same on every machine.
-EXPLICIT_CALLS = 400
+EXPLICIT_CALLS = 1_000
 #: The time limit (as z3 resource units, see :meth:`Bmc.check`) within which proof 1
 #: asks the incremental solver before a one-shot solver built for pinned chains.
 PINNED_TRY_MS = 40
