@@ -13,6 +13,7 @@ import pytest
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.load import loads_domain
+from graphgen.state import State
 from graphgen.stategen import generate_state
 from graphgen.synth import synth_yaml
 from graphgen.tasks.model import Call, Change, Given, Goal, Task
@@ -158,20 +159,23 @@ def test_unreachable_goal_and_node_budget() -> None:
     ]
 
 
-def test_the_search_gives_up_before_a_layer_it_cannot_afford() -> None:
-    """With a call budget the search stops *before* the reads of a layer that would need
-    more calls than are left (at the last layer's reads per node), not inside it after
-    spending them; with room for it, it finds what the unbudgeted search finds."""
+def _mock_status_goal(after: str) -> tuple[Domain, State, list[Given], str, Goal]:
+    """Mock's first account: the domain, the state, its email as the one given, its key,
+    and the goal of setting its status to ``after``."""
     d = load_builtin("mock")
     s = generate_state(d, 0)
     key = sorted(s.tables["Account"])[0]
     row = s.tables["Account"][key]
     email = [Given(sort="field:Account.email", value=row["email"])]
-    never = Goal(
-        changes=[
-            Change(entity="Account", key=key, field="status", before=row["status"], after="gone")
-        ]
-    )
+    change = Change(entity="Account", key=key, field="status", before=row["status"], after=after)
+    return d, s, email, key, Goal(changes=[change])
+
+
+def test_the_search_gives_up_before_a_layer_it_cannot_afford() -> None:
+    """With a call budget the search stops *before* the reads of a layer that would need
+    more calls than are left (at the last layer's reads per node), not inside it after
+    spending them; with room for it, it finds what the unbudgeted search finds."""
+    d, s, email, _, never = _mock_status_goal("gone")
     free = Space(d, s, email, never)
     full = minimum(free, 3)
     assert full.complete and full.min_calls is None
@@ -192,16 +196,7 @@ def test_the_last_layer_makes_only_the_calls_that_can_reach_the_goal() -> None:
     so the deepest layer makes writes only. With one call allowed and only an email
     known, no write has its arguments: nothing is called at all. Where the changes do
     hold and an answer is missing, reads are made there too."""
-    d = load_builtin("mock")
-    s = generate_state(d, 0)
-    key = sorted(s.tables["Account"])[0]
-    row = s.tables["Account"][key]
-    email = [Given(sort="field:Account.email", value=row["email"])]
-    lock = Goal(
-        changes=[
-            Change(entity="Account", key=key, field="status", before=row["status"], after="locked")
-        ]
-    )
+    d, s, email, key, lock = _mock_status_goal("locked")
     one = Space(d, s, email, lock)
     assert minimum(one, 1) == Minimum(None, None, True, 1)
     assert one.calls_run == 0
