@@ -364,3 +364,28 @@ def test_proof_5_by_write_sequences_alone_and_its_fallback() -> None:
     both = other_final_state(space, 2, [buy50, buy70], [1, 1], 1, expected)
     assert both.complete and both.chain is not None and both.chain[-1] == buy70
     assert space.calls_run > before
+
+
+def test_z3s_proof_5_is_settled_by_write_sequences_when_they_agree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When z3 answers (the search out of budget), proof 5's last query is skipped if
+    every sequence of the minimal solutions' writes ends in the reference's state: the
+    same verdict as z3's query. When a sequence ends elsewhere (a card of 50 or of 70),
+    z3's query still runs and refutes the task."""
+    monkeypatch.setattr(proofs_module, "EXPLICIT_CALLS", 0)
+    d = load_builtin("mock")
+    task = next(t for t in generate(d, 10, 0).tasks if t.kind == "action")
+    auto = {r.name: r for r in prove_task(d, task).proofs}
+    by_z3 = {r.name: r for r in prove_task(d, task, engine="z3").proofs}
+    assert "z3 agrees" in auto["reference_chain"].detail  # z3 answered the rest
+    assert auto["unique_final_state"].ok and by_z3["unique_final_state"].ok
+    assert "sequences of those writes run" in auto["unique_final_state"].detail
+    assert "sequences" not in by_z3["unique_final_state"].detail
+    wallet = loads_domain(WALLET_YAML, source="<wallet>")
+    gv = [EMAIL_GIVEN, Given(sort="free:int", value=50), Given(sort="free:int", value=70)]
+    chain = [FIND, Call(tool="buy_card", args={"account_id": "A001", "amount": 50})]
+    goal = Goal(changes=[Change(entity="Card", key="C001", field="account_id", after="A001")])
+    two_ways = {r.name: r for r in prove_task(wallet, fair_task(wallet, chain, goal, gv)).proofs}
+    assert not two_ways["unique_final_state"].ok
+    assert "ends elsewhere" in two_ways["unique_final_state"].detail

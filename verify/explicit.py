@@ -414,8 +414,8 @@ def other_final_state(
     that of its writes made in order, whatever reads come between. When every sequence
     of the allowed writes (within the bounds) either fails, or ends where the goal's
     changes do not hold, or ends in an expected state, no chain is a counterexample
-    (:func:`_writes_end_expected`), and the answer comes without making a read."""
-    tried = _writes_end_expected(space, horizon, writes, times, total, expected)
+    (:func:`writes_end_expected`), and the answer comes without making a read."""
+    tried = writes_end_expected(space, horizon, writes, times, total, expected)
     if tried is not None:
         return FinalStates(None, True, tried)
     index = {call_key(space.domain, c): i for i, c in enumerate(writes)}
@@ -462,12 +462,12 @@ def other_final_state(
     return FinalStates(None, True, expanded)
 
 
-#: Most write sequences :func:`_writes_end_expected` runs before it leaves proof 5's
+#: Most write sequences :func:`writes_end_expected` runs before it leaves proof 5's
 #: question to the search of every chain.
 MAX_WRITE_SEQUENCES = 2_000
 
 
-def _writes_end_expected(
+def writes_end_expected(
     space: Space,
     horizon: int,
     writes: Sequence[Call],

@@ -98,6 +98,7 @@ from graphgen.verify.explicit import (
     minimum,
     other_final_state,
     to_recognise,
+    writes_end_expected,
 )
 from graphgen.verify.slicing import Flow, analyze_flow
 from graphgen.verify.symstate import SymState
@@ -528,21 +529,29 @@ class Prover:
         if len(mn.writes) > MAX_MINIMAL_WRITES:
             return None
         if self._final is None:
-            space = self._search_space()
-            chain = [c for c in self.task.chain if self.domain.tools[c.tool].is_write]
-            keys = [call_key(self.domain, c) for c in chain]
-            times = [max(1, keys.count(call_key(self.domain, c))) for c in mn.writes]
+            times, total, expected = self._write_bounds(mn.writes)
             got = other_final_state(
-                space,
+                self._search_space(),
                 self.horizon,
                 mn.writes,
                 times,
-                len(chain),
-                [self._on_slice(st) for st in renamed_states(self.initial, self.run.final)],
+                total,
+                expected,
                 max_calls=self._max_calls,
             )
             self._final = got if got.complete else None
         return self._final
+
+    def _write_bounds(self, writes: list[Call]) -> tuple[list[int], int, list[State]]:
+        """Proof 5's bounds on chains making ``writes``: how often each may be made (as
+        often as the reference chain makes it, once if it does not), how many writes in
+        all (the reference's), and the reference's final states (one per renaming of
+        created ids) on the search's rows."""
+        chain = [c for c in self.task.chain if self.domain.tools[c.tool].is_write]
+        keys = [call_key(self.domain, c) for c in chain]
+        times = [max(1, keys.count(call_key(self.domain, c))) for c in writes]
+        expected = [self._on_slice(st) for st in renamed_states(self.initial, self.run.final)]
+        return times, len(chain), expected
 
     @property
     def by_search(self) -> bool:
@@ -987,6 +996,22 @@ class Prover:
         writes = self.minimal_writes()
         if isinstance(writes, ProofResult):
             return writes
+        if self.engine == "auto":
+            # The interpreter settles it when every sequence of these writes ends in the
+            # reference's state or misses the goal (a read changes no cell); engine "z3"
+            # keeps z3's query, which the cross-checks compare this against.
+            times, total, expected = self._write_bounds(writes)
+            space = self._search_space()
+            tried = writes_end_expected(space, h, writes, times, total, expected)
+            if tried is not None:
+                return _res(
+                    "unique_final_state",
+                    True,
+                    f"every solution of <= {h} calls whose writes are among the "
+                    f"{len(writes)} write call(s) of {self.task.min_calls}-call solutions "
+                    f"ends in one state (up to renaming created ids; each of the {tried} "
+                    f"sequences of those writes run)",
+                )
         try:
             differs = and_(
                 *(bmc.state_differs(st, h) for st in renamed_states(self.initial, self.run.final))
