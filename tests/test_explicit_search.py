@@ -217,15 +217,22 @@ def test_engines_agree_on_language_v2_domains(name: str, n: int) -> None:
     assert _cross_check(load_builtin(name), n, 0, verdicts=False)["queries"] >= 10
 
 
+def _card_task(wallet: Domain) -> Task:
+    """Ann wants a card on her account, and both 50 and 70 are amounts she stated: the
+    reference buys the 50 card, and a 70 card (or sweeping her whole balance onto one)
+    is another minimal solution that ends elsewhere."""
+    gv = [EMAIL_GIVEN, Given(sort="free:int", value=50), Given(sort="free:int", value=70)]
+    chain = [FIND, Call(tool="buy_card", args={"account_id": "A001", "amount": 50})]
+    goal = Goal(changes=[Change(entity="Card", key="C001", field="account_id", after="A001")])
+    return fair_task(wallet, chain, goal, gv)
+
+
 def test_every_minimal_solutions_writes_are_collected() -> None:
     """One-write solutions of the same length (a card of 50 or of 70, both amounts stated,
     or the whole balance swept onto a card): the search lists every such write, and
     proof 5 fails on the ones that end apart, whichever engine answers it."""
     wallet = loads_domain(WALLET_YAML, source="<wallet>")
-    gv = [EMAIL_GIVEN, Given(sort="free:int", value=50), Given(sort="free:int", value=70)]
-    chain = [FIND, Call(tool="buy_card", args={"account_id": "A001", "amount": 50})]
-    goal = Goal(changes=[Change(entity="Card", key="C001", field="account_id", after="A001")])
-    task = fair_task(wallet, chain, goal, gv)
+    task = _card_task(wallet)
     p = Prover(wallet, task, engine="explicit")
     mn = p.explicit_minimum()
     assert mn is not None and mn.min_calls == 2
@@ -342,10 +349,7 @@ def test_proof_5_by_write_sequences_alone_and_its_fallback() -> None:
     expected state (or misses the goal) no chain is searched: no call is made. When one
     sequence ends elsewhere the search of chains decides, and finds that chain."""
     wallet = loads_domain(WALLET_YAML, source="<wallet>")
-    gv = [EMAIL_GIVEN, Given(sort="free:int", value=50), Given(sort="free:int", value=70)]
-    chain = [FIND, Call(tool="buy_card", args={"account_id": "A001", "amount": 50})]
-    goal = Goal(changes=[Change(entity="Card", key="C001", field="account_id", after="A001")])
-    task = fair_task(wallet, chain, goal, gv)
+    task = _card_task(wallet)
     p = Prover(wallet, task, engine="explicit")
     space = p._search_space()
     expected = [p._on_slice(p.run.final)]
@@ -383,9 +387,6 @@ def test_z3s_proof_5_is_settled_by_write_sequences_when_they_agree(
     assert "sequences of those writes run" in auto["unique_final_state"].detail
     assert "sequences" not in by_z3["unique_final_state"].detail
     wallet = loads_domain(WALLET_YAML, source="<wallet>")
-    gv = [EMAIL_GIVEN, Given(sort="free:int", value=50), Given(sort="free:int", value=70)]
-    chain = [FIND, Call(tool="buy_card", args={"account_id": "A001", "amount": 50})]
-    goal = Goal(changes=[Change(entity="Card", key="C001", field="account_id", after="A001")])
-    two_ways = {r.name: r for r in prove_task(wallet, fair_task(wallet, chain, goal, gv)).proofs}
+    two_ways = {r.name: r for r in prove_task(wallet, _card_task(wallet)).proofs}
     assert not two_ways["unique_final_state"].ok
     assert "ends elsewhere" in two_ways["unique_final_state"].detail
