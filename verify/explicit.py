@@ -216,12 +216,11 @@ class Space:
 
         return goal_holds(self.want, node.state, node.shown, self.givens, self.initial)
 
-    def changes_hold(self, node: _Node | State) -> bool:
-        """The goal's state part (its changes, answers aside) holds on the node's state:
-        a necessary condition of :meth:`goal` that no read can change."""
+    def changes_hold(self, st: State) -> bool:
+        """The goal's state part (its changes, answers aside) holds on ``st``: a
+        necessary condition of :meth:`goal` that no read can change."""
         from graphgen.verify.proofs import goal_holds  # proofs may use this module
 
-        st = node if isinstance(node, State) else node.state
         return goal_holds(self.changes, st, [], self.givens, self.initial)
 
     def children(
@@ -356,7 +355,7 @@ def minimum(
     for depth in range(1, upto + 1):
         nxt: dict[tuple[Any, ...], _Node] = {}
         # per node of the layer: is the goal's state part there already?
-        ready = [space.changes_hold(node) for node in layer]
+        ready = [space.changes_hold(node.state) for node in layer]
 
         for node, whole in zip(layer, ready, strict=True):
             expanded += 1

@@ -452,6 +452,7 @@ class Prover:
         self._flows: dict[int, Flow] = {}
         self._minimum: Minimum | None = None
         self._final: FinalStates | None = None
+        self._renamed: list[State] | None = None
         self._searched = False
 
     # ------------------------------------------------------------ the explicit engine
@@ -529,29 +530,47 @@ class Prover:
         if len(mn.writes) > MAX_MINIMAL_WRITES:
             return None
         if self._final is None:
-            times, total, expected = self._write_bounds(mn.writes)
+            times, total = self._write_bounds(mn.writes)
             got = other_final_state(
                 self._search_space(),
                 self.horizon,
                 mn.writes,
                 times,
                 total,
-                expected,
+                self._expected(),
                 max_calls=self._max_calls,
             )
             self._final = got if got.complete else None
         return self._final
 
-    def _write_bounds(self, writes: list[Call]) -> tuple[list[int], int, list[State]]:
-        """Proof 5's bounds on chains making ``writes``: how often each may be made (as
-        often as the reference chain makes it, once if it does not), how many writes in
-        all (the reference's), and the reference's final states (one per renaming of
-        created ids) on the search's rows."""
+    def _write_bounds(self, writes: list[Call]) -> tuple[list[int], int]:
+        """Proof 5's bounds on chains making ``writes``, for either engine: how often each
+        may be made (as often as the reference chain makes it, defaults filled in, once
+        if it does not), and how many writes in all (the reference's)."""
         chain = [c for c in self.task.chain if self.domain.tools[c.tool].is_write]
         keys = [call_key(self.domain, c) for c in chain]
-        times = [max(1, keys.count(call_key(self.domain, c))) for c in writes]
-        expected = [self._on_slice(st) for st in renamed_states(self.initial, self.run.final)]
-        return times, len(chain), expected
+        return [max(1, keys.count(call_key(self.domain, c))) for c in writes], len(chain)
+
+    def _finals(self) -> list[State]:
+        """The reference's final state under every renaming of created ids (computed once)."""
+        if self._renamed is None:
+            self._renamed = renamed_states(self.initial, self.run.final)
+        return self._renamed
+
+    def _expected(self) -> list[State]:
+        """:meth:`_finals` on the search's rows."""
+        return [self._on_slice(st) for st in self._finals()]
+
+    def _one_final_state(self, n_writes: int, how: str) -> ProofResult:
+        """Proof 5 holds for the ``n_writes`` minimal solutions' writes; ``how`` says who
+        showed it."""
+        return _res(
+            "unique_final_state",
+            True,
+            f"every solution of <= {self.horizon} calls whose writes are among the "
+            f"{n_writes} write call(s) of {self.task.min_calls}-call solutions ends in one "
+            f"state (up to renaming created ids{how})",
+        )
 
     @property
     def by_search(self) -> bool:
@@ -982,13 +1001,8 @@ class Prover:
                     f"a solution of <= {h} calls making only minimal solutions' writes ends "
                     f"elsewhere: {_chain_text(final.chain)}; differences {d}",
                 )
-            return _res(
-                "unique_final_state",
-                True,
-                f"every solution of <= {h} calls whose writes are among the "
-                f"{len(mn.writes)} write call(s) of {self.task.min_calls}-call solutions "
-                f"ends in one state (up to renaming created ids; explicit search, "
-                f"{mn.nodes + final.nodes} states)",
+            return self._one_final_state(
+                len(mn.writes), f"; explicit search, {mn.nodes + final.nodes} states"
             )
         bmc = self.build()
         if bmc is None:
@@ -996,31 +1010,22 @@ class Prover:
         writes = self.minimal_writes()
         if isinstance(writes, ProofResult):
             return writes
+        times, total = self._write_bounds(writes)
         if self.engine == "auto":
             # The interpreter settles it when every sequence of these writes ends in the
             # reference's state or misses the goal (a read changes no cell); engine "z3"
             # keeps z3's query, which the cross-checks compare this against.
-            times, total, expected = self._write_bounds(writes)
             space = self._search_space()
-            tried = writes_end_expected(space, h, writes, times, total, expected)
+            tried = writes_end_expected(space, h, writes, times, total, self._expected())
             if tried is not None:
-                return _res(
-                    "unique_final_state",
-                    True,
-                    f"every solution of <= {h} calls whose writes are among the "
-                    f"{len(writes)} write call(s) of {self.task.min_calls}-call solutions "
-                    f"ends in one state (up to renaming created ids; each of the {tried} "
-                    f"sequences of those writes run)",
+                return self._one_final_state(
+                    len(writes), f"; each of the {tried} sequences of those writes run"
                 )
         try:
-            differs = and_(
-                *(bmc.state_differs(st, h) for st in renamed_states(self.initial, self.run.final))
-            )
+            differs = and_(*(bmc.state_differs(st, h) for st in self._finals()))
         except EncodeError as exc:
             return _res("unique_final_state", False, f"encoding failed: {exc}")
         key = repr([(c.tool, sorted(c.args.items())) for c in writes])
-        times = [max(1, self.task.chain.count(c)) for c in writes]
-        total = sum(self.domain.tools[c.tool].is_write for c in self.task.chain)
         among = bmc.lit(f"among@{h}:{key}", bmc.writes_among(h, writes, times, total))
         wrong = bmc.lit(f"differs_renamed@{h}", differs)
         status, model = self._check([self._goal_lit(h), among, wrong])
@@ -1034,13 +1039,7 @@ class Prover:
                 f"a solution of <= {h} calls making only minimal solutions' writes ends "
                 f"elsewhere: {self._witness(model)}; differences {d}",
             )
-        return _res(
-            "unique_final_state",
-            True,
-            f"every solution of <= {h} calls whose writes are among the {len(writes)} "
-            f"write call(s) of {self.task.min_calls}-call solutions ends in one state "
-            f"(up to renaming created ids)",
-        )
+        return self._one_final_state(len(writes), "")
 
     @_own_context
     def write_orders(self) -> ProofResult:
