@@ -25,9 +25,11 @@ from graphgen.verify.explicit import (
     Minimum,
     Space,
     minimum,
+    moves,
     other_final_state,
     shortest_chain,
     task_shortest,
+    to_recognise,
 )
 from graphgen.verify.proofs import Prover, prove_task
 from tests.test_fair_proofs import EMAIL_GIVEN, FIND, WALLET_YAML
@@ -171,24 +173,59 @@ def _mock_status_goal(after: str) -> tuple[Domain, State, list[Given], str, Goal
     return d, s, email, key, Goal(changes=[change])
 
 
-def test_the_search_gives_up_before_a_layer_it_cannot_afford() -> None:
-    """With a call budget the search stops *before* the reads of a layer that would need
-    more calls than are left (at the last layer's reads per node), not inside it after
-    spending them; with room for it, it finds what the unbudgeted search finds."""
+def test_the_search_gives_up_before_a_pass_it_cannot_afford() -> None:
+    """With a call budget the search stops *before* a pass that would need more calls
+    than are left (counted, not made), not inside it after spending them: under every
+    budget below what the whole search makes it gives up having spent no more than the
+    budget, and with enough it finds what the unbudgeted search finds."""
     d, s, email, _, never = _mock_status_goal("gone")
     free = Space(d, s, email, never)
     full = minimum(free, 3)
     assert full.complete and full.min_calls is None
     two = Space(d, s, email, never)
     assert minimum(two, 2).min_calls is None
-    first = two.calls_run  # the first layer's reads, the second's writes
+    first = two.calls_run  # the first layer's writes and reads, the second's writes
     assert 0 < first < free.calls_run
     tight = Space(d, s, email, never)
     cut = minimum(tight, 3, max_calls=first)
     assert not cut.complete and cut.min_calls is None
     assert tight.calls_run == first  # no read of the second layer was made
-    roomy = Space(d, s, email, never)
-    assert minimum(roomy, 3, max_calls=10 * free.calls_run) == full
+    for budget in range(free.calls_run + 1):
+        space = Space(d, s, email, never)
+        got = minimum(space, 3, max_calls=budget)
+        assert space.calls_run <= budget, budget
+        assert got.complete == (budget >= free.calls_run), budget
+        if got.complete:
+            assert got == full and space.calls_run == free.calls_run
+
+
+def test_calls_are_counted_as_they_would_be_made() -> None:
+    """``Space.calls_at`` counts the calls ``children`` makes at a node, through every
+    layer of a retail task whose write may name a target not recognised yet (the
+    counted calls are listed and checked there) as well as tools counted by product."""
+    d = load_builtin("retail")
+    task = next(
+        t
+        for t in generate(d, 30, 0).tasks
+        if t.kind == "action" and to_recognise(Prover(d, t).recognize, Prover(d, t).givens)
+    )
+    space = Prover(d, task)._search_space()
+    assert space.recognize and any(space.picky.values())
+    layer = [space.root()]
+    checked = unrecognised = 0
+    for depth in (1, 2, 3):
+        nxt = []
+        for node in layer[:30]:
+            listed = len(list(moves(d, node.know, space.write_tools)))
+            unrecognised += listed - space.calls_at(node, space.write_tools)
+            for tools in (space.write_tools, space.read_tools):
+                before = space.calls_run
+                nxt.extend(space.children(node, depth, tools=tools))
+                assert space.calls_at(node, tools) == space.calls_run - before
+                checked += space.calls_run - before
+        layer = nxt
+    assert checked > 300
+    assert unrecognised > 0  # some write was not counted: its target not recognised yet
 
 
 def test_the_last_layer_makes_only_the_calls_that_can_reach_the_goal() -> None:

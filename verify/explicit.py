@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,6 +183,16 @@ class Space:
             {c.entity for n in self.tools for c in cells_written(domain, domain.tools[n])}
         )
         self.recognize = list(recognize)
+        # the writes :func:`_recognised` may refuse a call of: those naming a target's entity
+        entities = {r.entity for r in self.recognize}
+        self.picky = {
+            n: domain.tools[n].is_write
+            and any(
+                isinstance(p.ty, RefT) and p.ty.entity in entities
+                for p in domain.tools[n].params.values()
+            )
+            for n in self.tools
+        }
         # Only these parts of what a node knows and saw can change what follows it: the
         # values of the sorts some allowed tool takes (its possible arguments), the
         # values recognising a target rests on, and the goal's answers.
@@ -247,6 +257,26 @@ class Space:
             except ToolError:
                 continue  # a failing call changes nothing and shows nothing
             yield self._child(tool, node, st, call, result, depth)
+
+    def calls_at(self, node: _Node, tools: Sequence[str]) -> int:
+        """How many calls :meth:`children` makes at ``node`` by ``tools`` (with no
+        ``allow``), counted without making one: per tool, the product of how many values
+        each parameter can take; a write that may name a target not recognised yet has
+        its calls listed and checked instead."""
+        out = 0
+        for name in tools:
+            tool = self.domain.tools[name]
+            if self.picky[name]:
+                out += sum(
+                    _recognised(tool, c, self.recognize, node.seen)
+                    for c in moves(self.domain, node.know, [name])
+                )
+                continue
+            n = 1
+            for p in tool.params.values():
+                n *= len(node.know.values(param_sort(p))) + isinstance(p.ty, OptT)
+            out += n
+        return out
 
     def _child(
         self, tool: ToolDef, node: _Node, st: State, call: Call, result: Any, depth: int
@@ -313,8 +343,7 @@ def minimum(
     its end and every shortest chain's writes are collected; without, the search stops
     at the first goal node (``writes`` is then empty). It gives up past ``max_nodes``
     expanded nodes, or once the space's searches made more than ``max_calls`` calls, or
-    would: before the reads of a layer whose nodes, at the last layer's reads per node,
-    would need more calls than are left.
+    would: before a pass whose calls, counted first, are more than the budget leaves.
 
     Each depth is taken in two passes. A read changes no cell, so a read made where the
     goal's changes do not hold cannot reach the goal: the first pass makes only the calls
@@ -329,7 +358,20 @@ def minimum(
     seen = {space.fingerprint(root)}
     layer = [root]
     expanded = 0
-    last: tuple[int, int] | None = None  # (nodes, reads) of the last layer read through
+
+    def unaffordable(work: Iterable[tuple[_Node, list[str]]]) -> bool:
+        """Would a pass making each node's calls of its tools (``work``) make more
+        calls than the budget leaves? The search would then give up inside it after
+        spending all that is left: it gives up before it. The calls are counted, not
+        made (:meth:`Space.calls_at`), and the count is the same on every machine."""
+        if max_calls is None:
+            return False
+        left = max_calls - space.calls_run
+        for node, tools in work:
+            left -= space.calls_at(node, tools)
+            if left < 0:
+                return True
+        return False
 
     def grow(
         node: _Node, tools: list[str], depth: int, nxt: dict[tuple[Any, ...], _Node]
@@ -356,12 +398,17 @@ def minimum(
         nxt: dict[tuple[Any, ...], _Node] = {}
         # per node of the layer: is the goal's state part there already?
         ready = [space.changes_hold(node.state) for node in layer]
-
-        for node, whole in zip(layer, ready, strict=True):
+        first = [
+            (node, space.tools if whole else space.write_tools)
+            for node, whole in zip(layer, ready, strict=True)
+        ]
+        if unaffordable(first):
+            return Minimum(None, None, False, expanded)
+        for node, tools in first:
             expanded += 1
             if expanded > max_nodes:
                 return Minimum(None, None, False, expanded)
-            got = grow(node, space.tools if whole else space.write_tools, depth, nxt)
+            got = grow(node, tools, depth, nxt)
             if got is False:
                 return Minimum(None, None, False, expanded)
             if isinstance(got, _Node):
@@ -374,18 +421,11 @@ def minimum(
         if depth == upto:
             break  # no deeper layer: its reads would reach nothing
         rest = [node for node, whole in zip(layer, ready, strict=True) if not whole]
-        if max_calls is not None and last is not None and last[0]:
-            # Reading through this layer would take about len(rest) * reads/node; when
-            # that is more than the budget leaves, the search would give up inside it
-            # after spending all that is left: give up now (a count, so deterministic).
-            done_nodes, done_calls = last
-            if len(rest) * done_calls > (max_calls - space.calls_run) * done_nodes:
-                return Minimum(None, None, False, expanded)
-        start = space.calls_run
+        if unaffordable((node, space.read_tools) for node in rest):
+            return Minimum(None, None, False, expanded)
         for node in rest:
             if grow(node, space.read_tools, depth, nxt) is False:
                 return Minimum(None, None, False, expanded)
-        last = (len(rest), space.calls_run - start)
         layer = list(nxt.values())
         if not layer:
             break
