@@ -744,7 +744,7 @@ class Bmc:
         return chain_creates(self.tools, k)
 
     def _setup(self) -> None:
-        """The per-unrolling part (shared by :meth:`reads_only`)."""
+        """The per-unrolling part (shared by :meth:`only`)."""
         self._created = {e: set(ids) for e, ids in self.uni.created.items()}
         self.given_terms: dict[Sort, list[Term]] = {}
         for s, gty, v in self.givens:
@@ -795,12 +795,28 @@ class Bmc:
     def reads_only(self, k: int | None = None) -> Bmc:
         """The unrolling of the same universe whose chains call only read tools, up to
         ``k`` (default: this one's k) calls: reads create nothing and change nothing, so
-        the slice and key bounds, computed for more tools, still cover them."""
+        the slice and key bounds, computed for more tools, still cover them at any
+        length."""
+        return self.only([t.name for t in self.tools if not t.is_write], k)
+
+    def only(self, names: Iterable[str], k: int | None = None) -> Bmc:
+        """The unrolling of the same universe (same rows, values, cell encoding and
+        knowledge model) whose chains call only the tools ``names`` of this one's, up to
+        ``k`` (default: this one's k) calls. Fewer tools make fewer chains, so the slice
+        and key bounds computed for more tools still cover them; longer chains than this
+        one's k may create more rows than the universe holds, so ``k`` may exceed it only
+        for reads. Each step encodes only these tools: far smaller than this unrolling's
+        steps when they are few."""
+        keep = set(names)
+        tools = [t for t in self.tools if t.name in keep]
+        k = self.k if k is None else k
+        if k > self.k and any(t.is_write for t in tools):
+            raise ValueError(f"an unrolling of writes up to {k} calls needs a universe for {k}")
         other = object.__new__(Bmc)
         other.__dict__.update(
             {
                 "domain": self.domain,
-                "k": self.k if k is None else k,
+                "k": k,
                 "givens": self.givens,
                 "creates": self.creates,
                 "full_state": self.full_state,
@@ -809,7 +825,7 @@ class Bmc:
                 "uni": self.uni,
                 "answers": self.answers,
                 "recognize": self.recognize,
-                "tools": [t for t in self.tools if not t.is_write],
+                "tools": tools,
             }
         )
         other._setup()

@@ -4,7 +4,9 @@ For a task (its initial state, givens, reference chain, goal, ``min_calls``):
 
 1. ``reference_chain``  — the reference chain executes, every argument is known when it
    is used, and the goal holds after it: the interpreter dry-run and the z3 encoding
-   (the same chain pinned in the unrolling) agree on all of it and on the final state;
+   (the same chain pinned in the unrolling, or past the depth the other proofs
+   unrolled, in one of its own tools over the same universe) agree on all of it and on
+   the final state;
 2. ``goal_not_initial`` — the goal does not hold initially, and no chain of reads only
    reaches it (for information tasks reading is the point, so only the first half);
 3. ``min_calls``        — no chain shorter than ``min_calls`` reaches the goal, and one of
@@ -448,6 +450,7 @@ class Prover:
         self._unsat: dict[tuple[int, tuple[int, ...]], list[Any]] = {}
         self._models: dict[int, list[tuple[int, Any]]] = {}
         self._reads: Bmc | None = None
+        self._pinning: Bmc | None = None
         self._space: Space | None = None
         self._flows: dict[int, Flow] = {}
         self._minimum: Minimum | None = None
@@ -780,22 +783,34 @@ class Prover:
         bmc = self.build()
         if bmc is None:
             return _res("reference_chain", False, self.build_error)
-        pin = bmc.pinned(self.task.chain)
+        n = len(self.task.chain)
+        h = max(n, self.horizon)
+        pinning = bmc
+        if len(bmc.steps) < h:
+            # The other proofs unrolled only as deep as they needed. Rather than unroll
+            # every tool at each step beyond, pin the chain in an unrolling of its own
+            # tools over the same universe: the same rows, templates, cell encoding and
+            # knowledge model, with steps of a few tools instead of all of them (kept,
+            # so that its id, which keys the answers kept, is not reused).
+            pinning = self._pinning = bmc.only({c.tool for c in self.task.chain}, h)
+        pin = pinning.pinned(self.task.chain)
         if pin is None:
             return _res(
                 "reference_chain",
                 False,
                 "the chain cannot be expressed in the encoding (a value outside the universe)",
             )
-        n = len(self.task.chain)
-        query = [pin, self._goal_lit(max(n, self.horizon)), *bmc.length_is(n)]
+        query = [pin, self._goal_lit(h, pinning), *pinning.length_is(n)]
         # The incremental solver answers a short pinned chain at once, having learnt
         # from the proofs before; on a long one it branches on every free atom (seconds
         # on 13 calls), where a one-shot solver propagating the pinned values needs a
-        # fraction. A small resource budget first decides which, the same way anywhere.
-        status, model = self._check(query, timeout_ms=min(PINNED_TRY_MS, self.timeout_ms))
+        # fraction. A small resource budget first decides which, the same way anywhere;
+        # a fresh unrolling has learnt nothing, so it goes to the one-shot solver at once.
+        status = "unknown"
+        if pinning is bmc:
+            status, model = self._check(query, timeout_ms=min(PINNED_TRY_MS, self.timeout_ms))
         if status == "unknown":
-            status, model = self._check(query, fixed=True)
+            status, model = self._check(query, pinning, fixed=True)
         if status == "unknown":
             return self._undecided("reference_chain")
         if status == "unsat":
@@ -805,8 +820,8 @@ class Prover:
                 "encoding disagrees with the dry-run: z3 "
                 "finds the pinned chain invalid or short of the goal",
             )
-        got = bmc.final_state(model, max(n, self.horizon))
-        want = bmc.restrict(run.final)
+        got = pinning.final_state(model, h)
+        want = pinning.restrict(run.final)
         if got != want:
             bad = diff(want, got)[:3]
             return _res(
