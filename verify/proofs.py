@@ -789,9 +789,10 @@ class Prover:
         if len(bmc.steps) < h:
             # The other proofs unrolled only as deep as they needed. Rather than unroll
             # every tool at each step beyond, pin the chain in an unrolling of its own
-            # tools over the same universe: the same rows, templates, cell encoding and
-            # knowledge model, with steps of a few tools instead of all of them (kept,
-            # so that its id, which keys the answers kept, is not reused).
+            # tools over the same universe: the same rows, cell encoding and knowledge
+            # model, its tools encoded as in every unrolling, with steps of a few tools
+            # instead of all of them (kept, so that its id, which keys the answers
+            # kept, is not reused).
             pinning = self._pinning = bmc.only({c.tool for c in self.task.chain}, h)
         pin = pinning.pinned(self.task.chain)
         if pin is None:
