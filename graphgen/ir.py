@@ -361,6 +361,16 @@ class Stmt:
     source: str
 
 
+def conjuncts(e: Expr | None) -> list[Expr]:
+    """The parts of a conjunction, nested ``and`` flattened: ``[e]`` when ``e`` is no
+    conjunction, ``[]`` for no condition (None)."""
+    if e is None:
+        return []
+    if isinstance(e, BoolOp) and e.op == "and":
+        return [x for v in e.values for x in conjuncts(v)]
+    return [e]
+
+
 def children(e: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of ``e`` (used by generic walks)."""
     match e:

@@ -184,14 +184,6 @@ def derive_order(domain: Domain) -> list[tuple[str, Derive]]:
     return out
 
 
-def _conjuncts(e: ir.Expr | None) -> list[ir.Expr]:
-    if e is None:
-        return []
-    if isinstance(e, ir.BoolOp) and e.op == "and":
-        return [c for v in e.values for c in _conjuncts(v)]
-    return [e]
-
-
 def _x_only(e: ir.Expr) -> bool:
     return all(not isinstance(n, ir.Var | ir.Comp) or _is_x(n) for n in ir.walk(e))
 
@@ -256,7 +248,7 @@ def _narrowings(e: ir.Expr, ent: str, stable: Callable[[str, str], bool]) -> tup
         common: list[_Narrow] | None = None
         for c in cs:
             cands = []
-            for part in _conjuncts(c.cond):
+            for part in ir.conjuncts(c.cond):
                 if isinstance(part, ir.Compare) and part.op == "==":
                     for a, b in ((part.left, part.right), (part.right, part.left)):
                         if not _x_only(b):

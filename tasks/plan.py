@@ -231,7 +231,7 @@ def lookup_shape(domain: Domain, tool: ToolDef) -> Lookup | None:
     else:
         return None
     pins: dict[str, str | None] = {}
-    for part in _conjuncts(e.cond):
+    for part in ir.conjuncts(e.cond):
         if not (isinstance(part, ir.Compare) and part.op == "=="):
             continue
         for a, b in ((part.left, part.right), (part.right, part.left)):
@@ -253,12 +253,6 @@ def lookup_shape(domain: Domain, tool: ToolDef) -> Lookup | None:
 
 def _is_var(e: ir.Expr, name: str) -> bool:
     return isinstance(e, ir.Var) and e.name == name
-
-
-def _conjuncts(e: ir.Expr) -> list[ir.Expr]:
-    if isinstance(e, ir.BoolOp) and e.op == "and":
-        return [c for v in e.values for c in _conjuncts(v)]
-    return [e]
 
 
 def showing_rows(domain: Domain, state: State, shape: Lookup, s: Sort, v: Any) -> list[Any] | None:

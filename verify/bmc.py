@@ -261,7 +261,7 @@ def search_sites(
     if e.cond is None:
         return []
     out: list[tuple[Term, Sort, Term]] = []
-    for atom in _conjuncts(e.cond):
+    for atom in ir.conjuncts(e.cond):
         if not (isinstance(atom, ir.Compare) and atom.op == "=="):
             continue
         for a, b in ((atom.left, atom.right), (atom.right, atom.left)):
@@ -275,12 +275,6 @@ def search_sites(
             ):
                 out.append((some, Sort("field", f"{e.entity}.{a.field}"), args[b.name]))
     return out
-
-
-def _conjuncts(e: ir.Expr) -> list[ir.Expr]:
-    if isinstance(e, ir.BoolOp) and e.op == "and":
-        return [x for v in e.values for x in _conjuncts(v)]
-    return [e]
 
 
 @dataclass(frozen=True)
@@ -301,7 +295,7 @@ def description_atoms(cond: ir.Expr) -> tuple[tuple[str, Any], ...] | None:
     description has another form: then recognition cannot be stated and is not
     required — the caller decides)."""
     out: list[tuple[str, Any]] = []
-    for atom in _conjuncts(cond):
+    for atom in ir.conjuncts(cond):
         if not (isinstance(atom, ir.Compare) and atom.op == "=="):
             return None
         a, b = atom.left, atom.right

@@ -102,6 +102,7 @@ from graphgen.verify.explicit import (
     to_recognise,
     writes_end_expected,
 )
+from graphgen.verify.reachable import Reach
 from graphgen.verify.slicing import Flow, analyze_flow
 from graphgen.verify.symstate import SymState
 from graphgen.verify.terms import EncodeError, Term, Z3Scope, and_, eq, is_f, is_t, or_
@@ -352,7 +353,7 @@ def search_facts(tool: Any, args: dict[str, Any], result: Any) -> list[tuple[str
     if not isinstance(e, ir.Comp) or e.cond is None or not result:
         return []
     out = []
-    for atom in _conj(e.cond):
+    for atom in ir.conjuncts(e.cond):
         if not (isinstance(atom, ir.Compare) and atom.op == "=="):
             continue
         for a, b in ((atom.left, atom.right), (atom.right, atom.left)):
@@ -366,12 +367,6 @@ def search_facts(tool: Any, args: dict[str, Any], result: Any) -> list[tuple[str
             ):
                 out.append((f"{e.entity}.{a.field}", _hashable(args[b.name])))
     return out
-
-
-def _conj(e: ir.Expr) -> list[ir.Expr]:
-    if isinstance(e, ir.BoolOp) and e.op == "and":
-        return [x for v in e.values for x in _conj(v)]
-    return [e]
 
 
 # ------------------------------------------------------------------ the prover
@@ -1105,13 +1100,30 @@ class Prover:
         req = self.requested
         if isinstance(req, list) and not req:
             return _res("refusal_impossible", False, "the refused call would change nothing")
+        # Without a solver when the values settle it (not under engine "z3", which the
+        # cross-checks compare this against): the refused call needs a value no call
+        # can give its row, and so does the requested change.
+        never = None
+        if self.engine != "z3" and call.tool in self.domain.tools:
+            reach = Reach(self.domain, self.initial)
+            never = reach.never(self.domain.tools[call.tool], call.args)
+            unreachable = None if never is None else self._unreachable(reach, req)
+            if never is not None and unreachable is not None:
+                return _res(
+                    "refusal_impossible",
+                    True,
+                    f"no chain of any length lets the refused call succeed ({never}) "
+                    f"or makes the requested change ({unreachable}); by the values "
+                    f"calls can give a row",
+                )
         bmc = self.build()
         if bmc is None:
             return _res("refusal_impossible", False, self.build_error)
         # First: could the agent make the refused call itself succeed, with the very
         # arguments the user gave, after some other calls (deposit, then pay)? Then the
         # request is not forbidden by the state, only by the order of calls: no refusal.
-        made_valid = self._refused_call_valid(call)
+        # (Not when the values showed it never succeeds.)
+        made_valid = self._refused_call_valid(call) if never is None else None
         if made_valid is not None:
             return made_valid
         if isinstance(req, str):
@@ -1133,9 +1145,26 @@ class Prover:
                 False,
                 f"the requested change is reachable: {self._witness(model, goal)}",
             )
+        also = "" if never is None else f"; the refused call never succeeds ({never})"
         return _res(
-            "refusal_impossible", True, f"no chain of <= {self.k} calls makes the requested change"
+            "refusal_impossible",
+            True,
+            f"no chain of <= {self.k} calls makes the requested change{also}",
         )
+
+    @staticmethod
+    def _unreachable(reach: Reach, req: list[Change] | str) -> str | None:
+        """Why no chain makes the requested change ``req`` (a change of an existing
+        row's field to a value no call gives it), or None. Asking for nothing
+        achievable (a text) needs no argument."""
+        if isinstance(req, str):
+            return req
+        for c in req:
+            if c.field != "*":
+                why = reach.unreachable(c.entity, c.key, c.field, c.after)
+                if why is not None:
+                    return why
+        return None
 
     def _refused_call_valid(self, call: Call) -> ProofResult | None:
         """A failed proof if some chain of < k calls can be followed by ``call`` itself
