@@ -53,6 +53,23 @@ def test_guarded_writes_reach_what_their_checks_allow() -> None:
     assert reach.unreachable("Card", active, "status", "frozen") is None
 
 
+def test_a_bool_field_checked_alone_stays_what_no_call_sets() -> None:
+    """Retail's ``Item.available``, checked bare (``Item[item_id].available``) by
+    ``place_order``, is written by no tool: an out-of-stock item stays out of stock, so
+    ordering it never succeeds; an in-stock one is not claimed."""
+    d = load_builtin("retail")
+    st = State.from_dict(generate(d, 1, 0).tasks[0].initial_state)
+    items = sorted(st.tables["Item"].items())
+    out = next(k for k, i in items if not i["available"])
+    stocked = next(k for k, i in items if i["available"])
+    reach = Reach(d, st)
+    assert reach.values("Item", out, "available") == frozenset({False})
+    args = {"user_id": "U0001", "payment_method_id": "PM0001", "placed_on": "2026-12-01"}
+    why = reach.never(d.tools["place_order"], {**args, "item_id": out})
+    assert why is not None and why.startswith("`Item[item_id].available` never holds")
+    assert reach.never(d.tools["place_order"], {**args, "item_id": stocked}) is None
+
+
 def test_a_status_set_from_a_parameter_is_any_value() -> None:
     """The wallet's ``set_status`` writes the status it is given: a closed account may
     become anything, so nothing about it is claimed."""

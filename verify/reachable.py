@@ -6,7 +6,8 @@ delivered order back to pending).
 Each field of a row starts from its value in the state. A tool's assignment
 ``E[p].f = c`` (``p`` one of its parameters, ``c`` a literal) may add ``c`` to the
 field of any row ``p`` can name, once that row's fields can satisfy the tool's simple
-checks on the same row (``E[p].g == d``, ``!=``, ``in [...]``, ``not in [...]``); every
+checks on the same row (``E[p].g == d``, ``!=``, ``in [...]``, ``not in [...]``, a bool
+field alone or negated); every
 other write of ``E.f`` (another key, a computed value, ``+=``, a list edit, a create
 that names its key) makes ``f`` any value on every row. Every other check, and a case's
 condition, is taken to hold, so the sets only ever grow past what chains can do: a value
@@ -53,8 +54,13 @@ class _Write:
 
 def simple_check(e: ir.Expr) -> tuple[str, str, str, frozenset[Any], bool] | None:
     """``E[p].f == d`` (also ``!=``, ``in``/``not in`` a list of literals, either side of
-    a comparison) as (entity, parameter, field, values, negated), or None."""
+    a comparison, and a bool field alone or negated: ``E[p].f``, ``not E[p].f``) as
+    (entity, parameter, field, values, negated), or None."""
     match e:
+        case ir.FieldOf(key=ir.Var(name=p)) as f if f.ty == BOOL:
+            return f.entity, p, f.field, frozenset([True]), False
+        case ir.Not(operand=ir.FieldOf(key=ir.Var(name=p)) as f) if f.ty == BOOL:
+            return f.entity, p, f.field, frozenset([True]), True
         case ir.Compare(op="==" | "!=" as op, left=ir.FieldOf() as f, right=ir.Lit() as lit) | (
             ir.Compare(op="==" | "!=" as op, left=ir.Lit() as lit, right=ir.FieldOf() as f)
         ):
