@@ -72,6 +72,21 @@ def test_a_bool_field_checked_alone_stays_what_no_call_sets() -> None:
     assert reach.never(d.tools["place_order"], {**args, "item_id": stocked}) is None
 
 
+def test_a_computed_write_is_any_value_only_where_its_checks_can_hold() -> None:
+    """Retail writes an order's street from a parameter, only on a pending order: a
+    pending order's street may become anything, a delivered one's stays its own."""
+    d = load_builtin("retail")
+    st = State.from_dict(generate(d, 1, 0).tasks[0].initial_state)
+    orders = sorted(st.tables["Order"].items())
+    pending = next(k for k, o in orders if o["status"] == "pending")
+    delivered = next(k for k, o in orders if o["status"] == "delivered")
+    reach = Reach(d, st)
+    assert reach.values("Order", pending, "street") is None
+    street = st.tables["Order"][delivered]["street"]
+    assert reach.values("Order", delivered, "street") == frozenset({street})
+    assert reach.unreachable("Order", delivered, "street", "1 Elsewhere Road") is not None
+
+
 def test_a_status_set_from_a_parameter_is_any_value() -> None:
     """The wallet's ``set_status`` writes the status it is given: a closed account may
     become anything, so nothing about it is claimed."""
@@ -192,4 +207,4 @@ def test_values_and_z3_agree_on_a_hundred_refusals_of_seven_domains() -> None:
     others = ("banking", "helpdesk", "delivery", "clinic", "hotel")
     sets = (("retail", 250), ("airline", 120), *((name, 80) for name in others))
     decided, partly = _agree(sets)
-    assert decided + partly >= 60, (decided, partly)
+    assert decided >= 40 and decided + partly >= 60, (decided, partly)

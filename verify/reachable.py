@@ -1,18 +1,20 @@
-"""The values an existing row's enum or bool field can ever hold, over-approximated
-without a solver: what settles proof 6 for a refusal whose refused call needs a value
-no call can give its row ("cancel an order that was delivered": nothing sets a
-delivered order back to pending).
+"""The values an existing row's enum, bool or string field can ever hold,
+over-approximated without a solver: what settles proof 6 for a refusal whose refused
+call needs a value no call can give its row ("cancel an order that was delivered":
+nothing sets a delivered order back to pending), and whose requested change no call
+can make there (a delivered order's address: only calls on a pending order write it).
 
 Each field of a row starts from its value in the state. A tool's assignment
 ``E[p].f = c`` (``p`` one of its parameters, ``c`` a literal) may add ``c`` to the
 field of any row ``p`` can name, once that row's fields can satisfy the tool's simple
 checks on the same row (``E[p].g == d``, ``!=``, ``in [...]``, ``not in [...]``, a bool
-field alone or negated); every
-other write of ``E.f`` (another key, a computed value, ``+=``, a list edit, a create
-that names its key) makes ``f`` any value on every row. Every other check, and a case's
-condition, is taken to hold, so the sets only ever grow past what chains can do: a value
-outside a row's set is one no chain of any length gives the row. Only fields of enum
-and bool type are followed (their literals compare exactly); others are any value.
+field alone or negated); a computed write on such a row (a parameter, ``+=``, a list
+edit) makes the field any value there, under the same condition. Every other write of
+``E.f`` (another key, a create that names its key) makes ``f`` any value on every row.
+Every other check, and a case's condition, is taken to hold, so the sets only ever grow
+past what chains can do: a value outside a row's set is one no chain of any length
+gives the row. Only fields of enum, bool and string type are followed (their literals
+compare exactly); others are any value.
 
 A row's fields evolve apart from every other row's here (a simple check reads the row
 the assignment writes), so each row's sets are a small fixpoint of their own, computed
@@ -36,15 +38,25 @@ from typing import Any
 from graphgen import ir
 from graphgen.domain import Domain, Key, ToolDef
 from graphgen.state import State
-from graphgen.types import BOOL, EnumT
+from graphgen.types import BOOL, STR, EnumT
 
 #: (field, the values it must be among, or must not be (``negated``)).
 Guard = tuple[str, frozenset[Any], bool]
 
 
+class _Any:
+    def __repr__(self) -> str:
+        return "<any value>"
+
+
+#: What a write of a computed value (``+=``, a parameter, a list edit) gives its field.
+ANY: Any = _Any()
+
+
 @dataclass(frozen=True)
 class _Write:
-    """``E[param].field = value`` by ``tool``, made only where ``guards`` can hold."""
+    """``E[param].field = value`` by ``tool`` (``value`` :data:`ANY` for a computed
+    one), made only where ``guards`` can hold."""
 
     tool: str
     field: str
@@ -82,8 +94,8 @@ def may_hold(cur: frozenset[Any] | None, vals: frozenset[Any], negated: bool) ->
 
 
 class Reach:
-    """The values each enum or bool field of the rows of ``state`` can ever hold under
-    the tools of ``domain`` (see the module docstring)."""
+    """The values each enum, bool or string field of the rows of ``state`` can ever hold
+    under the tools of ``domain`` (see the module docstring)."""
 
     def __init__(self, domain: Domain, state: State) -> None:
         self.domain = domain
@@ -92,7 +104,7 @@ class Reach:
             (e, f)
             for e, ed in domain.entities.items()
             for f, fd in ed.fields.items()
-            if isinstance(fd.ty, EnumT) or fd.ty == BOOL
+            if isinstance(fd.ty, EnumT) or fd.ty in (BOOL, STR)
         }
         self.writes: dict[str, list[_Write]] = {}
         for tool in domain.tools.values():
@@ -104,7 +116,7 @@ class Reach:
         for stmt in tool.effects:
             eff = stmt.effect
             match eff:
-                case ir.Assign(key=ir.Var(name=p), op="=", value=ir.Lit(value=v)) if (
+                case ir.Assign(key=ir.Var(name=p)) | ir.ListEdit(key=ir.Var(name=p)) if (
                     p in tool.params
                 ):
                     guards = []
@@ -112,6 +124,12 @@ class Reach:
                         got = simple_check(c)
                         if got is not None and got[:2] == (eff.entity, p):
                             guards.append((got[2], got[3], got[4]))
+                    exact = (
+                        isinstance(eff, ir.Assign)
+                        and eff.op == "="
+                        and isinstance(eff.value, ir.Lit)
+                    )
+                    v = eff.value.value if exact and isinstance(eff.value, ir.Lit) else ANY
                     w = _Write(tool.name, eff.field, v, tuple(guards))
                     self.writes.setdefault(eff.entity, []).append(w)
                 case ir.Assign() | ir.ListEdit():
@@ -143,7 +161,7 @@ class Reach:
                 if have is None or w.value in have:
                     continue
                 if all(may_hold(cur.get(g), vals, neg) for g, vals, neg in w.guards):
-                    cur[w.field] = have | {w.value}
+                    cur[w.field] = None if w.value is ANY else have | {w.value}
                     grown = True
         self._rows[(entity, key)] = cur
         return cur
