@@ -124,12 +124,13 @@ class Reach:
                         got = simple_check(c)
                         if got is not None and got[:2] == (eff.entity, p):
                             guards.append((got[2], got[3], got[4]))
-                    exact = (
+                    v: Any = ANY  # a computed value: any
+                    if (
                         isinstance(eff, ir.Assign)
                         and eff.op == "="
                         and isinstance(eff.value, ir.Lit)
-                    )
-                    v = eff.value.value if exact and isinstance(eff.value, ir.Lit) else ANY
+                    ):
+                        v = eff.value.value
                     w = _Write(tool.name, eff.field, v, tuple(guards))
                     self.writes.setdefault(eff.entity, []).append(w)
                 case ir.Assign() | ir.ListEdit():
