@@ -55,10 +55,9 @@ ANY: Any = _Any()
 
 @dataclass(frozen=True)
 class _Write:
-    """``E[param].field = value`` by ``tool`` (``value`` :data:`ANY` for a computed
-    one), made only where ``guards`` can hold."""
+    """``E[param].field = value`` (``value`` :data:`ANY` for a computed one), made only
+    where ``guards`` can hold."""
 
-    tool: str
     field: str
     value: Any
     guards: tuple[Guard, ...]
@@ -112,18 +111,18 @@ class Reach:
         self._rows: dict[tuple[str, Key], dict[str, frozenset[Any] | None]] = {}
 
     def _read_tool(self, tool: ToolDef) -> None:
-        checks = [c for r in tool.requires for c in ir.conjuncts(r.expr)]
+        simple = [simple_check(c) for r in tool.requires for c in ir.conjuncts(r.expr)]
         for stmt in tool.effects:
             eff = stmt.effect
             match eff:
                 case ir.Assign(key=ir.Var(name=p)) | ir.ListEdit(key=ir.Var(name=p)) if (
                     p in tool.params
                 ):
-                    guards = []
-                    for c in checks:
-                        got = simple_check(c)
-                        if got is not None and got[:2] == (eff.entity, p):
-                            guards.append((got[2], got[3], got[4]))
+                    guards = tuple(
+                        (f, vals, neg)
+                        for e, q, f, vals, neg in filter(None, simple)
+                        if (e, q) == (eff.entity, p)
+                    )
                     v: Any = ANY  # a computed value: any
                     if (
                         isinstance(eff, ir.Assign)
@@ -131,7 +130,7 @@ class Reach:
                         and isinstance(eff.value, ir.Lit)
                     ):
                         v = eff.value.value
-                    w = _Write(tool.name, eff.field, v, tuple(guards))
+                    w = _Write(eff.field, v, guards)
                     self.writes.setdefault(eff.entity, []).append(w)
                 case ir.Assign() | ir.ListEdit():
                     self.followed.discard((eff.entity, eff.field))
