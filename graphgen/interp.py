@@ -22,7 +22,7 @@ from graphgen.errors import NO_MESSAGE, ToolError
 from graphgen.explain import explained_fields
 from graphgen.keys import explicit_key, next_counter
 from graphgen.parse import is_iso_date
-from graphgen.state import State
+from graphgen.state import State, call_key
 from graphgen.today import today_of_state
 from graphgen.types import (
     BOOL,
@@ -729,7 +729,26 @@ def call_or_fail(domain: Domain, st: State, name: str, args: Mapping[str, Any]) 
 
 def run_call(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Outcome:
     """Run a call: argument and ``requires`` checks, then the first case whose ``when``
-    holds (no case: a hard failure), its effects, the invariants, its result."""
+    holds (no case: a hard failure), its effects, the invariants, its result.
+
+    A read that succeeds is kept in the state's memo (:meth:`State.memo`): its outcome
+    depends only on the rows and the arguments, and the candidates drawn on one initial
+    state repeat the same reads (a listing of a large table costs milliseconds each
+    time). Its result is then shared, like every result: callers do not change one."""
+    tool = domain.tools.get(name)
+    call = None if tool is None or tool.is_write else call_key(name, args)
+    if call is None:
+        return _run(domain, st, name, args)
+    memo, key = st.memo(), ("outcome", id(domain), call)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is domain:
+        return hit[1]  # type: ignore[no-any-return]
+    out = _run(domain, st, name, args)
+    memo[key] = (domain, out)
+    return out
+
+
+def _run(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> Outcome:
     env = dict(precheck(domain, st, name, args))
     tool = domain.tools[name]
     env = with_old(tool, st, env)

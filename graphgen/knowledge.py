@@ -23,12 +23,14 @@ values an output shows, which recognising a described row needs.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any, assert_never
 
 from graphgen import ir, strings
 from graphgen.domain import Domain, ParamDef, ToolDef, per_domain
+from graphgen.state import State, call_key
 from graphgen.types import (
     INT,
     STR,
@@ -483,6 +485,65 @@ def _row_field(e: ir.Expr, var: str, entity: str) -> bool:
 def _known_side(e: ir.Expr, var: str) -> bool:
     """A literal, or a name other than the row variable (a parameter the caller passed)."""
     return isinstance(e, ir.Lit) or (isinstance(e, ir.Var) and e.name != var)
+
+
+class Reveal:
+    """What one call's output shows an agent: the facts it reveals
+    (:func:`facts_of_result`), in one fixed order, and the cells of particular rows it
+    shows (:func:`shown_cells`). Each is computed when first asked for."""
+
+    __slots__ = ("_by_sort", "_cells", "_facts", "args", "domain", "tool", "value")
+
+    def __init__(self, domain: Domain, tool: ToolDef, args: dict[str, Any], value: Any) -> None:
+        self.domain, self.tool, self.args, self.value = domain, tool, dict(args), value
+        self._facts: tuple[Fact, ...] | None = None
+        self._cells: frozenset[Cell] | None = None
+        self._by_sort: tuple[tuple[Sort, tuple[Any, ...]], ...] | None = None
+
+    @property
+    def facts(self) -> tuple[Fact, ...]:
+        """The facts, ordered by sort and then by ``repr`` of the value: a set's order
+        follows string hashing (per process), and the order facts are learned in feeds
+        argument pools, so it must not depend on it."""
+        if self._facts is None:
+            got = facts_of_result(self.domain, self.tool, self.value)
+            self._facts = tuple(sorted(got, key=lambda f: (f[0], repr(f[1]))))
+        return self._facts
+
+    @property
+    def by_sort(self) -> tuple[tuple[Sort, tuple[Any, ...]], ...]:
+        """:attr:`facts` grouped by sort, each value hashable (a list as a tuple)."""
+        if self._by_sort is None:
+            self._by_sort = tuple(
+                (s, tuple(tuple(v) if isinstance(v, list) else v for _, v in group))
+                for s, group in itertools.groupby(self.facts, key=lambda f: f[0])
+            )
+        return self._by_sort
+
+    @property
+    def cells(self) -> frozenset[Cell]:
+        if self._cells is None:
+            self._cells = frozenset(shown_cells(self.domain, self.tool, self.args, self.value))
+        return self._cells
+
+
+def reveal(domain: Domain, state: State, tool: ToolDef, args: dict[str, Any], value: Any) -> Reveal:
+    """What ``tool(**args)``, which returned ``value`` on ``state``, shows an agent.
+
+    A read's output is a function of the state's content and its arguments, so what it
+    shows is kept in the state's memo (:meth:`~graphgen.state.State.memo`) and serves
+    every copy until one writes: the candidates drawn on one initial state make the same
+    first reads, and on large tables one listing can show tens of thousands of facts.
+    A write's output is worked out afresh (``state`` is the state after it)."""
+    call = None if tool.is_write else call_key(tool.name, args)
+    if call is None:
+        return Reveal(domain, tool, args, value)
+    memo, key = state.memo(), ("reveal", id(domain), call)
+    hit = memo.get(key)
+    if hit is not None and hit.domain is domain:
+        return hit  # type: ignore[no-any-return]
+    got = memo[key] = Reveal(domain, tool, args, value)
+    return got
 
 
 def visible_fields(domain: Domain) -> dict[str, set[str]]:

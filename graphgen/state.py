@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -54,6 +54,19 @@ _MISSING = object()
 # A table whose written keys pass this many (and an eighth of its rows) takes its current
 # rows as its new base: lookups stay cheap after many writes (state generation's rules).
 _REBASE_AT = 64
+
+
+def call_key(name: str, args: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """A call of tool ``name`` as a key of :meth:`State.memo`, or None when an argument
+    cannot be hashed (a dict). A list argument counts as a tuple of its items; each value
+    keeps its type, so ``True`` and ``1`` are different arguments."""
+    try:
+        items = frozenset(
+            (k, type(v), tuple(v) if isinstance(v, list) else v) for k, v in args.items()
+        )
+    except TypeError:
+        return None
+    return (name, items)
 
 
 class StateModel(BaseModel):
@@ -291,6 +304,11 @@ class State:
         out.sort()
         return out
 
+    def indexed(self, entity: str, field: str, decimal: bool = False) -> bool:
+        """Does :meth:`keys_where` on ``entity.field`` answer from an index built already
+        (no pass over the table)?"""
+        return self._sync(entity).indexed(field, decimal)
+
     def keys_holding(self, entity: str, field: str, item: Any) -> Sequence[Any]:
         """The keys, in order, of the rows of ``entity`` whose list ``field`` holds
         ``item``; read-only, like :meth:`keys_where`."""
@@ -372,14 +390,18 @@ class State:
         return self._json_ready(copy_rows=True)
 
     def _json_ready(self, *, copy_rows: bool) -> dict[str, Any]:
+        keys = {e: self.sorted_keys(e) for e in self.tables}
         out: dict[str, Any] = {
             "tables": {
-                e: {k: dict(t[k]) if copy_rows else t[k] for k in self.sorted_keys(e)}
+                e: {k: dict(t[k]) for k in keys[e]}
+                if copy_rows
+                else dict(zip(keys[e], map(t.__getitem__, keys[e]), strict=True))
                 for e, t in sorted(self.tables.items())
             },
             "counters": dict(sorted(self.counters.items())),
         }
-        ints = sorted(e for e, t in self.tables.items() if any(isinstance(k, int) for k in t))
+        # The keys of a table were sorted, so they are all ints or none is: the first says.
+        ints = sorted(e for e, ks in keys.items() if ks and isinstance(ks[0], int))
         if ints:
             out["int_keys"] = ints
         if self.today is not None:

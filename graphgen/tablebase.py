@@ -85,17 +85,24 @@ class Base:
         no such field, before anything is kept."""
         got = self._eq.get((field, decimal))
         if got is None:
-            rows, keys = self.rows, self.sorted_keys()
-            if decimal:
-                col = [field_value(rows[k][field], True) for k in keys]
-            else:
-                col = [rows[k][field] for k in keys]
+            keys, col = self.sorted_keys(), self._column(field, decimal)
             if len(set(col)) == len(col):  # an id-like column: each value once, built in C
                 got = dict(zip(col, zip(keys), strict=True))
             else:
                 got = grouped(zip(col, keys, strict=True))
             self._eq[(field, decimal)] = got
         return got
+
+    def indexed(self, field: str, decimal: bool) -> bool:
+        """Is the equality index of ``field`` built already?"""
+        return (field, decimal) in self._eq
+
+    def _column(self, field: str, decimal: bool) -> list[Any]:
+        """The values of ``field`` in key order (KeyError if a row has no such field)."""
+        rows, keys = self.rows, self.sorted_keys()
+        if decimal:
+            return [field_value(rows[k][field], True) for k in keys]
+        return [rows[k][field] for k in keys]
 
     def item_index(self, field: str) -> dict[Any, tuple[Any, ...]]:
         """Item of list ``field`` -> the keys of the rows whose list holds it, in order
@@ -123,7 +130,11 @@ class Base:
         reprs (TypeError for list values)."""
         got = self._values.get(field)
         if got is None:
-            vals = sorted((v for v in self.index(field, False) if v is not None), key=repr)
+            # In order of first appearance, like the index's values, which it does not
+            # build: listing a field's values (a pool of candidates) is no lookup.
+            index = self._eq.get((field, False))
+            distinct = index if index is not None else dict.fromkeys(self._column(field, False))
+            vals = sorted((v for v in distinct if v is not None), key=repr)
             got = self._values[field] = (tuple(vals), tuple(map(repr, vals)))
         return got
 
@@ -206,6 +217,11 @@ class OrderedView(Sequence[Any]):
         return self._base[pos + i - done]
 
     def __iter__(self) -> Iterator[Any]:
+        if not self._events:
+            return iter(self._base)  # unchanged: the base's own iterator, in C
+        return self._changed_iter()
+
+    def _changed_iter(self) -> Iterator[Any]:
         base = self._base  # read item by item: a caller may stop after a few
         pos = 0
         for at, kind, x in self._events:

@@ -38,7 +38,7 @@ from graphgen.domain import Domain
 from graphgen.errors import ExprError, ToolError
 from graphgen.grading import changes_hold, grade, state_diff
 from graphgen.interp import call_or_fail, failed_check
-from graphgen.knowledge import Cell, Sort, facts_of_result, key_sort, param_sort, shown_cells
+from graphgen.knowledge import Cell, Reveal, Sort, key_sort, param_sort, reveal
 from graphgen.state import State, changed_views
 from graphgen.staterules import policy_problem
 from graphgen.tasks.identity import identity_problem
@@ -123,6 +123,7 @@ class Step:
     unknown: list[Unknown] = field(default_factory=list)
     error: str = ""  # the ToolError message if the call failed
     result: Any = None
+    shown: Reveal | None = None  # what its output showed (when it succeeded)
 
     @property
     def malformed(self) -> bool:
@@ -216,8 +217,8 @@ def replay(
         except ToolError as exc:
             step.error = exc.located()
             break
-        for s, v in facts_of_result(domain, tool, step.result):
-            know.add(s, v, step.index)
+        step.shown = reveal(domain, st, tool, c.args, step.result)
+        know.learn(step.shown, step.index)
     return Replay(steps, st, know)
 
 
@@ -449,8 +450,8 @@ def recognition_problem(
         )
         shown: set[Cell] = set()
         for s in run.steps[:deadline]:
-            if s.ran and not s.error and s.call.tool in domain.tools:
-                shown |= shown_cells(domain, domain.tools[s.call.tool], s.call.args, s.result)
+            if s.shown is not None:
+                shown |= s.shown.cells
         origin = run.knowledge.origin(key_sort(t.entity), t.key)
         cands = candidates_of(domain, chain, results, origin, t.key, t.entity)
         if len(cands) > MAX_CANDIDATES:

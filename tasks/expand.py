@@ -35,7 +35,7 @@ from graphgen.interp import (
     footprint,
     precheck,
 )
-from graphgen.knowledge import Cell, Sort, param_sort, parse_sort, row_lookup, shown_cells
+from graphgen.knowledge import Cell, Sort, param_sort, parse_sort, row_lookup
 from graphgen.state import State, diff
 from graphgen.tasks.dryrun import call_dependencies, order_problem
 from graphgen.tasks.identity import identified_principals, principal_entity
@@ -310,11 +310,7 @@ class Expander:
                 self.domain, planner.chain, planner.results, origin, t.key, t.entity
             )
             need.update(unseen_cells(self.domain, initial, t, cands, set()))
-        return {
-            i
-            for i, (c, r) in enumerate(zip(planner.chain, planner.results, strict=True))
-            if shown_cells(self.domain, self.domain.tools[c.tool], c.args, r) & need
-        }
+        return {i for i, shown in enumerate(planner.reveals) if shown.cells & need}
 
     def _absorb(
         self,

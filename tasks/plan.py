@@ -22,8 +22,8 @@ from graphgen.footprint import FieldRef, cells_read, cells_written
 from graphgen.interp import call_or_fail
 from graphgen.knowledge import (
     Cell,
+    Reveal,
     Sort,
-    facts_of_result,
     field_sorts,
     givable_sorts,
     key_sort,
@@ -31,8 +31,8 @@ from graphgen.knowledge import (
     param_sort,
     parse_sort,
     produced_sorts,
+    reveal,
     row_lookup,
-    shown_cells,
     type_sorts,
 )
 from graphgen.state import State
@@ -119,6 +119,13 @@ class Knowledge:
 
     def add(self, s: Sort, v: Any, origin: int) -> None:
         self.facts.setdefault(s, {}).setdefault(_hashable(v), origin)
+
+    def learn(self, shown: Reveal, origin: int) -> None:
+        """Add every fact a call's output ``shown`` reveals, in its order (a value known
+        already keeps its origin). One listing can reveal tens of thousands."""
+        for s, vals in shown.by_sort:
+            known = self.facts.setdefault(s, {})
+            known.update({v: origin for v in vals if v not in known})
 
     def origin(self, s: Sort, v: Any) -> int | None:
         return self.facts.get(s, {}).get(_hashable(v))
@@ -305,6 +312,7 @@ class Planner:
         self.know = Knowledge()
         self.chain: list[Call] = []
         self.results: list[Any] = []
+        self.reveals: list[Reveal] = []  # what each call of the chain showed
         self.givens: list[Given] = []
         self.givable = givable_sorts(domain)
         self.dist = sort_distances(domain)
@@ -328,6 +336,7 @@ class Planner:
         self.know, n, g = snap[0].copy(), snap[1], snap[2]
         del self.chain[n:]
         del self.results[n:]
+        del self.reveals[n:]
         del self.givens[g:]
 
     def give(self, s: Sort, v: Any) -> None:
@@ -341,11 +350,9 @@ class Planner:
         idx = len(self.chain)
         self.chain.append(Call(tool=tool, args=dict(args)))
         self.results.append(result)
-        # Sorted: facts come as a set, whose order follows string hashing (per process);
-        # knowledge order feeds argument pools, so it must not depend on it.
-        facts = facts_of_result(self.domain, self.domain.tools[tool], result)
-        for s, v in sorted(facts, key=lambda f: (f[0], repr(f[1]))):
-            self.know.add(s, v, idx)
+        shown = reveal(self.domain, self.state, self.domain.tools[tool], args, result)
+        self.reveals.append(shown)
+        self.know.learn(shown, idx)
         self.usage[tool] = self.usage.get(tool, 0) + 1
         if self.domain.tools[tool].is_write:
             # A fresh dict (the shared one still describes the initial state) keeping the
@@ -386,9 +393,8 @@ class Planner:
         if not got.ok:
             return None
         if got.facts is None:
-            got.facts = frozenset(
-                (fs, _hashable(fv)) for fs, fv in facts_of_result(self.domain, tool, got.value)
-            )
+            shown = reveal(self.domain, self.state, tool, args, got.value)
+            got.facts = frozenset((fs, _hashable(fv)) for fs, fv in shown.facts)
         return got.facts
 
     # ------------------------------------------------------------- acquisition
@@ -554,8 +560,8 @@ class Planner:
         """The cells of particular rows the chain so far has shown
         (:func:`graphgen.knowledge.shown_cells`)."""
         out: set[Cell] = set()
-        for c, r in zip(self.chain, self.results, strict=True):
-            out |= shown_cells(self.domain, self.domain.tools[c.tool], c.args, r)
+        for shown in self.reveals:
+            out |= shown.cells
         return out
 
     def _cost(self, tool: ToolDef) -> int:

@@ -26,6 +26,8 @@ from graphgen.tasks.model import Call, Target
 from graphgen.types import BOOL, DATE, INT, STR, EnumT, ListT, RefT, RowT, strip_opt
 
 MAX_ATOMS = 3
+# Rows a uniqueness check reads one by one rather than build another index to narrow them.
+FEW_ROWS = 64
 # Most candidates an agent is expected to read one by one to recognise a described
 # target; a longer list needs a search that narrows it.
 MAX_CANDIDATES = 6
@@ -253,12 +255,24 @@ def describe(
 
 def _shared(state: State, entity: str, key: Any, fields: list[str]) -> bool:
     """Does another row of ``entity`` hold every value ``key``'s row holds in ``fields``?
-    Only the rows holding the rarest of them (through the state's index) are read."""
+    Only the rows holding the rarest of them (through the state's index) are read.
+
+    The fields whose index is built already are looked up first, and once the rows
+    found are few, no other index is built: on a large table, building one costs a pass
+    over every row, reading a few rows costs next to nothing."""
     table = state.tables[entity]
     row = table[key]
-    try:
-        holders = min((state.keys_where(entity, f, row[f]) for f in fields), key=len)
-    except (TypeError, KeyError):  # a list value, or rows without the field
+    holders: Sequence[Any] | None = None
+    for f in sorted(fields, key=lambda f: not state.indexed(entity, f)):
+        try:
+            hits = state.keys_where(entity, f, row[f])
+        except (TypeError, KeyError):  # a list value, or rows without the field
+            continue
+        if holders is None or len(hits) < len(holders):
+            holders = hits
+        if len(holders) <= FEW_ROWS:
+            break
+    if holders is None:
         holders = list(table)
     return any(k != key and all(table[k].get(f) == row[f] for f in fields) for k in holders)
 
