@@ -19,7 +19,8 @@ the script prints
   per task of candidate generation (the dry-run-only ``generate``, the CPU time of
   generating the state itself taken out and shown apart). Neither should grow with the
   tables: the proofs look only at the rows a chain can reach, and generation reads
-  tables through indexes.
+  tables through indexes. ``--gen-scales`` measures generation alone at further
+  factors (x1000: the proofs there would take hours), with its ratio to x1.
 
 Tasks go to the workers as the generator sends them (:mod:`graphgen.tasks.parcels`):
 each initial state's tables once, not once per task.
@@ -28,7 +29,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_verify.py [--n 40] [--seed 0] [--jobs 2] \\
         [--domain retail ...] [--scales 10,100] [--scale-n 10] [--engine auto] \\
-        [--repeat 1] [--json]
+        [--repeat 1] [--gen-scales 1000] [--json]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -159,8 +161,10 @@ def bench(
     scale_n: int,
     engine: Engine = "auto",
     repeat: int = 1,
+    gen_scales: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """All the measures for built-in domain ``name``."""
+    """All the measures for built-in domain ``name``; ``gen_scales``: table size factors
+    at which only candidate generation is measured (no proofs)."""
     domain = load_builtin(name)
     tasks, gen_ms, state_s = candidates(domain, n, seed)
     wall, ms, cpu, outcomes = verify_all(name, tasks, jobs, engine, repeat)
@@ -202,6 +206,20 @@ def bench(
             # a p50 of proofs that give up is no p50 of proofs: say how many were proven
             "accepted": outcomes_f.get("accepted", 0),
         }
+    # generation alone, against x1 on the same number of tasks: proofs at x1000 tables
+    # would take hours where the generation takes seconds
+    out["generation_scaling"] = {}
+    if gen_scales:
+        _, base, _ = candidates(domain, scale_n, seed, 1)
+        for f in gen_scales:
+            small, gen_f, state_f = candidates(domain, scale_n, seed, f)
+            out["generation_scaling"][str(f)] = {
+                "gen_ms_per_task": round(gen_f, 1),
+                "vs_x1": round(gen_f / base, 2) if base else None,
+                "x1_gen_ms_per_task": round(base, 1),
+                "state_gen_s": round(state_f, 2),
+                "tasks": len(small),
+            }
     return out
 
 
@@ -238,6 +256,12 @@ def _print(r: dict[str, Any]) -> None:
                 f"    x{k:<6} {v['cpu_p50_ms']:>9} ms | {v['gen_ms_per_task']:>9} ms | "
                 f"{v['state_gen_s']:>7} s | {v['tasks']} ({v['accepted']})"
             )
+    for k, v in r["generation_scaling"].items():
+        print(
+            f"  generation at x{k:<5} {v['gen_ms_per_task']} ms CPU per task = {v['vs_x1']}x "
+            f"x1's {v['x1_gen_ms_per_task']} ms ({v['tasks']} tasks; the state itself "
+            f"{v['state_gen_s']} s)"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -275,13 +299,29 @@ def main(argv: list[str] | None = None) -> None:
         help="certify each task this many times and count its least time (default 1); "
         "the wall figures are then the least times' sum over the jobs",
     )
+    ap.add_argument(
+        "--gen-scales",
+        default="",
+        help="table size factors at which only candidate generation is measured, "
+        "--scale-n tasks against as many at x1 (e.g. 1000; default none)",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per domain")
     args = ap.parse_args(argv)
     scales = [int(x) for x in args.scales.split(",") if x.strip()]
     scale_n = args.scale_n if args.scale_n is not None else min(25, max(4, args.n // 4))
     names = args.domain or [d for d in ("mock", "retail", "airline") if d in builtin_names()]
     for name in names:
-        r = bench(name, args.n, args.seed, args.jobs, scales, scale_n, args.engine, args.repeat)
+        r = bench(
+            name,
+            args.n,
+            args.seed,
+            args.jobs,
+            scales,
+            scale_n,
+            args.engine,
+            args.repeat,
+            [int(x) for x in args.gen_scales.split(",") if x.strip()],
+        )
         if args.json:
             print(json.dumps(r, sort_keys=True))
         else:
