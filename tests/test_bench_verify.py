@@ -36,3 +36,18 @@ def test_repeat_counts_each_tasks_least_time() -> None:
     assert abs(wall_s - mean_ms * 4 / 1000) < 0.002
     once = _run()
     assert once["repeat"] == 1 and once["outcomes"] == r["outcomes"]
+
+
+def test_gen_scales_measure_generation_alone_against_x1() -> None:
+    """``--gen-scales 3`` generates ``--scale-n`` tasks on a state three times the size
+    and reports the CPU per task beside x1's and their ratio; no proof runs there."""
+    r = _run("--gen-scales", "3", "--scale-n", "6")
+    got = r["generation_scaling"]
+    assert isinstance(got, dict) and set(got) == {"3"}
+    row = got["3"]
+    assert row["tasks"] == 6
+    gen, x1 = row["gen_ms_per_task"], row["x1_gen_ms_per_task"]
+    assert gen > 0 and x1 > 0
+    assert abs(row["vs_x1"] - gen / x1) < 0.1  # the figures are rounded to 0.1 ms
+    assert r["scaling"] == {}  # --scales '': no proofs at other sizes
+    assert _run()["generation_scaling"] == {}

@@ -24,7 +24,7 @@ MOCK = load_builtin("mock")
 
 
 def _active(s: State) -> str:
-    return next(k for k, r in sorted(s.tables["Account"].items()) if r["status"] == "active")
+    return str(next(k for k, r in sorted(s.tables["Account"].items()) if r["status"] == "active"))
 
 
 def test_a_read_is_answered_once_and_shared_by_copies_until_one_writes() -> None:
