@@ -732,14 +732,17 @@ def run_call(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> O
     holds (no case: a hard failure), its effects, the invariants, its result.
 
     A read that succeeds is kept in the state's memo (:meth:`State.memo`): its outcome
-    depends only on the rows and the arguments, and the candidates drawn on one initial
+    depends only on the rows, the arguments and the date (``today``, which is set on a
+    state without a write, so it is part of the key), and the candidates drawn on one initial
     state repeat the same reads (a listing of a large table costs milliseconds each
     time). Its result is then shared, like every result: callers do not change one."""
-    tool = domain.tools.get(name)
-    call = None if tool is None or tool.is_write else call_key(name, args)
+    # a malformed call (no such tool, arguments that are no mapping) fails in the checks
+    tool = domain.tools.get(name) if isinstance(name, str) else None
+    ok = tool is not None and not tool.is_write and isinstance(args, Mapping)
+    call = call_key(name, args) if ok else None
     if call is None:
         return _run(domain, st, name, args)
-    memo, key = st.memo(), ("outcome", id(domain), call)
+    memo, key = st.memo(), ("outcome", id(domain), st.today, call)
     hit = memo.get(key)
     if hit is not None and hit[0] is domain:
         return hit[1]  # type: ignore[no-any-return]

@@ -530,7 +530,7 @@ class Reveal:
 def reveal(domain: Domain, state: State, tool: ToolDef, args: dict[str, Any], value: Any) -> Reveal:
     """What ``tool(**args)``, which returned ``value`` on ``state``, shows an agent.
 
-    A read's output is a function of the state's content and its arguments, so what it
+    A read's output is a function of the state's content, its date and its arguments, so what it
     shows is kept in the state's memo (:meth:`~graphgen.state.State.memo`) and serves
     every copy until one writes: the candidates drawn on one initial state make the same
     first reads, and on large tables one listing can show tens of thousands of facts.
@@ -538,7 +538,7 @@ def reveal(domain: Domain, state: State, tool: ToolDef, args: dict[str, Any], va
     call = None if tool.is_write else call_key(tool.name, args)
     if call is None:
         return Reveal(domain, tool, args, value)
-    memo, key = state.memo(), ("reveal", id(domain), call)
+    memo, key = state.memo(), ("reveal", id(domain), state.today, call)
     hit = memo.get(key)
     if hit is not None and hit.domain is domain:
         return hit  # type: ignore[no-any-return]

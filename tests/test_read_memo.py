@@ -140,3 +140,20 @@ def test_telling_a_row_apart_reads_few_rows_rather_than_build_an_index(seed: int
     # a description picked on such a state is still unique
     target = describe(retail, s, "PaymentMethod", key, rng, principal=("User", owner))
     assert target is not None
+
+
+def test_a_new_date_is_a_new_answer() -> None:
+    """``today`` is set on a state without a write: a read that depends on the date is
+    answered again when it moves, as on a state that never read it."""
+    rental = load_builtin("rental")
+    s = generate_state(rental, 0)
+    cust = sorted(s.tables["Customer"])[0]
+    args = {"customer_id": cust, "vehicle_class": "suv", "days": 3, "insurance": True}
+    first = call_tool(rental, s, "get_quote", args)
+    assert call_tool(rental, s, "get_quote", args) is first
+    s.today = "2099-06-10"  # every customer is past 25 by then
+    later = call_tool(rental, s, "get_quote", args)
+    fresh = generate_state(rental, 0)
+    fresh.today = "2099-06-10"
+    assert later is not first and later == call_tool(rental, fresh, "get_quote", args)
+    assert later["young_driver"] is False
