@@ -492,13 +492,14 @@ class Reveal:
     (:func:`facts_of_result`), in one fixed order, and the cells of particular rows it
     shows (:func:`shown_cells`). Each is computed when first asked for."""
 
-    __slots__ = ("_by_sort", "_cells", "_facts", "args", "domain", "tool", "value")
+    __slots__ = ("_by_sort", "_cells", "_fact_set", "_facts", "args", "domain", "tool", "value")
 
     def __init__(self, domain: Domain, tool: ToolDef, args: dict[str, Any], value: Any) -> None:
         self.domain, self.tool, self.args, self.value = domain, tool, dict(args), value
         self._facts: tuple[Fact, ...] | None = None
         self._cells: frozenset[Cell] | None = None
         self._by_sort: tuple[tuple[Sort, tuple[Any, ...]], ...] | None = None
+        self._fact_set: frozenset[Fact] | None = None
 
     @property
     def facts(self) -> tuple[Fact, ...]:
@@ -519,6 +520,13 @@ class Reveal:
                 for s, group in itertools.groupby(self.facts, key=lambda f: f[0])
             )
         return self._by_sort
+
+    @property
+    def fact_set(self) -> frozenset[Fact]:
+        """The facts as a set of (sort, hashable value) pairs."""
+        if self._fact_set is None:
+            self._fact_set = frozenset((s, v) for s, vals in self.by_sort for v in vals)
+        return self._fact_set
 
     @property
     def cells(self) -> frozenset[Cell]:

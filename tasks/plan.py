@@ -52,13 +52,10 @@ ReadCache = dict[tuple[str, tuple[Any, ...]], "Read"]
 
 @dataclass
 class Read:
-    """A memoised read: its result (or the error it raised) and, once asked for, the
-    facts the result reveals (:func:`graphgen.knowledge.facts_of_result`, values made
-    hashable). The search for a lookup asks the same reads for facts again and again."""
+    """A memoised read: its result, or the error it raised."""
 
     ok: bool
     value: Any
-    facts: frozenset[tuple[Sort, Any]] | None = None
 
 
 def sort_distances(domain: Domain) -> dict[Sort, int]:
@@ -388,14 +385,12 @@ class Planner:
 
     def revealed(self, tool: ToolDef, args: dict[str, Any]) -> frozenset[tuple[Sort, Any]] | None:
         """The (sort, hashable value) facts a read call's result reveals on the current
-        state (memoised with the result), or None when the call fails."""
+        state (kept with the state, :func:`graphgen.knowledge.reveal`), or None when the
+        call fails."""
         got = self._read(tool, args)
         if not got.ok:
             return None
-        if got.facts is None:
-            shown = reveal(self.domain, self.state, tool, args, got.value)
-            got.facts = frozenset((fs, _hashable(fv)) for fs, fv in shown.facts)
-        return got.facts
+        return reveal(self.domain, self.state, tool, args, got.value).fact_set
 
     # ------------------------------------------------------------- acquisition
 
