@@ -542,15 +542,20 @@ def reveal(domain: Domain, state: State, tool: ToolDef, args: dict[str, Any], va
     shows is kept in the state's memo (:meth:`~graphgen.state.State.memo`) and serves
     every copy until one writes: the candidates drawn on one initial state make the same
     first reads, and on large tables one listing can show tens of thousands of facts.
-    A write's output is worked out afresh (``state`` is the state after it)."""
+    It serves only the very result it was made from, which the interpreter shares
+    (:func:`~graphgen.interp.run_call`): a compiled environment under check returns
+    results of its own, and what they show is worked out from them. A write's output is
+    worked out afresh (``state`` is the state after it)."""
     call = None if tool.is_write else call_key(tool.name, args)
     if call is None:
         return Reveal(domain, tool, args, value)
     memo, key = state.memo(), ("reveal", id(domain), state.today, call)
     hit = memo.get(key)
-    if hit is not None and hit.domain is domain:
+    if hit is not None and hit.domain is domain and hit.value is value:
         return hit  # type: ignore[no-any-return]
-    got = memo[key] = Reveal(domain, tool, args, value)
+    got = Reveal(domain, tool, args, value)
+    if hit is None:
+        memo[key] = got
     return got
 
 

@@ -77,6 +77,15 @@ def test_reveal_is_kept_for_reads_and_made_afresh_for_writes() -> None:
     # computed
     other = copy.copy(retail)
     assert reveal(other, s, other.tools["list_products"], {}, value) is not shown
+    # another result for the same call (a compiled environment under check returns its
+    # own) is described from itself, never from what the memo holds
+    assert reveal(retail, s, tool, {}, copy.deepcopy(value)) is not shown
+    fewer = reveal(retail, s, tool, {}, value[:1])
+    assert fewer.facts == tuple(
+        sorted(facts_of_result(retail, tool, value[:1]), key=lambda f: (f[0], repr(f[1])))
+    )
+    assert len(fewer.facts) < len(shown.facts)
+    assert reveal(retail, s, tool, {}, value) is shown  # the memo kept the first
     write = retail.tools["modify_user_address"]
     assert write.is_write
     assert reveal(retail, s, write, {}, "ok") is not reveal(retail, s, write, {}, "ok")

@@ -4,7 +4,7 @@ the interpreter on concrete states, breadth first over every call the agent can 
 A second engine for the question :meth:`graphgen.verify.proofs.Prover.shortest` answers
 with z3, written from the agent's side only: a call is possible when every argument it
 passes is known (a given, or shown by an earlier output, :class:`~graphgen.tasks.plan.Knowledge`
-and :func:`~graphgen.knowledge.facts_of_result` exactly as the dry-run uses them); an
+and :func:`~graphgen.knowledge.reveal` exactly as the dry-run uses them); an
 optional argument may always be left out; a call that raises changes nothing and shows
 nothing, so it is never part of a shortest chain. The goal is checked after every
 length with :func:`~graphgen.verify.proofs.goal_holds` (the grader's renaming of created
@@ -58,7 +58,7 @@ from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
 from graphgen.footprint import cells_written
 from graphgen.interp import call_or_fail
-from graphgen.knowledge import facts_of_result, param_sort
+from graphgen.knowledge import param_sort, reveal
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Task
 from graphgen.tasks.plan import Executor, Knowledge
@@ -284,13 +284,13 @@ class Space:
         from graphgen.verify.proofs import search_facts  # proofs may use this module
 
         know = node.know.copy()
-        facts = facts_of_result(self.domain, tool, result)
-        for s, v in facts:
-            know.add(s, v, depth - 1)
+        shown = reveal(self.domain, st, tool, call.args, result)
+        know.learn(shown, depth - 1)
+        facts = shown.fact_set
         new = list(scalars(result)) if tool.returns is not None else []
         seen = set(node.seen)
         if self.atoms:
-            shows = [(s.name, _hashable(v)) for s, v in facts if s.kind == "field"]
+            shows = [(s.name, v) for s, v in facts if s.kind == "field"]
             shows += [(n, _hashable(v)) for n, v in search_facts(tool, call.args, result)]
             seen.update(a for a in shows if a in self.atoms)
         answers = self.want.answers
@@ -306,7 +306,7 @@ class Space:
             node.writes,
             node.made,
             node.tables,
-            node.facts | {(s, _hashable(v)) for s, v in facts if s in self.sorts},
+            node.facts | {(s, v) for s, v in facts if s in self.sorts},
             answered,
         )
         if tool.is_write:
