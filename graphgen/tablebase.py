@@ -14,6 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
+from operator import itemgetter
 from typing import Any, overload
 
 Row = dict[str, Any]
@@ -54,7 +55,7 @@ def grouped(pairs: Iterable[tuple[Any, Any]]) -> dict[Any, tuple[Any, ...]]:
                 got.append(k)
         else:
             first[v] = k
-    out = {v: (k,) for v, k in first.items()}
+    out = dict(zip(first, zip(first.values()), strict=True))  # value -> (key,), in C
     for v, ks in more.items():
         out[v] = tuple(ks)
     return out
@@ -102,7 +103,7 @@ class Base:
         rows, keys = self.rows, self.sorted_keys()
         if decimal:
             return [field_value(rows[k][field], True) for k in keys]
-        return [rows[k][field] for k in keys]
+        return list(map(itemgetter(field), map(rows.__getitem__, keys)))  # in C
 
     def item_index(self, field: str) -> dict[Any, tuple[Any, ...]]:
         """Item of list ``field`` -> the keys of the rows whose list holds it, in order
