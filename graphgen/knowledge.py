@@ -31,6 +31,7 @@ from typing import Any, assert_never
 from graphgen import ir, strings
 from graphgen.domain import Domain, ParamDef, ToolDef, per_domain
 from graphgen.state import State, call_key
+from graphgen.tablebase import hashable
 from graphgen.types import (
     INT,
     STR,
@@ -516,7 +517,7 @@ class Reveal:
         """:attr:`facts` grouped by sort, each value hashable (a list as a tuple)."""
         if self._by_sort is None:
             self._by_sort = tuple(
-                (s, tuple(tuple(v) if isinstance(v, list) else v for _, v in group))
+                (s, tuple(hashable(v) for _, v in group))
                 for s, group in itertools.groupby(self.facts, key=lambda f: f[0])
             )
         return self._by_sort

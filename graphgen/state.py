@@ -61,9 +61,7 @@ def call_key(name: str, args: Mapping[str, Any]) -> tuple[Any, ...] | None:
     cannot be hashed (a dict). A list argument counts as a tuple of its items; each value
     keeps its type, so ``True`` and ``1`` are different arguments."""
     try:
-        items = frozenset(
-            (k, type(v), tuple(v) if isinstance(v, list) else v) for k, v in args.items()
-        )
+        items = frozenset((k, type(v), hashable(v)) for k, v in args.items())
     except TypeError:
         return None
     return (name, items)

@@ -42,11 +42,14 @@ def test_a_read_is_answered_once_and_shared_by_copies_until_one_writes() -> None
     assert first["balance"] == balance
 
 
-def test_a_failed_read_is_not_kept() -> None:
+def test_a_failing_or_malformed_read_raises_its_tool_error_every_time() -> None:
     s = generate_state(MOCK, 1)
     row = dict(s.tables["Account"][_active(s)])
-    with pytest.raises(ToolError):
-        call_tool(MOCK, s, "get_account", {"account_id": "A999"})
+    for _ in range(2):
+        with pytest.raises(ToolError, match="A999"):
+            call_tool(MOCK, s, "get_account", {"account_id": "A999"})
+        with pytest.raises(ToolError):  # arguments that are no mapping: the checks say so
+            call_tool(MOCK, s, "get_account", None)  # type: ignore[arg-type]
     s.put_row("Account", "A999", row)
     assert call_tool(MOCK, s, "get_account", {"account_id": "A999"})["email"] == row["email"]
 
