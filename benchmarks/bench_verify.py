@@ -20,7 +20,12 @@ the script prints
   generating the state itself taken out and shown apart). Neither should grow with the
   tables: the proofs look only at the rows a chain can reach, and generation reads
   tables through indexes. ``--gen-scales`` measures generation alone at further
-  factors (x1000: the proofs there would take hours), with its ratio to x1.
+  factors (x1000: the proofs there would take hours), with its ratio to x1;
+* with ``--phases``, where certify's CPU goes, summed over the tasks: the explicit
+  searches that answered and those that gave up (their calls are then spent for
+  nothing), building the unrolling's steps, z3's checks, the value-flow slice, and
+  the rest. Each part counts its own time only (a part inside another is taken out
+  of it); measured with the parts wrapped, so the totals run a little slower.
 
 Tasks go to the workers as the generator sends them (:mod:`graphgen.tasks.parcels`):
 each initial state's tables once, not once per task.
@@ -29,7 +34,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_verify.py [--n 40] [--seed 0] [--jobs 2] \\
         [--domain retail ...] [--scales 10,100] [--scale-n 10] [--engine auto] \\
-        [--repeat 1] [--gen-scales 1000] [--json]
+        [--repeat 1] [--gen-scales 1000] [--phases] [--json]
 """
 
 from __future__ import annotations
@@ -59,38 +64,110 @@ from graphgen.verify.proofs import Engine
 _DOMAIN: Domain | None = None  # the domain of this worker process
 _ENGINE: Engine = "auto"  # who answers the search questions (see Prover)
 _REPEAT = 1  # runs per task, the least time counting (--repeat)
+_PHASES: Phases | None = None  # where certify's CPU goes (--phases)
+
+#: The parts of certify ``--phases`` tells apart, in the order printed ("other" last).
+PHASES = (
+    "explicit search, answered",
+    "explicit search, gave up",
+    "unrolling steps",
+    "z3 check",
+    "value-flow slice",
+    "other",
+)
 
 
-def _init_worker(name: str, engine: Engine = "auto", repeat: int = 1) -> None:
-    global _DOMAIN, _ENGINE, _REPEAT
+class Phases:
+    """CPU ms per part of certify, each part's own time only: a part entered inside
+    another is taken out of the outer one (a stack of the parts running)."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        self._inner: list[float] = []  # per running part: CPU ms of parts inside it
+
+    def timed(self, part: str | None, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``, its CPU time added to ``part`` (None: a search,
+        counted as answered or gave up by its result's ``complete``)."""
+        self._inner.append(0.0)
+        c0 = time.process_time()
+        try:
+            got = fn(*args, **kwargs)
+        finally:
+            spent = (time.process_time() - c0) * 1000
+            inner = self._inner.pop()
+            if self._inner:
+                self._inner[-1] += spent
+        if part is None:
+            part = "explicit search, " + ("answered" if got.complete else "gave up")
+        self.ms[part] += spent - inner
+        return got
+
+    def patches(self) -> list[Any]:
+        """The wrappers that time the parts (context managers to enter)."""
+        from graphgen.verify import bmc, proofs
+
+        def wrap(owner: Any, name: str, part: str | None) -> Any:
+            fn = getattr(owner, name)
+
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                return self.timed(part, fn, *args, **kwargs)
+
+            return patch.object(owner, name, timed)
+
+        return [
+            wrap(proofs, "minimum", None),
+            wrap(proofs, "other_final_state", None),
+            wrap(bmc.Bmc, "_step", "unrolling steps"),
+            wrap(bmc.Bmc, "check", "z3 check"),
+            wrap(proofs, "chain_flow", "value-flow slice"),
+        ]
+
+
+def _init_worker(name: str, engine: Engine = "auto", repeat: int = 1, phases: bool = False) -> None:
+    global _DOMAIN, _ENGINE, _REPEAT, _PHASES
     _DOMAIN = load_builtin(name)
     _ENGINE = engine
     _REPEAT = repeat
+    if phases:
+        _PHASES = Phases()
+        for p in _PHASES.patches():  # for the life of this worker process
+            p.start()
 
 
 def _warm(_: int) -> int:
     return 0
 
 
-def _certify(parcel: Parcel) -> tuple[float, float, str]:
-    """(wall ms, CPU ms, "" if accepted else the rejection reason) for one task, in a
-    worker: the least of ``--repeat`` runs. CPU time is what to compare on a shared
-    machine: others' load inflates wall."""
+def _certify(parcel: Parcel) -> tuple[float, float, str, dict[str, float]]:
+    """(wall ms, CPU ms, "" if accepted else the rejection reason, CPU ms per part of
+    certify with ``--phases`` else {}) for one task, in a worker: the least of
+    ``--repeat`` runs (the parts those of the run with the least CPU). CPU time is what
+    to compare on a shared machine: others' load inflates wall."""
     from graphgen.verify.certify import certify
 
     assert _DOMAIN is not None
     task = opened(parcel, read_file)
-    best: tuple[float, float, str] | None = None
+    best: tuple[float, float, str, dict[str, float]] | None = None
     for _ in range(_REPEAT):
+        if _PHASES is not None:
+            _PHASES.ms = dict.fromkeys(PHASES, 0.0)
         t0 = time.perf_counter()
         c0 = time.process_time()
         got = certify(_DOMAIN, task, engine=_ENGINE)
         cpu = (time.process_time() - c0) * 1000
         ms = (time.perf_counter() - t0) * 1000
         why = got if isinstance(got, str) else ""
+        parts: dict[str, float] = {}
+        if _PHASES is not None:
+            parts = dict(_PHASES.ms)
+            parts["other"] = cpu - sum(parts.values())
         if best is not None and why != best[2]:
             raise RuntimeError(f"{task.id}: {why or 'accepted'} after {best[2] or 'accepted'}")
-        best = (min(ms, best[0]), min(cpu, best[1]), why) if best else (ms, cpu, why)
+        if best is None:
+            best = (ms, cpu, why, parts)
+        else:
+            least = parts if cpu < best[1] else best[3]
+            best = (min(ms, best[0]), min(cpu, best[1]), why, least)
     assert best is not None
     return best
 
@@ -129,15 +206,22 @@ def candidates(
 
 
 def verify_all(
-    name: str, tasks: list[Task], jobs: int, engine: Engine = "auto", repeat: int = 1
+    name: str,
+    tasks: list[Task],
+    jobs: int,
+    engine: Engine = "auto",
+    repeat: int = 1,
+    phases: dict[str, float] | None = None,
 ) -> tuple[float, list[float], list[float], Counter[str]]:
     """Certify ``tasks`` in ``jobs`` processes: (wall seconds, wall ms per task, CPU ms
     per task, outcomes); each task ``repeat`` times, its least times counting, and then
-    the wall seconds are the sum of the least wall times over ``jobs``."""
+    the wall seconds are the sum of the least wall times over ``jobs``. With a
+    ``phases`` dict, the parts of certify are timed and their CPU ms summed into it."""
+    timed = phases is not None
     with (
         tempfile.TemporaryDirectory(prefix="bench-states-") as folder,
         ProcessPoolExecutor(
-            max_workers=jobs, initializer=_init_worker, initargs=(name, engine, repeat)
+            max_workers=jobs, initializer=_init_worker, initargs=(name, engine, repeat, timed)
         ) as pool,
     ):
         list(pool.map(_warm, range(jobs * 2)))  # start and import in every worker
@@ -147,9 +231,13 @@ def verify_all(
         results = list(pool.map(_certify, parcels, chunksize=1))
         wall = time.perf_counter() - t0
     if repeat > 1:  # the clock ran through every run: the least runs, spread over jobs
-        wall = sum(ms for ms, _, _ in results) / 1000 / jobs
-    outcomes: Counter[str] = Counter(why or "accepted" for _, _, why in results)
-    return wall, [ms for ms, _, _ in results], [cpu for _, cpu, _ in results], outcomes
+        wall = sum(r[0] for r in results) / 1000 / jobs
+    outcomes: Counter[str] = Counter(r[2] or "accepted" for r in results)
+    if phases is not None:
+        for r in results:
+            for part, part_ms in r[3].items():
+                phases[part] = phases.get(part, 0.0) + part_ms
+    return wall, [r[0] for r in results], [r[1] for r in results], outcomes
 
 
 def bench(
@@ -162,12 +250,15 @@ def bench(
     engine: Engine = "auto",
     repeat: int = 1,
     gen_scales: Sequence[int] = (),
+    phases: bool = False,
 ) -> dict[str, Any]:
     """All the measures for built-in domain ``name``; ``gen_scales``: table size factors
-    at which only candidate generation is measured (no proofs)."""
+    at which only candidate generation is measured (no proofs); ``phases``: time the
+    parts of certify (``phases_ms``, summed over the tasks)."""
     domain = load_builtin(name)
     tasks, gen_ms, state_s = candidates(domain, n, seed)
-    wall, ms, cpu, outcomes = verify_all(name, tasks, jobs, engine, repeat)
+    parts: dict[str, float] | None = {} if phases else None
+    wall, ms, cpu, outcomes = verify_all(name, tasks, jobs, engine, repeat, parts)
     cpu_s = sum(cpu) / 1000
     out: dict[str, Any] = {
         "domain": name,
@@ -185,6 +276,7 @@ def bench(
         "max_ms": round(max(ms), 1) if ms else 0.0,
         # what two idle cores would give: tasks per (CPU seconds / 2)
         "cpu_equiv_per_s": round(len(tasks) / (cpu_s / 2), 1) if cpu_s else None,
+        "cpu_s": round(cpu_s, 3),
         "cpu_p50_ms": round(_pct(cpu, 0.5), 1),
         "cpu_p95_ms": round(_pct(cpu, 0.95), 1),
         "cpu_max_ms": round(max(cpu), 1) if cpu else 0.0,
@@ -194,6 +286,8 @@ def bench(
         # per table-size factor: p50 certify CPU ms, generation CPU ms per task (the
         # state's own generation apart), state generation CPU s, tasks
         "scaling": {},
+        # CPU ms per part of certify over all the tasks (--phases; {} without)
+        "phases_ms": {k: round(v, 1) for k, v in (parts or {}).items()},
     }
     for f in [1, *scales] if scales else []:
         small, gen_f, state_f = candidates(domain, scale_n, seed, f)
@@ -246,6 +340,14 @@ def _print(r: dict[str, Any]) -> None:
         f"  generation per task  {r['gen_ms_per_task']} ms CPU (dry-run only; "
         f"the state itself {r['state_gen_s']} s)"
     )
+    if r["phases_ms"]:
+        total = sum(r["phases_ms"].values()) or 1.0
+        print(
+            "  where certify's CPU goes (all tasks, parts timed) "
+            + ", ".join(
+                f"{k} {v / 1000:.2f} s ({100 * v / total:.0f}%)" for k, v in r["phases_ms"].items()
+            )
+        )
     if r["scaling"]:
         print(
             "  as tables grow       certify CPU p50 | generation CPU per task | state | "
@@ -305,6 +407,12 @@ def main(argv: list[str] | None = None) -> None:
         help="table size factors at which only candidate generation is measured, "
         "--scale-n tasks against as many at x1 (e.g. 1000; default none)",
     )
+    ap.add_argument(
+        "--phases",
+        action="store_true",
+        help="time the parts of certify (explicit searches answered or given up, "
+        "unrolling, z3 checks, slicing, the rest) and print their CPU over all tasks",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per domain")
     args = ap.parse_args(argv)
     scales = [int(x) for x in args.scales.split(",") if x.strip()]
@@ -321,6 +429,7 @@ def main(argv: list[str] | None = None) -> None:
             args.engine,
             args.repeat,
             [int(x) for x in args.gen_scales.split(",") if x.strip()],
+            args.phases,
         )
         if args.json:
             print(json.dumps(r, sort_keys=True))

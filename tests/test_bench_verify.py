@@ -51,3 +51,31 @@ def test_gen_scales_measure_generation_alone_against_x1() -> None:
     assert abs(row["vs_x1"] - gen / x1) < 0.1  # the figures are rounded to 0.1 ms
     assert r["scaling"] == {}  # --scales '': no proofs at other sizes
     assert _run()["generation_scaling"] == {}
+
+
+def test_phases_split_certify_cpu_into_its_parts() -> None:
+    """``--phases`` splits the certify CPU of all tasks into its parts, which add up to
+    it. Mock's small tasks are answered by the explicit search with no z3 at all; with
+    ``--engine z3`` the same tasks go to unrollings and z3 checks instead."""
+    auto = _run("--phases")
+    parts = auto["phases_ms"]
+    assert isinstance(parts, dict)
+    assert set(parts) == {
+        "explicit search, answered",
+        "explicit search, gave up",
+        "unrolling steps",
+        "z3 check",
+        "value-flow slice",
+        "other",
+    }
+    cpu_s = auto["cpu_s"]
+    assert isinstance(cpu_s, float)
+    assert abs(sum(parts.values()) / 1000 - cpu_s) < 0.01
+    assert parts["explicit search, answered"] > 0
+    assert parts["explicit search, gave up"] == 0
+    assert parts["unrolling steps"] == 0 and parts["z3 check"] == 0
+    z3_only = _run("--phases", "--engine", "z3")["phases_ms"]
+    assert isinstance(z3_only, dict)
+    assert z3_only["explicit search, answered"] == 0
+    assert z3_only["unrolling steps"] > 0 and z3_only["z3 check"] > 0
+    assert _run()["phases_ms"] == {}
