@@ -25,10 +25,11 @@ def _tasks(name: str) -> tuple[Domain, list[Task]]:
 
 
 def _both(domain: Domain, task: Task, chain_cut: int = 0) -> list[tuple[str, object]]:
-    """(status, final state) from the incremental and the one-shot solver, and from the
-    one-shot solver on the unrolling of the chain's own tools (``Bmc.only``, what proof
-    1 uses past the depth the other proofs unrolled), for the task's chain pinned
-    without its first ``chain_cut`` calls."""
+    """(status, final state) from the incremental and the one-shot solver, from the
+    one-shot solver on the unrolling of the chain's own tools (``Bmc.only``), and on
+    the one whose every step encodes only the tool the chain calls there (what proof 1
+    uses past the depth the other proofs unrolled), for the task's chain pinned without
+    its first ``chain_cut`` calls."""
     p = Prover(domain, task)
     out: list[tuple[str, object]] = []
     with p.z3:
@@ -39,7 +40,8 @@ def _both(domain: Domain, task: Task, chain_cut: int = 0) -> list[tuple[str, obj
         h = max(n, p.horizon)
         own = bmc.only({c.tool for c in chain}, h)
         assert len(own.tools) < len(bmc.tools)
-        for b, fixed in ((bmc, False), (bmc, True), (own, True)):
+        step = bmc.only({c.tool for c in chain}, h, per_step=[c.tool for c in chain])
+        for b, fixed in ((bmc, False), (bmc, True), (own, True), (step, True)):
             pin = b.pinned(chain)
             assert pin is not None
             query = [pin, p._goal_lit(h, b), *b.length_is(n)]
@@ -53,9 +55,9 @@ def test_one_shot_and_incremental_agree_on_pinned_reference_chains(name: str) ->
     domain, tasks = _tasks(name)
     assert tasks, "no task of the wanted length"
     for t in tasks:
-        inc, one, own = _both(domain, t)
-        assert inc[0] == one[0] == own[0] == "sat", (t.id, inc[0], one[0], own[0])
-        assert inc[1] == one[1] == own[1], t.id
+        inc, one, own, step = _both(domain, t)
+        assert inc[0] == one[0] == own[0] == step[0] == "sat", (t.id, inc, one, own, step)
+        assert inc[1] == one[1] == own[1] == step[1], t.id
 
 
 @pytest.mark.parametrize("name", ["airline", "retail"])
@@ -64,8 +66,36 @@ def test_one_shot_solver_rejects_a_chain_missing_its_first_call(name: str) -> No
     chain passes an argument the agent cannot know: every solver finds it impossible."""
     domain, tasks = _tasks(name)
     for t in tasks:
-        inc, one, own = _both(domain, t, chain_cut=1)
-        assert inc[0] == one[0] == own[0] == "unsat", (t.id, inc[0], one[0], own[0])
+        inc, one, own, step = _both(domain, t, chain_cut=1)
+        assert inc[0] == one[0] == own[0] == step[0] == "unsat", (t.id, inc, one, own, step)
+
+
+@pytest.mark.parametrize("name", ["airline", "retail"])
+def test_a_per_step_unrolling_admits_only_its_own_chain(name: str) -> None:
+    """The unrolling whose steps each encode one tool of the chain admits that chain
+    and not the same calls in another order: pinned there, the chain with two adjacent
+    calls of different tools swapped is unsat."""
+    domain, tasks = _tasks(name)
+    tried = 0
+    for t in tasks:
+        chain = list(t.chain)
+        i = next((i for i in range(len(chain) - 1) if chain[i].tool != chain[i + 1].tool), None)
+        if i is None:
+            continue
+        swapped = [*chain[:i], chain[i + 1], chain[i], *chain[i + 2 :]]
+        p = Prover(domain, t)
+        with p.z3:
+            bmc = p.build()
+            assert bmc is not None, p.build_error
+            h = max(len(chain), p.horizon)
+            step = bmc.only({c.tool for c in chain}, h, per_step=[c.tool for c in chain])
+            for pinned, want in ((chain, "sat"), (swapped, "unsat")):
+                pin = step.pinned(pinned)
+                assert pin is not None
+                status, _, _ = step.check([pin, *step.length_is(len(pinned))], 20_000, fixed=True)
+                assert status == want, (t.id, i, want)
+        tried += 1
+    assert tried
 
 
 def test_reference_chain_proof_is_the_same_through_either_solver(
@@ -104,6 +134,7 @@ def test_proof_1_past_the_other_proofs_depth_pins_the_chain_on_its_own_tools() -
             continue  # a proof unrolled the whole length: proof 1 pins the chain there
         assert p._pinning is not None and len(p._pinning.steps) == len(t.chain)
         assert len(p._pinning.tools) < len(p.bmc.tools)
+        assert p._pinning._per_step == [c.tool for c in t.chain]
         assert "z3 agrees" in results[0].detail
         return
     raise AssertionError("no task whose proofs stop short of its chain's length")

@@ -768,6 +768,8 @@ class Bmc:
         self._seen: list[list[Term]] = [[LIT.FALSE for _ in r.atoms] for r in self.recognize]
         self._ready = False
         self.added: list[Term] = []  # every constraint asserted, in order
+        # the one tool each step may call (:meth:`only`), or None: any of :attr:`tools`
+        self._per_step: list[str] | None = None
 
     @property
     def generation(self) -> int:
@@ -793,14 +795,20 @@ class Bmc:
         length."""
         return self.only([t.name for t in self.tools if not t.is_write], k)
 
-    def only(self, names: Iterable[str], k: int | None = None) -> Bmc:
+    def only(
+        self, names: Iterable[str], k: int | None = None, *, per_step: Sequence[str] | None = None
+    ) -> Bmc:
         """The unrolling of the same universe (same rows, values, cell encoding and
         knowledge model) whose chains call only the tools ``names`` of this one's, up to
         ``k`` (default: this one's k) calls. Fewer tools make fewer chains, so the slice
         and key bounds computed for more tools still cover them; longer chains than this
         one's k may create more rows than the universe holds, so ``k`` may exceed it only
         for reads. Each step encodes only these tools: far smaller than this unrolling's
-        steps when they are few."""
+        steps when they are few.
+
+        ``per_step``: step ``t`` may call only the tool ``per_step[t]`` (and no step past
+        them any), for pinning that very chain: the other tools' parts of a step are
+        vacuous once its tool is fixed, so leaving them out states the same."""
         keep = set(names)
         tools = [t for t in self.tools if t.name in keep]
         k = self.k if k is None else k
@@ -823,6 +831,7 @@ class Bmc:
             }
         )
         other._setup()
+        other._per_step = None if per_step is None else list(per_step)
         return other
 
     # ------------------------------------------------------------ building
@@ -1028,7 +1037,11 @@ class Bmc:
         new_leaves: list[tuple[Term, Ty, Term]] = []
         knowns: list[Term] = []
         known_of: dict[tuple[int, bool], Term] = {}  # per variable and optionality
+        allowed = self._per_step
         for j, tool in enumerate(self.tools):
+            if allowed is not None and (t >= len(allowed) or allowed[t] != tool.name):
+                knowns.append(LIT.FALSE)  # never called here: encoded as not callable
+                continue
             parts = []
             for p in tool.params.values():
                 a = args[j][p.name]

@@ -785,10 +785,12 @@ class Prover:
             # The other proofs unrolled only as deep as they needed. Rather than unroll
             # every tool at each step beyond, pin the chain in an unrolling of its own
             # tools over the same universe: the same rows, cell encoding and knowledge
-            # model, its tools encoded as in every unrolling, with steps of a few tools
-            # instead of all of them (kept, so that its id, which keys the answers
-            # kept, is not reused).
-            pinning = self._pinning = bmc.only({c.tool for c in self.task.chain}, h)
+            # model, its tools encoded as in every unrolling, each step encoding only the
+            # tool the chain calls there instead of all of them (kept, so that its id,
+            # which keys the answers kept, is not reused).
+            pinning = self._pinning = bmc.only(
+                {c.tool for c in self.task.chain}, h, per_step=[c.tool for c in self.task.chain]
+            )
         pin = pinning.pinned(self.task.chain)
         if pin is None:
             return _res(
