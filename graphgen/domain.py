@@ -54,6 +54,20 @@ class Invariant:
 
 
 @dataclass(frozen=True)
+class Lemma:
+    """An entry of an entity's ``lemmas:`` list: on every row ``x`` that existed
+    initially, in every reachable state, ``value <= potential`` and ``potential`` is at
+    most its initial value. Proven per task before use (:mod:`graphgen.verify.lemmas`)."""
+
+    name: str
+    value: ir.Expr
+    potential: ir.Expr
+    value_source: str
+    potential_source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class EntityDef:
     name: str
     key: str
@@ -69,6 +83,8 @@ class EntityDef:
     require: tuple[ir.Check, ...] = ()
     # The policy's rules about rows: generated states obey them, accepted goals keep them.
     invariants: tuple[Invariant, ...] = ()
+    # Bounds the proofs prove per task, then use to settle refusals.
+    lemmas: tuple[Lemma, ...] = ()
     # How ids are made: "counter" (prefix + padded number), "int" (1, 2, ...) or "data"
     # (strings given by the data; a create names its key).
     key_kind: str = "counter"

@@ -30,6 +30,7 @@ from graphgen.domain import (
     FieldDef,
     Intent,
     Invariant,
+    Lemma,
     ParamDef,
     Phrase,
     ToolDef,
@@ -55,7 +56,7 @@ from graphgen.limits import (
     yaml_shape_problem,
 )
 from graphgen.parse import Elaborator, is_iso_date, prim_of
-from graphgen.spec import CaseSpec, ConstantSpec, DomainSpec, FieldSpec, ParamSpec
+from graphgen.spec import CaseSpec, ConstantSpec, DomainSpec, EntitySpec, FieldSpec, ParamSpec
 from graphgen.specerrors import spec_error_message, spec_error_path
 from graphgen.suggest import did_you_mean
 from graphgen.today import check_today
@@ -437,6 +438,45 @@ class _Compiler:
             )
         return out
 
+    def lemmas(
+        self, name: str, es: EntitySpec, el: Elaborator, scope: dict[str, Ty]
+    ) -> tuple[Lemma, ...]:
+        """Type-check an entity's ``lemmas``: ``value`` and ``potential`` are numbers
+        over the row ``x``; names are unique within the entity."""
+        out: list[Lemma] = []
+        seen: set[str] = set()
+        for i, lem in enumerate(es.lemmas):
+            if lem.name in seen:
+                self.err(
+                    f"lemma name {lem.name!r} repeats", self.where("entity", name, f"lemmas[{i}]")
+                )
+            seen.add(lem.name)
+            parts: dict[str, ir.Expr] = {}
+            for part in ("value", "potential"):
+                src = getattr(lem, part)
+                w = self.where("entity", name, f"lemmas[{i}].{part} ({lem.name})")
+                try:
+                    e = el.expr(src, scope)
+                except ExprError as exc:
+                    self.err(exc.message, w, src, exc.col, exc.line)
+                    continue
+                if e.ty != INT and not isinstance(e.ty, DecT):
+                    self.err(f"a lemma's {part} must be a number, this is {e.ty.show()}", w, src)
+                    continue
+                parts[part] = e
+            if len(parts) == 2:
+                out.append(
+                    Lemma(
+                        lem.name,
+                        parts["value"],
+                        parts["potential"],
+                        lem.value,
+                        lem.potential,
+                        lem.note,
+                    )
+                )
+        return tuple(out)
+
     def rules(self, ents: dict[str, EntityDef], el: Elaborator) -> None:
         """Type-check each entity's ``generate`` block and ``invariants``; store them on
         its EntityDef."""
@@ -461,7 +501,9 @@ class _Compiler:
                     )
                 except ExprError as exc:
                     self.err(exc.message, w, inv.check, exc.col, exc.line)
-            edef = ents[name] = replace(edef, invariants=tuple(invariants))
+            edef = ents[name] = replace(
+                edef, invariants=tuple(invariants), lemmas=self.lemmas(name, es, el, scope)
+            )
             if es.generate is None:
                 continue
             derives: list[Derive] = []
@@ -795,6 +837,8 @@ class _Compiler:
                 e.pop("generate", None)
             if not e.get("invariants"):  # likewise for entities without invariants
                 e.pop("invariants", None)
+            if not e.get("lemmas"):  # and without lemmas
+                e.pop("lemmas", None)
         # Unguarded intents and an empty phrase table hash as they did before guards and
         # phrases existed, so domains that use neither keep their hash.
         for tname, t in dumped["tools"].items():

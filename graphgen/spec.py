@@ -173,9 +173,32 @@ class InvariantSpec(_Strict):
         return {"check": v} if isinstance(v, str) else v
 
 
+class LemmaSpec(_Strict):
+    """A claim about every row ``x`` of the entity that the proofs may use once they
+    have proven it (an entry of an entity's ``lemmas:`` list)::
+
+        lemmas:
+          - name: gift_card_funds
+            value: "x.balance"
+            potential: "x.balance + sum(o.total for o in Order if ...)"
+
+    The claim: in every state a chain of calls reaches, ``value <= potential`` on every
+    row that existed initially, and ``potential`` is never above what it was in the
+    initial state (no call raises it). Nothing trusts it: per task the verifier proves
+    it by induction over the tools (``verify/lemmas.py``) and uses it only then, to
+    show that a refused call can never be made to succeed.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    value: str = Field(description="a number over x: the quantity bounded")
+    potential: str = Field(description="a number over x that no call raises, never below value")
+    note: str = Field(default="", description="why it holds, in words")
+
+
 class EntitySpec(_Strict):
     """A table of the state. ``generate`` holds rules for generated rows only;
-    ``invariants`` the policy's rules about its rows, in every state."""
+    ``invariants`` the policy's rules about its rows, in every state; ``lemmas``
+    claims about its rows that the proofs prove and then use."""
 
     key: KeySpec
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
@@ -191,6 +214,9 @@ class EntitySpec(_Strict):
     )
     invariants: list[InvariantSpec] = Field(
         default_factory=list, description="policy rules over x that every state obeys"
+    )
+    lemmas: list[LemmaSpec] = Field(
+        default_factory=list, description="bounds over x the proofs prove, then use"
     )
 
     @field_validator("key", mode="before")

@@ -13,10 +13,13 @@
   known to the agent (:mod:`graphgen.knowledge`), with witness extraction;
 * :mod:`graphgen.verify.explicit` — the second engine: breadth-first search over concrete
   states, which answers the minimum and proofs 3 and 5 for small tasks;
+* :mod:`graphgen.verify.lemmas`  — the domain's lemmas, proven by induction, for refusals;
 * :mod:`graphgen.verify.proofs`  — the per-task proof obligations, collected into a certificate.
 """
 
 # 0.2: enum members and recognition in the agent model; proof 5 up to the reference
 # length, created ids up to renaming; the write_orders proof
 # 0.3: small tasks' minimum and proofs 3 and 5 by explicit search (the detail says so)
-CHECKER_VERSION = "verify-z3-0.3"
+# 0.4: proof 6 by the domain's lemmas, proven by induction (graphgen.verify.lemmas), and
+# requested changes outside a field's bounds settled without z3
+CHECKER_VERSION = "verify-z3-0.4"

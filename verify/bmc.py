@@ -881,6 +881,17 @@ class Bmc:
                     mask.append(i)
         return mask, base.with_fresh(mask, "pre")
 
+    def shared_pre(self) -> SymState:
+        """The pre-state every template is built over: a free constant at each cell
+        some call can change, the initial value everywhere else."""
+        self._prepare()
+        return self._pre
+
+    def template(self, j: int) -> ToolTemplate:
+        """Tool ``j``'s template over :meth:`shared_pre` (built on first use)."""
+        self._prepare()
+        return self._template(j)
+
     def _template(self, j: int) -> ToolTemplate:
         """Tool ``j``'s template, built on first use. A template that could write a
         cell the analysis found constant would mean the analysis is wrong: the encoding

@@ -102,6 +102,7 @@ from graphgen.verify.explicit import (
     to_recognise,
     writes_end_expected,
 )
+from graphgen.verify.lemmas import refused_by_lemmas
 from graphgen.verify.reachable import Reach
 from graphgen.verify.slicing import Flow, analyze_flow
 from graphgen.verify.symstate import SymState
@@ -1105,11 +1106,11 @@ class Prover:
         # Without a solver when the values settle it (not under engine "z3", which the
         # cross-checks compare this against): the refused call needs a value no call
         # can give its row, and so does the requested change.
-        never = None
+        never = unreachable = None
         if self.engine != "z3" and call.tool in self.domain.tools:
             reach = Reach(self.domain, self.initial)
             never = reach.never(self.domain.tools[call.tool], call.args)
-            unreachable = None if never is None else self._unreachable(reach, req)
+            unreachable = self._unreachable(reach, req)
             if never is not None and unreachable is not None:
                 return _res(
                     "refusal_impossible",
@@ -1124,17 +1125,58 @@ class Prover:
         # First: could the agent make the refused call itself succeed, with the very
         # arguments the user gave, after some other calls (deposit, then pay)? Then the
         # request is not forbidden by the state, only by the order of calls: no refusal.
-        # (Not when the values showed it never succeeds.)
+        # (Not when the values showed it never succeeds, nor when the domain's lemmas,
+        # proven by induction here, show it: both hold after chains of any length.)
+        unused = ""
+        if never is None and self.engine != "z3":
+            argued = refused_by_lemmas(bmc, call, self.timeout_ms)
+            if argued is not None and argued.proven:
+                never = argued.detail
+            elif argued is not None:
+                # said in the certificate, so that a domain's author sees a lemma that
+                # does not hold (or is not enough) where it was meant to be used
+                unused = f" (the domain's lemmas were not used: {argued.detail})"
+        result = self._refusal_rest(bmc, call, req, never, unreachable)
+        if unused:
+            return result.model_copy(update={"detail": result.detail + unused})
+        return result
+
+    def _refusal_rest(
+        self,
+        bmc: Bmc,
+        call: Call,
+        req: list[Change] | str,
+        never: str | None,
+        unreachable: str | None,
+    ) -> ProofResult:
+        """Proof 6 once the values and the lemmas have said what they can: ``never``
+        why the refused call never succeeds, ``unreachable`` why no chain makes the
+        requested change (each None when they could not say)."""
         made_valid = self._refused_call_valid(call) if never is None else None
         if made_valid is not None:
             return made_valid
         if isinstance(req, str):
+            within = (
+                f"no chain of < {self.k} calls lets it succeed"
+                if never is None
+                else f"no chain of any length lets it succeed ({never})"
+            )
             return _res(
                 "refusal_impossible",
                 True,
-                f"the refused call asks for nothing "
-                f"achievable ({req}), and no chain of < {self.k} calls lets it "
-                f"succeed",
+                f"the refused call asks for nothing achievable ({req}), and {within}",
+            )
+        if unreachable is not None:
+            how = (
+                f"no chain of < {self.k} calls lets the refused call succeed"
+                if never is None
+                else f"no chain of any length lets the refused call succeed ({never})"
+            )
+            return _res(
+                "refusal_impossible",
+                True,
+                f"{how}, and none makes the requested change ({unreachable}; by the "
+                f"values calls can give a row)",
             )
         goal = ChangesGoal(req)
         lit = bmc.lit(f"requested@{self.k}", bmc.goal_term(goal, self.k))

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from graphgen import ir
-from graphgen.domain import Domain, Key, ToolDef
+from graphgen.domain import Domain, FieldDef, Key, ToolDef
 from graphgen.state import State
-from graphgen.types import BOOL, STR, EnumT
+from graphgen.types import BOOL, INT, STR, DecT, EnumT, strip_opt
 
 #: (field, the values it must be among, or must not be (``negated``)).
 Guard = tuple[str, frozenset[Any], bool]
@@ -199,14 +200,44 @@ class Reach:
     def unreachable(self, entity: str, key: Key, field: str, value: Any) -> str | None:
         """Why no chain gives existing row ``entity``/``key`` the value ``value`` at
         ``field`` (as text), or None when one may."""
-        if key not in self.state.tables.get(entity, {}) or field not in (
-            self.domain.entities[entity].fields
-        ):
+        row = self.state.tables.get(entity, {}).get(key)
+        fd = self.domain.entities[entity].fields.get(field)
+        if row is None or fd is None:
             return None
+        outside = _out_of_bounds(fd, value)
+        if outside is not None and value != row[field]:
+            # a call that leaves a row it touched outside a bound fails, and a row no
+            # call touches keeps its value
+            return f"{entity} {key}'s {field} is never {value!r}: {outside}"
         have = self.values(entity, key, field)
         if have is None or value in have:
             return None
         return f"{entity} {key}'s {field} can only ever be {_listed(have)}, never {value!r}"
+
+
+def _out_of_bounds(fd: FieldDef, value: Any) -> str | None:
+    """Why ``value`` breaks ``fd``'s ``min``/``max`` (as text), or None."""
+    if fd.min is None and fd.max is None:
+        return None
+    ty = strip_opt(fd.ty)
+    if ty == INT and isinstance(value, int) and not isinstance(value, bool):
+        v: int | Decimal = value
+    elif (
+        isinstance(ty, DecT)
+        and isinstance(value, int | str | Decimal)
+        and not isinstance(value, bool)
+    ):
+        try:
+            v = Decimal(value)
+        except ArithmeticError:
+            return None
+    else:
+        return None
+    if fd.min is not None and v < fd.min:
+        return f"below its minimum {fd.min}"
+    if fd.max is not None and v > fd.max:
+        return f"above its maximum {fd.max}"
+    return None
 
 
 def _listed(vals: frozenset[Any]) -> str:

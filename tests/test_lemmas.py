@@ -1,0 +1,204 @@
+"""Domain lemmas (``lemmas:``) and the refusals they settle (graphgen.verify.lemmas):
+a lemma is used only once proven by induction on the task's unrolling; a lemma that a
+tool breaks, or that is false initially, is not used and proof 6 keeps its answer; a
+refusal a chain makes possible is still rejected whatever the lemma claims; and on
+retail's gift-card refusals the lemma's verdict is z3's."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from graphgen.domain import Domain
+from graphgen.domains import load_builtin
+from graphgen.errors import DomainError
+from graphgen.load import loads_domain
+from graphgen.tasks.model import Call, Given, Goal, Task
+from graphgen.tasks.taskset import generate
+from graphgen.verify.lemmas import refused_by_lemmas
+from graphgen.verify.proofs import Engine, Prover, prove_task
+from tests.test_fair_proofs import WALLET_YAML
+from tests.test_fair_proofs import _task as fair_task
+
+DEPOSIT = """  deposit:
+    description: Add money to an account.
+    params:
+      account_id: {type: Account, description: "The account id."}
+      amount: {type: int, min: 1, max: 5000, description: "Whole units."}
+    effects: "Account[account_id].balance += amount"
+"""
+
+
+def _wallet(potential: str, *, deposit: bool) -> Domain:
+    """The wallet with a lemma on Account (``x.balance <= potential``), with or without
+    the tool that raises a balance."""
+    text = WALLET_YAML.replace(
+        "      status: {enum: Status}\n",
+        "      status: {enum: Status}\n"
+        "    lemmas:\n"
+        "      - name: no_more_money\n"
+        '        value: "x.balance"\n'
+        f'        potential: "{potential}"\n',
+        1,
+    )
+    if not deposit:
+        text = text.replace(DEPOSIT, "")
+    d = loads_domain(text, source="<wallet>")
+    assert ("deposit" in d.tools) == deposit
+    return d
+
+
+def _refusal(d: Domain, amount: int) -> Task:
+    """Bo (A002, balance 80) asks for a card of ``amount``."""
+    call = Call(tool="buy_card", args={"account_id": "A002", "amount": amount})
+    task = fair_task(
+        d,
+        [Call(tool="get_account", args={"account_id": "A002"})],
+        Goal(),
+        [Given(sort="key:Account", value="A002"), Given(sort="free:int", value=amount)],
+    )
+    return task.model_copy(update={"kind": "refusal", "refused_call": call, "min_calls": 0})
+
+
+def _proof_6(domain: Domain, task: Task, engine: Engine = "auto") -> tuple[bool, str]:
+    proofs = prove_task(domain, task, engine=engine).proofs
+    got = next(p for p in proofs if p.name == "refusal_impossible")
+    return got.ok, got.detail
+
+
+def _argument(domain: Domain, task: Task) -> tuple[bool, str]:
+    prover = Prover(domain, task)
+    with prover.z3:
+        bmc = prover.build()
+        assert bmc is not None and task.refused_call is not None
+        got = refused_by_lemmas(bmc, task.refused_call, prover.timeout_ms)
+    assert got is not None
+    return got.proven, got.detail
+
+
+def test_a_lemma_no_call_breaks_settles_the_refusal() -> None:
+    """Without deposits no call raises a balance: Bo's 80 never covers 100, for chains
+    of any length, and z3's bounded answer is the same."""
+    d = _wallet("x.balance", deposit=False)
+    task = _refusal(d, 100)
+    proven, detail = _argument(d, task)
+    assert proven and "Account A002: x.balance <= 80" in detail, detail
+    ok, detail = _proof_6(d, task)
+    assert ok and "no chain of any length" in detail and "no_more_money" in detail, detail
+    assert "balance is never -20: below its minimum 0" in detail, detail
+    ok_z3, detail_z3 = _proof_6(d, task, "z3")
+    assert ok_z3 and "lemma" not in detail_z3, detail_z3
+
+
+def test_a_lemma_a_tool_breaks_is_not_used() -> None:
+    """With deposits the same lemma is false: the induction fails at ``deposit``, the
+    lemma is not used, and proof 6 finds the way round (deposit, then buy)."""
+    d = _wallet("x.balance", deposit=True)
+    task = _refusal(d, 100)
+    proven, detail = _argument(d, task)
+    assert not proven and "'deposit'" in detail, detail
+    engines: tuple[Engine, ...] = ("auto", "z3")
+    for engine in engines:
+        ok, detail = _proof_6(d, task, engine)
+        assert not ok and "deposit → buy_card" in detail, (engine, detail)
+        # the certificate says why the lemma was left out, for the domain's author
+        said = "lemmas were not used: not shown kept by tool 'deposit'" in detail
+        assert said == (engine == "auto"), (engine, detail)
+
+
+def test_a_lemma_false_initially_is_not_used() -> None:
+    """``balance <= balance - 1`` fails in the initial state: no argument, and proof 6
+    is z3's (the refusal is still sound: no deposits)."""
+    d = _wallet("x.balance - 1", deposit=False)
+    task = _refusal(d, 100)
+    proven, detail = _argument(d, task)
+    assert not proven and "initial state" in detail, detail
+    ok, detail = _proof_6(d, task)
+    assert ok and "no chain of < " in detail, detail
+    assert detail.endswith("(the domain's lemmas were not used: not true in the initial state)")
+
+
+def test_a_bound_too_weak_does_not_settle_the_refusal() -> None:
+    """A true lemma too weak to bound the call (a balance is at most 100,000) proves
+    nothing about it, and z3 answers."""
+    d = _wallet("100000", deposit=False)
+    task = _refusal(d, 100)
+    proven, detail = _argument(d, task)
+    assert not proven and "may succeed" in detail, detail
+    ok, detail = _proof_6(d, task)
+    assert ok and "no chain of < " in detail and "were not used: the refused call" in detail
+
+
+@cache
+def _retail_gift_card_refusal() -> tuple[Domain, Task]:
+    d = load_builtin("retail")
+    task = next(
+        t
+        for t in generate(d, 3, 0).tasks
+        if t.refused_call is not None and t.refused_call.tool == "place_order"
+    )
+    return d, task
+
+
+def test_retail_gift_card_refusal_settled_by_its_lemma() -> None:
+    """retail-0-00002: a $154 gift card and a $689 item. The lemma (balance plus what
+    could be refunded to the card) bounds the card at 154, so no chain makes the
+    order go through; z3 alone gives the same verdict for chains within k."""
+    d, task = _retail_gift_card_refusal()
+    assert task.id == "retail-0-00002"
+    ok, detail = _proof_6(d, task)
+    assert ok and "by lemma gift_card_funds" in detail, detail
+    assert "PaymentMethod PM0016: x.balance <= 154" in detail, detail
+    ok_z3, detail_z3 = _proof_6(d, task, "z3")
+    assert ok_z3 and "lemma" not in detail_z3, detail_z3
+
+
+def test_a_lemma_without_refunds_to_delivered_orders_is_refuted() -> None:
+    """Leave the delivered orders out of retail's potential and a return (refunded to
+    the card) raises the balance past it: the induction names that tool."""
+    d, task = _retail_gift_card_refusal()
+    text = Path(d.source).read_text(encoding="utf-8")
+    weak = text.replace(
+        """
+                       + sum(o.total for o in Order
+                             if o.user_id == x.user_id and o.status == 'delivered')""",
+        "",
+    )
+    assert weak != text
+    d2 = loads_domain(weak, source="<retail without returns>")
+    task2 = task.model_copy(update={"domain_hash": d2.content_hash})
+    proven, detail = _argument(d2, task2)
+    assert not proven and "return_delivered_order" in detail, detail
+
+
+def test_lemma_errors_name_the_entity_and_expression() -> None:
+    bad = WALLET_YAML.replace(
+        "      status: {enum: Status}\n",
+        "      status: {enum: Status}\n"
+        "    lemmas:\n"
+        "      - {name: a, value: x.balance, potential: \"x.status == 'active'\"}\n"
+        "      - {name: a, value: x.balance, potential: x.balance}\n",
+        1,
+    )
+    with pytest.raises(DomainError) as info:
+        loads_domain(bad, source="<bad>")
+    text = str(info.value)
+    assert "lemma's potential must be a number, this is bool" in text, text
+    assert "entity 'Account'" in text and "lemmas[0].potential" in text, text
+    assert "x.status == 'active'" in text, text
+    assert "lemma name 'a' repeats" in text, text
+
+
+def test_domains_without_lemmas_keep_their_hash() -> None:
+    """An empty ``lemmas:`` is left out of the content hash, as other late keys are."""
+    plain = loads_domain(WALLET_YAML, source="<wallet>")
+    empty = loads_domain(
+        WALLET_YAML.replace(
+            "      status: {enum: Status}\n", "      status: {enum: Status}\n    lemmas: []\n", 1
+        ),
+        source="<wallet>",
+    )
+    assert plain.content_hash == empty.content_hash
+    assert _wallet("x.balance", deposit=True).content_hash != plain.content_hash

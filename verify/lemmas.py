@@ -1,0 +1,264 @@
+"""Domain lemmas proven by induction, and the refusals they settle.
+
+A refusal's proof 6 asks whether some chain of other calls could make the refused call
+succeed. When the call fails on a *number* (a gift card's balance below a price), no
+per-field argument (:mod:`graphgen.verify.reachable`) settles that: refunds raise the
+balance. What keeps it low is relational: a card holds at most its balance plus what
+could still be refunded to it. The unrolling answers such questions only by case
+splits over every chain up to ``k``, and on retail's gift-card refusals that ran into
+z3's resource limit.
+
+A domain states the relation as a lemma of the entity (``lemmas:`` in the domain file,
+:class:`graphgen.domain.Lemma`): ``value <= potential`` on a row, and no call raises
+``potential``. Nothing trusts it. For one task, on the unrolling's universe and with
+its tools, :func:`refused_by_lemmas` builds the candidate invariant ``I``:
+
+* every bounded field of every row that exists is within its ``min``/``max`` (the
+  interpreter refuses a call that would leave a touched row outside them, so this part
+  is usually inductive on its own; the lemmas need it: a total is never negative);
+* for each row the refused call names whose entity has a lemma, ``value <= potential``
+  and ``potential <= c``, where ``c`` is the potential's value in the initial state;
+
+and proves, with z3 over the unrolling's shared symbolic pre-state (every cell some
+call can change is a free constant; the rest hold their initial values in every
+reachable state, which the value-flow analysis and the templates already rely on):
+
+1. ``I`` holds in the initial state;
+2. for every tool of the unrolling that can change a cell, ``I(pre) ∧ ok ∧ ¬I(post)``
+   is unsat: any successful call, with any arguments of the universe, keeps ``I``;
+3. ``I ∧ (the refused call succeeds)`` is unsat.
+
+By induction, every state any chain reaches satisfies ``I`` (whatever the agent knows:
+the knowledge model only removes chains), so the refused call never succeeds, after a
+chain of any length. Each query has the prover's resource limit; any answer but unsat
+drops the argument and leaves the question to the unrolling, as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from graphgen import ir
+from graphgen.domain import Lemma
+from graphgen.tasks.model import Call
+from graphgen.types import BOOL, EnumT, OptT, RefT, strip_opt
+from graphgen.verify.bmc import Bmc, query_rlimit
+from graphgen.verify.calls import creates_per_call
+from graphgen.verify.evaluator import Evaluator
+from graphgen.verify.numbers import bound_term
+from graphgen.verify.symstate import SymState
+from graphgen.verify.terms import (
+    LIT,
+    Term,
+    and_,
+    compare,
+    eq,
+    implies,
+    int_val,
+    is_f,
+    is_t,
+    not_,
+    or_,
+)
+from graphgen.verify.universe import NONE_VALUE
+
+
+class _Instance:
+    """One lemma on one row: the terms of ``I`` it contributes on a state."""
+
+    def __init__(self, entity: str, key: Any, lemma: Lemma, row: int) -> None:
+        self.entity = entity
+        self.key = key
+        self.lemma = lemma
+        self.row = row
+        self.below = ir.Compare("<=", lemma.value, lemma.potential, BOOL)
+        self.ceiling: Term | None = None
+
+    @property
+    def name(self) -> str:
+        return f"lemma {self.lemma.name} on {self.entity} {self.key}"
+
+    def _eval(self, bmc: Bmc, st: SymState, e: ir.Expr) -> tuple[Any, Term]:
+        # one evaluator per row: the evaluator's memo would otherwise hand a second
+        # row the first row's reads (they are structurally the same expression)
+        ev = Evaluator(bmc.uni, st, f"entity {self.entity!r}, lemma {self.lemma.name!r}")
+        return ev.evaluate(e, {"x": bmc.uni.index_term(self.row)})
+
+    def potential(self, bmc: Bmc, st: SymState) -> tuple[Any, Term]:
+        return self._eval(bmc, st, self.lemma.potential)
+
+    def holds(self, bmc: Bmc, st: SymState) -> Term:
+        """``value <= potential <= ceiling`` on ``st``, neither raising."""
+        assert self.ceiling is not None
+        below, err = self._eval(bmc, st, self.below)
+        pot, perr = self.potential(bmc, st)
+        return and_(not_(err), not_(perr), below, compare("<=", pot, self.ceiling))
+
+
+def _bounds(bmc: Bmc, st: SymState) -> list[Term]:
+    """Every existing row's bounded fields within their ``min``/``max``, and its enum
+    fields among their members."""
+    out: list[Term] = []
+    for ent, edef in bmc.domain.entities.items():
+        for fd in edef.fields.values():
+            ty = strip_opt(fd.ty)
+            enum = len(ty.values) if isinstance(ty, EnumT) else 0
+            if fd.min is None and fd.max is None and not enum:
+                continue
+            col = st.cells[ent][fd.name]
+            for u, ex in enumerate(st.exists[ent]):
+                v = col[u]
+                if is_f(ex) or isinstance(v, list):
+                    continue
+                absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else LIT.FALSE
+                conds = []
+                if fd.min is not None:
+                    conds.append(compare(">=", v, bound_term(ty, fd.min)))
+                if fd.max is not None:
+                    conds.append(compare("<=", v, bound_term(ty, fd.max)))
+                if enum:
+                    conds += [compare(">=", v, int_val(0)), compare("<", v, int_val(enum))]
+                part = implies(ex, or_(absent, and_(*conds)))
+                if not is_t(part):
+                    out.append(part)
+    return out
+
+
+def _instances(bmc: Bmc, call: Call) -> list[_Instance]:
+    """The lemmas of the rows the refused call names (rows of the initial state)."""
+    domain, uni = bmc.domain, bmc.uni
+    tool = domain.tools[call.tool]
+    out: list[_Instance] = []
+    for p, v in sorted(tool.full_args(call.args).items()):
+        ty = strip_opt(tool.params[p].ty)
+        if not isinstance(ty, RefT):
+            continue
+        lemmas = domain.entities[ty.entity].lemmas
+        row = uni.index[ty.entity].get(v)
+        if not lemmas or row is None or not is_t(bmc.states[0].exists[ty.entity][row]):
+            continue
+        out.extend(_Instance(ty.entity, v, lem, row) for lem in lemmas)
+    return out
+
+
+def _check(facts: list[Term], rlimit: int) -> Any:
+    s = z3.Solver()
+    s.set("rlimit", rlimit)
+    s.add(*facts)
+    return s.check()
+
+
+def _unsat(facts: list[Term], rlimit: int) -> bool:
+    return bool(_check(facts, rlimit) == z3.unsat)
+
+
+#: Of a query's resource limit, the share a try before splitting it by cases gets.
+TRY_SHARE = 16
+
+
+def _unsat_by_cases(
+    facts: list[Term], splits: list[tuple[Term, int]], uni: Any, rlimit: int
+) -> bool:
+    """Is the conjunction of ``facts`` unsat? Tried whole with a small share of the
+    limit; when that does not decide, split on the first of ``splits`` (an argument's
+    term and how many rows its entity has): one case per row, with that row's key put
+    for the argument, plus the case that it names none of them. An induction query over
+    a symbolic argument is a disjunction over the rows it may name, which z3 settles
+    slowly; with the row fixed, most of the state folds away."""
+    if not splits:
+        return _unsat(facts, rlimit)
+    got = _check(facts, max(1, rlimit // TRY_SHARE))
+    if got != z3.unknown:
+        return bool(got == z3.unsat)
+    (arg, n), rest = splits[0], splits[1:]
+    whole = and_(*facts)
+    for i in range(n):
+        case = z3.substitute(whole, (arg, uni.index_term(i)))
+        if not _unsat_by_cases([case], rest, uni, rlimit):
+            return False
+    return _unsat_by_cases(
+        [whole, *(not_(eq(arg, uni.index_term(i))) for i in range(n))], rest, uni, rlimit
+    )
+
+
+@dataclass(frozen=True)
+class LemmaArgument:
+    """The lemmas' answer for one refused call: ``proven`` with the bounds that hold
+    (``detail``), or not, with the first step that did not go through."""
+
+    proven: bool
+    detail: str
+
+
+def refused_by_lemmas(bmc: Bmc, call: Call, timeout_ms: int) -> LemmaArgument | None:
+    """Whether the lemmas of the rows ``call`` names, proven inductive on ``bmc`` (see
+    the module text), show that ``call`` never succeeds after any chain; None when no
+    lemma applies (no row of an entity with lemmas, or a value outside the universe).
+
+    Run inside the z3 context ``bmc`` was built in."""
+    names = [t.name for t in bmc.tools]
+    if call.tool not in names:
+        return None
+    insts = _instances(bmc, call)
+    if not insts:
+        return None
+    uni = bmc.uni
+    j = names.index(call.tool)
+    tool = bmc.tools[j]
+    args: dict[str, Term] = {}
+    for p, v in tool.full_args(call.args).items():
+        term = uni.encode_value(tool.params[p].ty, v)
+        if term is None:
+            return None
+        args[p] = term
+    rlimit = query_rlimit(timeout_ms, bmc.rows)
+    pre = bmc.shared_pre()
+    s0 = bmc.states[0]
+    for inst in insts:
+        pot, err = inst.potential(bmc, s0)
+        c = z3.simplify(pot)
+        if not is_f(z3.simplify(err)) or not z3.is_int_value(c):
+            return LemmaArgument(False, f"{inst.name}: the potential has no value initially")
+        inst.ceiling = c
+
+    def invariant(st: SymState) -> list[Term]:
+        return [*_bounds(bmc, st), *(inst.holds(bmc, st) for inst in insts)]
+
+    if not _unsat([not_(and_(*invariant(s0)))], rlimit):
+        return LemmaArgument(False, "not true in the initial state")
+    before = invariant(pre)
+    layout = pre.layout()
+    for k in range(len(bmc.tools)):
+        tpl = bmc.template(k)
+        if not tpl.changed_idx:
+            continue  # a read keeps every cell, so every state it leaves satisfies I
+        after = invariant(tpl.call.post)
+        # the cases to split on: the slot a create fills (its table's counter), then
+        # the arguments naming rows of tables the call can change, in parameter order
+        changed = {layout[i][0] for i in tpl.changed_idx}
+        splits = [
+            (pre.created[e], len(uni.created[e]))
+            for e in sorted(creates_per_call(tpl.tool))
+            if not z3.is_int_value(pre.created[e])
+        ]
+        for p, pd in tpl.tool.params.items():
+            ty = strip_opt(pd.ty)
+            if isinstance(ty, RefT) and ty.entity in changed:
+                splits.append((tpl.args[p], len(uni.keys[ty.entity])))
+        if not _unsat_by_cases([*before, tpl.call.ok, not_(and_(*after))], splits, uni, rlimit):
+            return LemmaArgument(False, f"not shown kept by tool {tpl.tool.name!r}")
+    ok, _, _ = bmc.template(j).instantiate(pre, args)
+    if not _unsat([*before, ok], rlimit):
+        return LemmaArgument(False, "the refused call may succeed within the bounds")
+    held = "; ".join(
+        f"{inst.entity} {inst.key}: {inst.lemma.value_source} <= {inst.ceiling}" for inst in insts
+    )
+    names_used = ", ".join(sorted({i.lemma.name for i in insts}))
+    return LemmaArgument(
+        True,
+        f"by lemma {names_used}, proven by induction over every tool: {held} in every "
+        f"reachable state",
+    )
