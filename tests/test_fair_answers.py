@@ -67,8 +67,8 @@ _DELIVERED = (
     "a return or exchange the order is closed."
 )
 _GIFT = (
-    "A gift card can never go below a zero balance: if it cannot cover a charge, the change "
-    "is not possible with that card."
+    "A gift card can never go below a zero balance: a charge it cannot cover (a new order, "
+    "an order's total moved onto it, a price difference) is not possible with that card."
 )
 _OPEN = (
     "Bookings, cabin changes, extra passengers and extra bags are only possible on a "
@@ -94,8 +94,9 @@ QUOTES: dict[str, list[str]] = {
         "Only booked reservations on flights that have not departed can be cancelled."
     ],
     "change_flight": [
-        "A booking can be moved only to another flight on the same route (same origin and "
-        "destination) that has room in the same cabin.",
+        "A booking can be moved only from a flight that has not departed to another flight "
+        "on the same route (same origin and destination) that is open for booking and has "
+        "room in the same cabin and in the hold.",
         _OPEN,
     ],
     "change_cabin": [_OPEN],
@@ -336,6 +337,16 @@ def test_careful_information_answers_pass(name: str, seed: int) -> None:
 
 def _delivered_order(st: State) -> tuple[str, dict[str, Any]]:
     return next((k, r) for k, r in sorted(st.tables["Order"].items()) if r["status"] == "delivered")
+
+
+def test_the_quotes_are_the_policies_words() -> None:
+    """Every rule the careful agent quotes is in its domain's policy, word for word (so
+    a policy edit that leaves a quote behind fails here, not in a blind check)."""
+    for tool, quotes in QUOTES.items():
+        domain = next(d for d in DOMAINS.values() if tool in d.tools)
+        policy = " ".join(domain.policy.split())
+        for q in quotes:
+            assert q.rstrip(".") in policy, (tool, q)  # a quote may end a clause early
 
 
 def test_a_quoted_rule_is_no_false_claim() -> None:
