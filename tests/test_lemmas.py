@@ -17,7 +17,7 @@ from graphgen.errors import DomainError
 from graphgen.load import loads_domain
 from graphgen.tasks.model import Call, Given, Goal, Task
 from graphgen.tasks.taskset import generate
-from graphgen.verify.lemmas import refused_by_lemmas
+from graphgen.verify.lemmas import LemmaArgument, refusal_by_lemmas
 from graphgen.verify.proofs import Engine, Prover, prove_task
 from tests.test_fair_proofs import WALLET_YAML
 from tests.test_fair_proofs import _task as fair_task
@@ -68,14 +68,16 @@ def _proof_6(domain: Domain, task: Task, engine: Engine = "auto") -> tuple[bool,
     return got.ok, got.detail
 
 
-def _argument(domain: Domain, task: Task) -> tuple[bool, str]:
+def _argument(domain: Domain, task: Task) -> LemmaArgument:
     prover = Prover(domain, task)
     with prover.z3:
         bmc = prover.build()
         assert bmc is not None and task.refused_call is not None
-        got = refused_by_lemmas(bmc, task.refused_call, prover.timeout_ms)
+        req = prover.requested
+        assert isinstance(req, list)
+        got = refusal_by_lemmas(bmc, task.refused_call, req, prover.timeout_ms)
     assert got is not None
-    return got.proven, got.detail
+    return got
 
 
 def test_a_lemma_no_call_breaks_settles_the_refusal() -> None:
@@ -83,8 +85,10 @@ def test_a_lemma_no_call_breaks_settles_the_refusal() -> None:
     of any length, and z3's bounded answer is the same."""
     d = _wallet("x.balance", deposit=False)
     task = _refusal(d, 100)
-    proven, detail = _argument(d, task)
-    assert proven and "Account A002: x.balance <= 80" in detail, detail
+    got = _argument(d, task)
+    assert got.never is not None and "Account A002: x.balance <= 80" in got.never, got
+    # the requested change (a balance of -20) is out of the field's bounds too
+    assert got.unreachable is not None and "never -20" in got.unreachable, got
     ok, detail = _proof_6(d, task)
     assert ok and "no chain of any length" in detail and "no_more_money" in detail, detail
     assert "balance is never -20: below its minimum 0" in detail, detail
@@ -97,8 +101,8 @@ def test_a_lemma_a_tool_breaks_is_not_used() -> None:
     lemma is not used, and proof 6 finds the way round (deposit, then buy)."""
     d = _wallet("x.balance", deposit=True)
     task = _refusal(d, 100)
-    proven, detail = _argument(d, task)
-    assert not proven and "'deposit'" in detail, detail
+    got = _argument(d, task)
+    assert got.never is None and got.unreachable is None and "'deposit'" in got.detail, got
     engines: tuple[Engine, ...] = ("auto", "z3")
     for engine in engines:
         ok, detail = _proof_6(d, task, engine)
@@ -113,8 +117,8 @@ def test_a_lemma_false_initially_is_not_used() -> None:
     is z3's (the refusal is still sound: no deposits)."""
     d = _wallet("x.balance - 1", deposit=False)
     task = _refusal(d, 100)
-    proven, detail = _argument(d, task)
-    assert not proven and "initial state" in detail, detail
+    got = _argument(d, task)
+    assert got.never is None and "initial state" in got.detail, got
     ok, detail = _proof_6(d, task)
     assert ok and "no chain of < " in detail, detail
     assert detail.endswith("(the domain's lemmas were not used: not true in the initial state)")
@@ -125,10 +129,16 @@ def test_a_bound_too_weak_does_not_settle_the_refusal() -> None:
     nothing about it, and z3 answers."""
     d = _wallet("100000", deposit=False)
     task = _refusal(d, 100)
-    proven, detail = _argument(d, task)
-    assert not proven and "may succeed" in detail, detail
+    got = _argument(d, task)
+    assert got.never is None and got.detail == "the bounds they prove allow the refused call"
+    # the requested balance (-20) is below the field's minimum: the bounds part of the
+    # invariant says so, whatever the lemma's own bound
+    assert got.unreachable is not None and "never -20" in got.unreachable, got
     ok, detail = _proof_6(d, task)
-    assert ok and "no chain of < " in detail and "were not used: the refused call" in detail
+    assert ok and "no chain of < " in detail, detail
+    assert detail.endswith(
+        "(the domain's lemmas were not used: the bounds they prove allow the refused call)"
+    )
 
 
 @cache
@@ -169,8 +179,8 @@ def test_a_lemma_without_refunds_to_delivered_orders_is_refuted() -> None:
     assert weak != text
     d2 = loads_domain(weak, source="<retail without returns>")
     task2 = task.model_copy(update={"domain_hash": d2.content_hash})
-    proven, detail = _argument(d2, task2)
-    assert not proven and "return_delivered_order" in detail, detail
+    got = _argument(d2, task2)
+    assert got.never is None and "return_delivered_order" in got.detail, got
 
 
 def test_lemma_errors_name_the_entity_and_expression() -> None:

@@ -170,16 +170,21 @@ def test_a_refusal_a_chain_makes_possible_is_still_rejected() -> None:
 
 
 def _agree(sets: tuple[tuple[str, int], ...]) -> tuple[int, int]:
-    """Asserts that every refusal of the first ``n`` candidates of each built-in gets the
-    same verdict from ``auto`` (the values first) and from z3 alone; how many the values
+    """Asserts that every refusal of the first ``n`` candidates of each built-in that z3
+    alone decides gets the same verdict from ``auto`` (the values and lemmas first); how many the values
     decided wholly, and how many in part (the refused call; the requested change z3's)."""
     decided = partly = 0
     for name, n in sets:
         d = load_builtin(name)
         for t in generate(d, n, 0).tasks:
-            if t.kind != "refusal" or t.id == "retail-0-00010":  # that one times out either way
+            if t.kind != "refusal":
                 continue
             auto, z3_only = certify(d, t), certify(d, t, engine="z3")
+            if z3_only == "timeout":
+                # z3 alone gave up within its limit, so there is no verdict to compare
+                # with: auto may decide it (by a lemma, or by a witness the interpreter
+                # replays), as retail-0-00010 and -00102 show
+                continue
             assert isinstance(auto, Task) == isinstance(z3_only, Task), t.id
             if isinstance(auto, Task) and isinstance(z3_only, Task):
                 assert auto.certificate is not None and z3_only.certificate is not None

@@ -43,7 +43,7 @@ import z3
 
 from graphgen import ir
 from graphgen.domain import Lemma
-from graphgen.tasks.model import Call
+from graphgen.tasks.model import Call, Change
 from graphgen.types import BOOL, EnumT, OptT, RefT, strip_opt
 from graphgen.verify.bmc import Bmc, query_rlimit
 from graphgen.verify.calls import creates_per_call
@@ -127,20 +127,28 @@ def _bounds(bmc: Bmc, st: SymState) -> list[Term]:
     return out
 
 
-def _instances(bmc: Bmc, call: Call) -> list[_Instance]:
-    """The lemmas of the rows the refused call names (rows of the initial state)."""
+def _instances(bmc: Bmc, call: Call, changes: list[Change]) -> list[_Instance]:
+    """The lemmas of the rows the refused call names and of the rows the requested
+    changes write (rows of the initial state, each once, in a fixed order)."""
     domain, uni = bmc.domain, bmc.uni
     tool = domain.tools[call.tool]
-    out: list[_Instance] = []
+    rows: list[tuple[str, Any]] = []
     for p, v in sorted(tool.full_args(call.args).items()):
         ty = strip_opt(tool.params[p].ty)
-        if not isinstance(ty, RefT):
+        if isinstance(ty, RefT):
+            rows.append((ty.entity, v))
+    rows += [(c.entity, c.key) for c in changes if c.field != "*"]
+    out: list[_Instance] = []
+    seen: set[tuple[str, int]] = set()
+    for ent, key in rows:
+        lemmas = domain.entities[ent].lemmas
+        row = uni.index[ent].get(key)
+        if not lemmas or row is None or (ent, row) in seen:
             continue
-        lemmas = domain.entities[ty.entity].lemmas
-        row = uni.index[ty.entity].get(v)
-        if not lemmas or row is None or not is_t(bmc.states[0].exists[ty.entity][row]):
+        if not is_t(bmc.states[0].exists[ent][row]):
             continue
-        out.extend(_Instance(ty.entity, v, lem, row) for lem in lemmas)
+        seen.add((ent, row))
+        out.extend(_Instance(ent, key, lem, row) for lem in lemmas)
     return out
 
 
@@ -186,23 +194,29 @@ def _unsat_by_cases(
 
 @dataclass(frozen=True)
 class LemmaArgument:
-    """The lemmas' answer for one refused call: ``proven`` with the bounds that hold
-    (``detail``), or not, with the first step that did not go through."""
+    """What the lemmas showed for one refusal: why the refused call never succeeds
+    (``never``) and why no chain makes a requested change (``unreachable``), each None
+    when they did not show it; ``detail`` says what did not go through."""
 
-    proven: bool
-    detail: str
+    never: str | None
+    unreachable: str | None
+    detail: str = ""
 
 
-def refused_by_lemmas(bmc: Bmc, call: Call, timeout_ms: int) -> LemmaArgument | None:
-    """Whether the lemmas of the rows ``call`` names, proven inductive on ``bmc`` (see
-    the module text), show that ``call`` never succeeds after any chain; None when no
-    lemma applies (no row of an entity with lemmas, or a value outside the universe).
+def refusal_by_lemmas(
+    bmc: Bmc, call: Call, changes: list[Change], timeout_ms: int
+) -> LemmaArgument | None:
+    """What the lemmas of the rows ``call`` names and ``changes`` write, proven
+    inductive on ``bmc`` (see the module text), show about a refusal: that ``call``
+    never succeeds after any chain, and that some requested change is never made;
+    None when no lemma applies (no row of an entity with lemmas, or an argument
+    outside the universe).
 
     Run inside the z3 context ``bmc`` was built in."""
     names = [t.name for t in bmc.tools]
     if call.tool not in names:
         return None
-    insts = _instances(bmc, call)
+    insts = _instances(bmc, call, changes)
     if not insts:
         return None
     uni = bmc.uni
@@ -221,14 +235,14 @@ def refused_by_lemmas(bmc: Bmc, call: Call, timeout_ms: int) -> LemmaArgument | 
         pot, err = inst.potential(bmc, s0)
         c = z3.simplify(pot)
         if not is_f(z3.simplify(err)) or not z3.is_int_value(c):
-            return LemmaArgument(False, f"{inst.name}: the potential has no value initially")
+            return LemmaArgument(None, None, f"{inst.name}: the potential has no value initially")
         inst.ceiling = c
 
     def invariant(st: SymState) -> list[Term]:
         return [*_bounds(bmc, st), *(inst.holds(bmc, st) for inst in insts)]
 
     if not _unsat([not_(and_(*invariant(s0)))], rlimit):
-        return LemmaArgument(False, "not true in the initial state")
+        return LemmaArgument(None, None, "not true in the initial state")
     before = invariant(pre)
     layout = pre.layout()
     for k in range(len(bmc.tools)):
@@ -249,16 +263,34 @@ def refused_by_lemmas(bmc: Bmc, call: Call, timeout_ms: int) -> LemmaArgument | 
             if isinstance(ty, RefT) and ty.entity in changed:
                 splits.append((tpl.args[p], len(uni.keys[ty.entity])))
         if not _unsat_by_cases([*before, tpl.call.ok, not_(and_(*after))], splits, uni, rlimit):
-            return LemmaArgument(False, f"not shown kept by tool {tpl.tool.name!r}")
+            return LemmaArgument(None, None, f"not shown kept by tool {tpl.tool.name!r}")
+    held = "; ".join(f"{i.entity} {i.key}: {i.lemma.value_source} <= {i.ceiling}" for i in insts)
+    used = ", ".join(sorted({i.lemma.name for i in insts}))
+    proof = f"by lemma {used}, proven by induction over every tool: {held} in every reachable state"
     ok, _, _ = bmc.template(j).instantiate(pre, args)
-    if not _unsat([*before, ok], rlimit):
-        return LemmaArgument(False, "the refused call may succeed within the bounds")
-    held = "; ".join(
-        f"{inst.entity} {inst.key}: {inst.lemma.value_source} <= {inst.ceiling}" for inst in insts
-    )
-    names_used = ", ".join(sorted({i.lemma.name for i in insts}))
-    return LemmaArgument(
-        True,
-        f"by lemma {names_used}, proven by induction over every tool: {held} in every "
-        f"reachable state",
-    )
+    never = proof if _unsat([*before, ok], rlimit) else None
+    unreachable = None
+    for c in changes:
+        cell = _cell(bmc, pre, c)
+        if cell is not None and _unsat([*before, cell], rlimit):
+            unreachable = f"{c.entity} {c.key}'s {c.field} is never {c.after!r}, {proof}"
+            break
+    allowed = ["the refused call"] if never is None else []
+    allowed += ["the requested change"] if changes and unreachable is None else []
+    missed = f"the bounds they prove allow {' and '.join(allowed)}" if allowed else ""
+    return LemmaArgument(never, unreachable, missed)
+
+
+def _cell(bmc: Bmc, st: SymState, c: Change) -> Term | None:
+    """``c``'s cell holding its new value on ``st``, as a term (None for a change the
+    encoding cannot state this way: a row made or dropped, a list, a value outside the
+    universe)."""
+    fd = bmc.domain.entities[c.entity].fields.get(c.field)
+    row = bmc.uni.index[c.entity].get(c.key)
+    if fd is None or row is None:
+        return None
+    v = st.cells[c.entity][c.field][row]
+    want = bmc.uni.encode_value(fd.ty, c.after)
+    if isinstance(v, list) or want is None:
+        return None
+    return and_(st.exists[c.entity][row], eq(v, want))

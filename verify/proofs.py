@@ -102,7 +102,7 @@ from graphgen.verify.explicit import (
     to_recognise,
     writes_end_expected,
 )
-from graphgen.verify.lemmas import refused_by_lemmas
+from graphgen.verify.lemmas import refusal_by_lemmas
 from graphgen.verify.reachable import Reach
 from graphgen.verify.slicing import Flow, analyze_flow
 from graphgen.verify.symstate import SymState
@@ -1127,15 +1127,23 @@ class Prover:
         # request is not forbidden by the state, only by the order of calls: no refusal.
         # (Not when the values showed it never succeeds, nor when the domain's lemmas,
         # proven by induction here, show it: both hold after chains of any length.)
+        if unreachable is not None:
+            unreachable += "; by the values calls can give a row"
         unused = ""
-        if never is None and self.engine != "z3":
-            argued = refused_by_lemmas(bmc, call, self.timeout_ms)
-            if argued is not None and argued.proven:
-                never = argued.detail
-            elif argued is not None:
-                # said in the certificate, so that a domain's author sees a lemma that
-                # does not hold (or is not enough) where it was meant to be used
-                unused = f" (the domain's lemmas were not used: {argued.detail})"
+        if (never is None or unreachable is None) and self.engine != "z3":
+            argued = refusal_by_lemmas(
+                bmc, call, req if isinstance(req, list) else [], self.timeout_ms
+            )
+            if argued is not None:
+                gained = (never is None and argued.never is not None) or (
+                    unreachable is None and argued.unreachable is not None
+                )
+                never = never or argued.never
+                unreachable = unreachable or argued.unreachable
+                if not gained and argued.detail:
+                    # said in the certificate, so that a domain's author sees a lemma
+                    # that does not hold (or is not enough) where it was meant to help
+                    unused = f" (the domain's lemmas were not used: {argued.detail})"
         result = self._refusal_rest(bmc, call, req, never, unreachable)
         if unused:
             return result.model_copy(update={"detail": result.detail + unused})
@@ -1175,8 +1183,7 @@ class Prover:
             return _res(
                 "refusal_impossible",
                 True,
-                f"{how}, and none makes the requested change ({unreachable}; by the "
-                f"values calls can give a row)",
+                f"{how}, and none makes the requested change ({unreachable})",
             )
         goal = ChangesGoal(req)
         lit = bmc.lit(f"requested@{self.k}", bmc.goal_term(goal, self.k))
