@@ -171,8 +171,9 @@ def test_a_refusal_a_chain_makes_possible_is_still_rejected() -> None:
 
 def _agree(sets: tuple[tuple[str, int], ...]) -> tuple[int, int]:
     """Asserts that every refusal of the first ``n`` candidates of each built-in that z3
-    alone decides gets the same verdict from ``auto`` (the values and lemmas first); how many the values
-    decided wholly, and how many in part (the refused call; the requested change z3's)."""
+    alone decides gets the same verdict from ``auto`` (the values and lemmas first); how
+    many the values decided wholly, and how many in part (the refused call; the
+    requested change z3's)."""
     decided = partly = 0
     for name, n in sets:
         d = load_builtin(name)
