@@ -23,7 +23,7 @@ from typing import Any, assert_never
 import z3
 
 from graphgen import ir
-from graphgen.domain import ToolDef
+from graphgen.domain import FieldDef, ToolDef
 from graphgen.interp import check_value
 from graphgen.types import INT, DecT, EnumT, ListT, OptT, RefT, Ty, strip_opt
 from graphgen.verify import strings
@@ -345,6 +345,18 @@ def _apply(
             assert_never(eff)
 
 
+def within_bounds(fd: FieldDef, v: Term) -> list[Term]:
+    """The cell ``v`` of field ``fd`` within the field's ``min`` and ``max``: one
+    condition per bound, each true for an absent optional value."""
+    absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else LIT.FALSE
+    out: list[Term] = []
+    if fd.min is not None:
+        out.append(or_(absent, compare(">=", v, bound_term(strip_opt(fd.ty), fd.min))))
+    if fd.max is not None:
+        out.append(or_(absent, compare("<=", v, bound_term(strip_opt(fd.ty), fd.max))))
+    return out
+
+
 def _invariants(uni: Universe, st: SymState, touched: dict[str, list[Term]]) -> Term:
     """Bounds and uniqueness on every touched row that still exists (all its fields)."""
     parts: list[Term] = []
@@ -360,16 +372,7 @@ def _invariants(uni: Universe, st: SymState, touched: dict[str, list[Term]]) -> 
                 continue
             conds = []
             for fd in bounded:
-                v = st.cells[ent][fd.name][u]
-                absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else LIT.FALSE
-                if fd.min is not None:
-                    conds.append(
-                        or_(absent, compare(">=", v, bound_term(strip_opt(fd.ty), fd.min)))
-                    )
-                if fd.max is not None:
-                    conds.append(
-                        or_(absent, compare("<=", v, bound_term(strip_opt(fd.ty), fd.max)))
-                    )
+                conds += within_bounds(fd, st.cells[ent][fd.name][u])
             for fd in unique:
                 v = st.cells[ent][fd.name][u]
                 absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else LIT.FALSE

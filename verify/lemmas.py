@@ -46,9 +46,8 @@ from graphgen.domain import Lemma
 from graphgen.tasks.model import Call, Change
 from graphgen.types import BOOL, EnumT, OptT, RefT, strip_opt
 from graphgen.verify.bmc import Bmc, query_rlimit
-from graphgen.verify.calls import creates_per_call
+from graphgen.verify.calls import creates_per_call, within_bounds
 from graphgen.verify.evaluator import Evaluator
-from graphgen.verify.numbers import bound_term
 from graphgen.verify.symstate import SymState
 from graphgen.verify.terms import (
     LIT,
@@ -113,15 +112,12 @@ def _bounds(bmc: Bmc, st: SymState) -> list[Term]:
                 v = col[u]
                 if is_f(ex) or isinstance(v, list):
                     continue
-                absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else LIT.FALSE
-                conds = []
-                if fd.min is not None:
-                    conds.append(compare(">=", v, bound_term(ty, fd.min)))
-                if fd.max is not None:
-                    conds.append(compare("<=", v, bound_term(ty, fd.max)))
+                conds = within_bounds(fd, v)
                 if enum:
-                    conds += [compare(">=", v, int_val(0)), compare("<", v, int_val(enum))]
-                part = implies(ex, or_(absent, and_(*conds)))
+                    absent = eq(v, int_val(NONE_VALUE)) if isinstance(fd.ty, OptT) else LIT.FALSE
+                    member = and_(compare(">=", v, int_val(0)), compare("<", v, int_val(enum)))
+                    conds.append(or_(absent, member))
+                part = implies(ex, and_(*conds))
                 if not is_t(part):
                     out.append(part)
     return out
