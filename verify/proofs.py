@@ -1122,11 +1122,8 @@ class Prover:
         bmc = self.build()
         if bmc is None:
             return _res("refusal_impossible", False, self.build_error)
-        # First: could the agent make the refused call itself succeed, with the very
-        # arguments the user gave, after some other calls (deposit, then pay)? Then the
-        # request is not forbidden by the state, only by the order of calls: no refusal.
-        # (Not when the values showed it never succeeds, nor when the domain's lemmas,
-        # proven by induction here, show it: both hold after chains of any length.)
+        # The domain's lemmas, proven by induction on this unrolling, may show what the
+        # values did not: both arguments hold after chains of any length.
         if unreachable is not None:
             unreachable += "; by the values calls can give a row"
         unused = ""
@@ -1160,6 +1157,9 @@ class Prover:
         """Proof 6 once the values and the lemmas have said what they can: ``never``
         why the refused call never succeeds, ``unreachable`` why no chain makes the
         requested change (each None when they could not say)."""
+        # First: could the agent make the refused call itself succeed, with the very
+        # arguments the user gave, after some other calls (deposit, then pay)? Then the
+        # request is not forbidden by the state, only by the order of calls: no refusal.
         made_valid = self._refused_call_valid(call) if never is None else None
         if made_valid is not None:
             return made_valid
