@@ -74,6 +74,7 @@ def describe(loc: Sequence[str | int]) -> str:
         ("tools", "effects"): "effects[{2}] of tool {0!r}",
         ("entities", "fields"): "field {2!r} of entity {0!r}",
         ("entities", "invariants"): "invariants[{2}] of entity {0!r}",
+        ("entities", "lemmas"): "lemmas[{2}] of entity {0!r}",
         ("entities", "generate"): "generate.{2} of entity {0!r}",
     }
     if not parts:

@@ -201,6 +201,17 @@ def test_lemma_errors_name_the_entity_and_expression() -> None:
     assert "lemma name 'a' repeats" in text, text
 
 
+def test_a_lemma_without_its_potential_is_named() -> None:
+    bad = WALLET_YAML.replace(
+        "      status: {enum: Status}\n",
+        "      status: {enum: Status}\n    lemmas:\n      - {name: a, value: x.balance}\n",
+        1,
+    )
+    with pytest.raises(DomainError) as info:
+        loads_domain(bad, source="<bad>")
+    assert "missing key 'potential' in lemmas[0] of entity 'Account'" in str(info.value)
+
+
 def test_domains_without_lemmas_keep_their_hash() -> None:
     """An empty ``lemmas:`` is left out of the content hash, as other late keys are."""
     plain = loads_domain(WALLET_YAML, source="<wallet>")
