@@ -11,13 +11,15 @@ z3's resource limit.
 A domain states the relation as a lemma of the entity (``lemmas:`` in the domain file,
 :class:`graphgen.domain.Lemma`): ``value <= potential`` on a row, and no call raises
 ``potential``. Nothing trusts it. For one task, on the unrolling's universe and with
-its tools, :func:`refused_by_lemmas` builds the candidate invariant ``I``:
+its tools, :func:`refusal_by_lemmas` builds the candidate invariant ``I``:
 
-* every bounded field of every row that exists is within its ``min``/``max`` (the
-  interpreter refuses a call that would leave a touched row outside them, so this part
-  is usually inductive on its own; the lemmas need it: a total is never negative);
-* for each row the refused call names whose entity has a lemma, ``value <= potential``
-  and ``potential <= c``, where ``c`` is the potential's value in the initial state;
+* every bounded field of every row that exists is within its ``min``/``max``, and every
+  enum field among its members (the interpreter refuses a call that would leave a
+  touched row outside its bounds, so this part is usually inductive on its own; the
+  lemmas need it: a total is never negative);
+* for each row the refused call names or a requested change writes, whose entity has a
+  lemma, ``value <= potential`` and ``potential <= c``, where ``c`` is the potential's
+  value in the initial state;
 
 and proves, with z3 over the unrolling's shared symbolic pre-state (every cell some
 call can change is a free constant; the rest hold their initial values in every
@@ -26,12 +28,13 @@ reachable state, which the value-flow analysis and the templates already rely on
 1. ``I`` holds in the initial state;
 2. for every tool of the unrolling that can change a cell, ``I(pre) ∧ ok ∧ ¬I(post)``
    is unsat: any successful call, with any arguments of the universe, keeps ``I``;
-3. ``I ∧ (the refused call succeeds)`` is unsat.
+3. then ``I ∧ (the refused call succeeds)`` unsat means it never does, and
+   ``I ∧ (a requested change's cell holds its new value)`` unsat that no chain makes it.
 
 By induction, every state any chain reaches satisfies ``I`` (whatever the agent knows:
-the knowledge model only removes chains), so the refused call never succeeds, after a
-chain of any length. Each query has the prover's resource limit; any answer but unsat
-drops the argument and leaves the question to the unrolling, as before.
+the knowledge model only removes chains), so both hold after a chain of any length.
+Each query has the prover's resource limit; any answer but unsat drops that part of the
+argument and leaves the question to the unrolling, as before.
 """
 
 from __future__ import annotations
