@@ -65,7 +65,7 @@ from graphgen.verify.terms import (
     not_,
     or_,
 )
-from graphgen.verify.universe import NONE_VALUE
+from graphgen.verify.universe import NONE_VALUE, Universe
 
 
 class _Instance:
@@ -83,20 +83,23 @@ class _Instance:
     def name(self) -> str:
         return f"lemma {self.lemma.name} on {self.entity} {self.key}"
 
-    def _eval(self, bmc: Bmc, st: SymState, e: ir.Expr) -> tuple[Any, Term]:
+    def _evaluator(self, bmc: Bmc, st: SymState) -> Evaluator:
         # one evaluator per row: the evaluator's memo would otherwise hand a second
         # row the first row's reads (they are structurally the same expression)
-        ev = Evaluator(bmc.uni, st, f"entity {self.entity!r}, lemma {self.lemma.name!r}")
-        return ev.evaluate(e, {"x": bmc.uni.index_term(self.row)})
+        return Evaluator(bmc.uni, st, f"entity {self.entity!r}, lemma {self.lemma.name!r}")
+
+    def _x(self, bmc: Bmc) -> dict[str, Any]:
+        return {"x": bmc.uni.index_term(self.row)}
 
     def potential(self, bmc: Bmc, st: SymState) -> tuple[Any, Term]:
-        return self._eval(bmc, st, self.lemma.potential)
+        return self._evaluator(bmc, st).evaluate(self.lemma.potential, self._x(bmc))
 
     def holds(self, bmc: Bmc, st: SymState) -> Term:
         """``value <= potential <= ceiling`` on ``st``, neither raising."""
         assert self.ceiling is not None
-        below, err = self._eval(bmc, st, self.below)
-        pot, perr = self.potential(bmc, st)
+        ev = self._evaluator(bmc, st)  # one memo: the potential is evaluated once
+        below, err = ev.evaluate(self.below, self._x(bmc))
+        pot, perr = ev.evaluate(self.lemma.potential, self._x(bmc))
         return and_(not_(err), not_(perr), below, compare("<=", pot, self.ceiling))
 
 
@@ -167,7 +170,7 @@ TRY_SHARE = 16
 
 
 def _unsat_by_cases(
-    facts: list[Term], splits: list[tuple[Term, int]], uni: Any, rlimit: int
+    facts: list[Term], splits: list[tuple[Term, int]], uni: Universe, rlimit: int
 ) -> bool:
     """Is the conjunction of ``facts`` unsat? Tried whole with a small share of the
     limit; when that does not decide, split on the first of ``splits`` (an argument's
