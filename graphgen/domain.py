@@ -57,7 +57,8 @@ class Invariant:
 class Lemma:
     """An entry of an entity's ``lemmas:`` list: on every row ``x`` that existed
     initially, in every reachable state, ``value <= potential`` and ``potential`` is at
-    most its initial value. Proven per task before use (:mod:`graphgen.verify.lemmas`)."""
+    most its initial value. Proven per task, for the states its chains of up to ``k``
+    calls reach, before use (:mod:`graphgen.verify.lemmas`)."""
 
     name: str
     value: ir.Expr

@@ -81,16 +81,19 @@ def _argument(domain: Domain, task: Task) -> LemmaArgument:
 
 
 def test_a_lemma_no_call_breaks_settles_the_refusal() -> None:
-    """Without deposits no call raises a balance: Bo's 80 never covers 100, for chains
-    of any length, and z3's bounded answer is the same."""
+    """Without deposits no call raises a balance: Bo's 80 never covers 100 after any
+    chain of up to k calls, and z3's bounded answer is the same."""
     d = _wallet("x.balance", deposit=False)
     task = _refusal(d, 100)
     got = _argument(d, task)
-    assert got.never is not None and "Account A002: x.balance <= 80" in got.never, got
+    assert got.never is not None and "Account A002: x.balance <= 80 in every state" in got.never
     # the requested change (a balance of -20) is out of the field's bounds too
     assert got.unreachable is not None and "never -20" in got.unreachable, got
     ok, detail = _proof_6(d, task)
-    assert ok and "no chain of any length" in detail and "no_more_money" in detail, detail
+    # the induction covers the unrolling's universe: the chains of up to k calls
+    k = Prover(d, task).k
+    assert ok and f"no chain of <= {k} calls lets the refused call succeed" in detail, detail
+    assert "any length" not in detail and "no_more_money" in detail, detail
     assert "balance is never -20: below its minimum 0" in detail, detail
     ok_z3, detail_z3 = _proof_6(d, task, "z3")
     assert ok_z3 and "lemma" not in detail_z3, detail_z3

@@ -22,4 +22,4 @@
 # 0.3: small tasks' minimum and proofs 3 and 5 by explicit search (the detail says so)
 # 0.4: proof 6 by the domain's lemmas, proven by induction (graphgen.verify.lemmas), and
 # requested changes outside a field's bounds settled without z3
-CHECKER_VERSION = "verify-z3-0.4"
+CHECKER_VERSION = "verify-z3-0.5"

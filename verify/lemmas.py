@@ -31,8 +31,13 @@ reachable state, which the value-flow analysis and the templates already rely on
 3. then ``I ∧ (the refused call succeeds)`` unsat means it never does, and
    ``I ∧ (a requested change's cell holds its new value)`` unsat that no chain makes it.
 
-By induction, every state any chain reaches satisfies ``I`` (whatever the agent knows:
-the knowledge model only removes chains), so both hold after a chain of any length.
+By induction, every state the tools reach within the unrolling's universe satisfies
+``I`` (whatever the agent knows: the knowledge model only removes chains). That
+universe holds the value-flow slice and as many created rows of each table as ``k``
+calls can make, and every chain of up to ``k`` calls an agent can make stays inside it
+(:mod:`graphgen.verify.slicing`); a longer chain may create rows it lacks. So the claim
+is for chains of up to ``k`` calls, the unrolling's own bound, and says so: the same
+bound proof 6 states otherwise, reached without unrolling a single step.
 Each query has the prover's resource limit; any answer but unsat drops that part of the
 argument and leaves the question to the unrolling, as before.
 """
@@ -210,7 +215,8 @@ def refusal_by_lemmas(
 ) -> LemmaArgument | None:
     """What the lemmas of the rows ``call`` names and ``changes`` write, proven
     inductive on ``bmc`` (see the module text), show about a refusal: that ``call``
-    never succeeds after any chain, and that some requested change is never made;
+    succeeds after no chain of up to ``bmc.k`` calls, and that no such chain makes some
+    requested change;
     None when no lemma applies (no row of an entity with lemmas, or an argument
     outside the universe).
 
@@ -268,7 +274,10 @@ def refusal_by_lemmas(
             return LemmaArgument(None, None, f"not shown kept by tool {tpl.tool.name!r}")
     held = "; ".join(f"{i.entity} {i.key}: {i.lemma.value_source} <= {i.ceiling}" for i in insts)
     used = ", ".join(sorted({i.lemma.name for i in insts}))
-    proof = f"by lemma {used}, proven by induction over every tool: {held} in every reachable state"
+    proof = (
+        f"by lemma {used}, proven by induction over every tool: {held} in every state "
+        f"a chain of <= {bmc.k} calls reaches"
+    )
     ok, _, _ = bmc.template(j).instantiate(pre, args)
     never = proof if _unsat([*before, ok], rlimit) else None
     unreachable = None

@@ -1123,10 +1123,13 @@ class Prover:
         if bmc is None:
             return _res("refusal_impossible", False, self.build_error)
         # The domain's lemmas, proven by induction on this unrolling, may show what the
-        # values did not: both arguments hold after chains of any length.
+        # values did not, for every chain of up to k calls.
         if unreachable is not None:
             unreachable += "; by the values calls can give a row"
         unused = ""
+        # the values' argument holds for chains of any length, the lemmas' for those of
+        # up to k calls (see :mod:`graphgen.verify.lemmas`)
+        any_length = never is not None
         if (never is None or unreachable is None) and self.engine != "z3":
             argued = refusal_by_lemmas(
                 bmc, call, req if isinstance(req, list) else [], self.timeout_ms
@@ -1141,7 +1144,7 @@ class Prover:
                     # said in the certificate, so that a domain's author sees a lemma
                     # that does not hold (or is not enough) where it was meant to help
                     unused = f" (the domain's lemmas were not used: {argued.detail})"
-        result = self._refusal_rest(bmc, call, req, never, unreachable)
+        result = self._refusal_rest(bmc, call, req, never, unreachable, any_length)
         if unused:
             return result.model_copy(update={"detail": result.detail + unused})
         return result
@@ -1153,10 +1156,14 @@ class Prover:
         req: list[Change] | str,
         never: str | None,
         unreachable: str | None,
+        any_length: bool = True,
     ) -> ProofResult:
         """Proof 6 once the values and the lemmas have said what they can: ``never``
-        why the refused call never succeeds, ``unreachable`` why no chain makes the
+        why the refused call never succeeds (after chains of any length, or with
+        ``any_length`` false of up to k calls), ``unreachable`` why no chain makes the
         requested change (each None when they could not say)."""
+        # what the argument behind ``never`` covers
+        scope = "any length" if any_length else f"<= {self.k} calls"
         # First: could the agent make the refused call itself succeed, with the very
         # arguments the user gave, after some other calls (deposit, then pay)? Then the
         # request is not forbidden by the state, only by the order of calls: no refusal.
@@ -1167,7 +1174,7 @@ class Prover:
             within = (
                 f"no chain of < {self.k} calls lets it succeed"
                 if never is None
-                else f"no chain of any length lets it succeed ({never})"
+                else f"no chain of {scope} lets it succeed ({never})"
             )
             return _res(
                 "refusal_impossible",
@@ -1178,7 +1185,7 @@ class Prover:
             how = (
                 f"no chain of < {self.k} calls lets the refused call succeed"
                 if never is None
-                else f"no chain of any length lets the refused call succeed ({never})"
+                else f"no chain of {scope} lets the refused call succeed ({never})"
             )
             return _res(
                 "refusal_impossible",
