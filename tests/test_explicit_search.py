@@ -12,6 +12,7 @@ import pytest
 
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
+from graphgen.interp import call_or_fail
 from graphgen.load import loads_domain
 from graphgen.state import State
 from graphgen.stategen import generate_state
@@ -427,3 +428,26 @@ def test_z3s_proof_5_is_settled_by_write_sequences_when_they_agree(
     two_ways = {r.name: r for r in prove_task(wallet, _card_task(wallet)).proofs}
     assert not two_ways["unique_final_state"].ok
     assert "ends elsewhere" in two_ways["unique_final_state"].detail
+
+
+def test_a_write_is_run_once_per_state_it_meets() -> None:
+    """Nodes on one state make the same writes: each (state, write) runs once and serves
+    every node that makes it. On a retail task whose third layer makes thousands of
+    writes, none runs twice on a state, far fewer run than are made, and the minimum is
+    z3's."""
+    d = load_builtin("retail")
+    task = next(t for t in generate(d, 6, 0).tasks if t.id == "retail-0-00005")
+    prover = Prover(d, task)
+    space = prover._search_space()
+    runs: Counter[tuple[str, str]] = Counter()
+
+    def counting(domain: Domain, st: State, name: str, args: dict[str, Any]) -> Any:
+        if domain.tools[name].is_write:
+            runs[(space._tables_text(st), f"{name}{sorted(args.items())!r}")] += 1
+        return call_or_fail(domain, st, name, args)
+
+    space.run = counting
+    got = minimum(space, prover.horizon)
+    assert got.complete and got.min_calls == _z3_min(d, task, len(task.chain))
+    assert runs and max(runs.values()) == 1
+    assert space.calls_run > 3 * sum(runs.values()), (space.calls_run, sum(runs.values()))

@@ -58,7 +58,7 @@ from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
 from graphgen.footprint import cells_written
 from graphgen.interp import call_or_fail
-from graphgen.knowledge import param_sort, reveal
+from graphgen.knowledge import Reveal, param_sort, reveal
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Task
 from graphgen.tasks.plan import Executor, Knowledge
@@ -102,10 +102,35 @@ class FinalStates:
     state: State | None = None
 
 
+@dataclass(frozen=True)
+class _Written:
+    """A write's outcome on one state (:meth:`Space._write`): the state it leaves, its
+    result, what that shows, the writable tables' text after it and the call's key."""
+
+    state: State
+    result: Any
+    shown: Reveal
+    tables: str
+    key: str  # the call's key (:func:`call_key`)
+
+
+@dataclass(frozen=True)
+class _Gain:
+    """What one call's output adds to a node (:meth:`Space._gain`): the facts at the
+    sorts the allowed tools take, the scalars it shows, the recognition atoms it shows
+    and the indexes of the goal's answers among those scalars."""
+
+    facts: frozenset[tuple[Any, Any]]
+    new: list[Any]
+    atoms: frozenset[tuple[str, Any]]
+    answered: frozenset[int]
+
+
 @dataclass
 class _Node:
     state: State
-    know: Knowledge
+    # what the agent knows (see :attr:`know`); None until first asked for
+    known: Knowledge | None
     shown: list[Any]
     chain: list[Call]
     # the (field sort name, value) pairs recognising a target rests on that outputs showed
@@ -120,6 +145,21 @@ class _Node:
     tables: str = ""
     facts: frozenset[tuple[Any, Any]] = frozenset()
     answered: frozenset[int] = frozenset()
+    # the parent's knowledge, what this node's call showed and its origin: most nodes a
+    # search makes are met before (another order of the same reads), and are dropped
+    # on their fingerprint, which needs no knowledge; only a node kept learns
+    pending: tuple[Knowledge, Reveal, int] | None = None
+
+    @property
+    def know(self) -> Knowledge:
+        """The values the agent knows here (givens and what outputs showed)."""
+        if self.known is None:
+            assert self.pending is not None
+            parent, shown, origin = self.pending
+            self.known = parent.copy()
+            self.known.learn(shown, origin)
+            self.pending = None
+        return self.known
 
 
 def moves(domain: Domain, know: Knowledge, tools: Sequence[str] | None = None) -> Iterator[Call]:
@@ -201,6 +241,13 @@ class Space:
         self.run = execute or call_or_fail
         self.calls: dict[str, Call] = {}  # each write call made, by its key
         self.calls_run = 0  # calls the searches on this space have made
+        # A write's outcome is a function of the state it runs on (the writable tables'
+        # text names that state) and the call: nodes that share a state make the same
+        # writes, and a search meets the same (state, write) many times. Each is run
+        # once; the state it leaves is shared, as no call changes a node's state in
+        # place (a write runs on a copy). None: the write fails there.
+        self._writes: dict[tuple[str, str, tuple[Any, ...]], _Written | None] = {}
+        self._gains: dict[int, tuple[Reveal, _Gain]] = {}
 
     def key(self, call: Call) -> str:
         k = call_key(self.domain, call)
@@ -250,13 +297,36 @@ class Space:
             if allow is not None and not allow(tool, call, node):
                 continue
             self.calls_run += 1
+            if tool.is_write:
+                done = self._write(node, call)
+                if done is None:
+                    continue  # a failing call changes nothing and shows nothing
+                yield self._child(tool, node, done.state, call, done.result, depth, done)
+                continue
             # a read has no effects: it runs on the node's own state, which it cannot change
-            st = self._copy(node.state) if tool.is_write else node.state
             try:
-                result = self.run(self.domain, st, call.tool, dict(call.args))
+                result = self.run(self.domain, node.state, call.tool, dict(call.args))
             except ToolError:
-                continue  # a failing call changes nothing and shows nothing
-            yield self._child(tool, node, st, call, result, depth)
+                continue
+            yield self._child(tool, node, node.state, call, result, depth)
+
+    def _write(self, node: _Node, call: Call) -> _Written | None:
+        """Write ``call`` made at ``node``: the state it leaves, its result, what it
+        shows and the new tables' text (None if it fails), run once per state."""
+        key = (node.tables, call.tool, tuple((p, _hashable(v)) for p, v in call.args.items()))
+        if key in self._writes:
+            return self._writes[key]
+        st = self._copy(node.state)
+        try:
+            result = self.run(self.domain, st, call.tool, dict(call.args))
+        except ToolError:
+            done = None
+        else:
+            tool = self.domain.tools[call.tool]
+            shown = reveal(self.domain, st, tool, call.args, result)
+            done = _Written(st, result, shown, self._tables_text(st), self.key(call))
+        self._writes[key] = done
+        return done
 
     def calls_at(self, node: _Node, tools: Sequence[str]) -> int:
         """How many calls :meth:`children` makes at ``node`` by ``tools`` (with no
@@ -279,40 +349,65 @@ class Space:
         return out
 
     def _child(
-        self, tool: ToolDef, node: _Node, st: State, call: Call, result: Any, depth: int
+        self,
+        tool: ToolDef,
+        node: _Node,
+        st: State,
+        call: Call,
+        result: Any,
+        depth: int,
+        written: _Written | None = None,
     ) -> _Node:
-        from graphgen.verify.proofs import search_facts  # proofs may use this module
-
-        know = node.know.copy()
-        shown = reveal(self.domain, st, tool, call.args, result)
-        know.learn(shown, depth - 1)
-        facts = shown.fact_set
-        new = list(scalars(result)) if tool.returns is not None else []
-        seen = set(node.seen)
-        if self.atoms:
-            shows = [(s.name, v) for s, v in facts if s.kind == "field"]
-            shows += [(n, _hashable(v)) for n, v in search_facts(tool, call.args, result)]
-            seen.update(a for a in shows if a in self.atoms)
-        answers = self.want.answers
-        answered = node.answered | {
-            i for i, a in enumerate(answers) if any(same_value(x, a) for x in new)
-        }
+        shown = (
+            written.shown
+            if written is not None
+            else reveal(self.domain, st, tool, call.args, result)
+        )
+        gain = self._gain(tool, call, result, shown)
         child = _Node(
             st,
-            know,
-            node.shown + new,
+            None,
+            node.shown + gain.new if gain.new else node.shown,
             [*node.chain, call],
-            frozenset(seen),
+            node.seen | gain.atoms if gain.atoms else node.seen,
             node.writes,
             node.made,
             node.tables,
-            node.facts | {(s, v) for s, v in facts if s in self.sorts},
-            answered,
+            node.facts | gain.facts if gain.facts else node.facts,
+            node.answered | gain.answered if gain.answered else node.answered,
+            (node.know, shown, depth - 1),
         )
         if tool.is_write:
-            child.tables = self._tables_text(st)
-            child.writes = node.writes | {self.key(call)}
+            assert written is not None
+            child.tables = written.tables
+            child.writes = node.writes | {written.key}
         return child
+
+    def _gain(self, tool: ToolDef, call: Call, result: Any, shown: Reveal) -> _Gain:
+        """What a call's output adds to a node's fingerprint, worked out once per
+        output: a read's output is shared by every node on its state (the state's memo),
+        and a write's by every node its outcome serves (:meth:`_write`)."""
+        from graphgen.verify.proofs import search_facts  # proofs may use this module
+
+        hit = self._gains.get(id(shown))
+        if hit is not None and hit[0] is shown:
+            return hit[1]
+        facts = shown.fact_set
+        new = tuple(scalars(result)) if tool.returns is not None else ()
+        atoms: frozenset[tuple[str, Any]] = frozenset()
+        if self.atoms:
+            shows = [(s.name, v) for s, v in facts if s.kind == "field"]
+            shows += [(n, _hashable(v)) for n, v in search_facts(tool, call.args, result)]
+            atoms = frozenset(a for a in shows if a in self.atoms)
+        answered = frozenset(
+            i for i, a in enumerate(self.want.answers) if any(same_value(x, a) for x in new)
+        )
+        gain = _Gain(
+            frozenset((s, v) for s, v in facts if s in self.sorts), list(new), atoms, answered
+        )
+        # the output is kept with its gain, so that its id names it while the entry lives
+        self._gains[id(shown)] = (shown, gain)
+        return gain
 
     def fingerprint(self, node: _Node) -> tuple[Any, ...]:
         """What decides a node's future, and nothing else: the writable tables; the
