@@ -311,7 +311,7 @@ class State:
         """The keys, in order, of the rows of ``entity`` whose list ``field`` holds
         ``item``; read-only, like :meth:`keys_where`."""
         base, dirty = self._sync(entity), self._dirty[entity]
-        hits = base.item_index(field).get(item, ())
+        hits = base.holding(field, item)
         if not dirty:
             return hits
         table = self.tables[entity]

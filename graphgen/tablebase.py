@@ -61,11 +61,16 @@ def grouped(pairs: Iterable[tuple[Any, Any]]) -> dict[Any, tuple[Any, ...]]:
     return out
 
 
+#: Lookups of a list field's items :meth:`Base.holding` answers by a pass over the
+#: rows before it builds the field's item index.
+SCANS_BEFORE_INDEX = 2
+
+
 class Base:
     """The rows a table started from, shared by every copy of a state and never changed;
     what is computed from them is computed once."""
 
-    __slots__ = ("_eq", "_items", "_refs", "_sorted", "_values", "rows")
+    __slots__ = ("_eq", "_items", "_refs", "_scans", "_sorted", "_values", "rows")
 
     def __init__(self, rows: Table) -> None:
         self.rows = rows
@@ -74,6 +79,7 @@ class Base:
         self._values: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {}
         self._refs: dict[tuple[str, int], tuple[Base, bool]] = {}
         self._items: dict[str, dict[Any, tuple[Any, ...]]] = {}
+        self._scans: dict[str, int] = {}  # per list field: lookups answered by a pass
 
     def sorted_keys(self) -> tuple[Any, ...]:
         if self._sorted is None:
@@ -104,6 +110,25 @@ class Base:
         if decimal:
             return [field_value(rows[k][field], True) for k in keys]
         return list(map(itemgetter(field), map(rows.__getitem__, keys)))  # in C
+
+    def holding(self, field: str, item: Any) -> tuple[Any, ...]:
+        """The keys, in order, of the rows whose list ``field`` holds ``item`` (TypeError
+        for an unhashable item, in a row or asked for). The first
+        :data:`SCANS_BEFORE_INDEX` lookups of a field pass over the rows; later ones
+        build :meth:`item_index` and answer from it. Most list fields are asked about
+        once or twice per state, and on 50,000 orders the index of their items costs
+        about twenty passes."""
+        got = self._items.get(field)
+        if got is not None:
+            return got.get(item, ())
+        done = self._scans.get(field, 0)
+        if done >= SCANS_BEFORE_INDEX:
+            return self.item_index(field).get(item, ())
+        self._scans[field] = done + 1
+        hash(item)
+        rows = self.rows
+        # dict.fromkeys: an unhashable item in a row raises, as building the index would
+        return tuple(k for k in self.sorted_keys() if item in dict.fromkeys(rows[k][field]))
 
     def item_index(self, field: str) -> dict[Any, tuple[Any, ...]]:
         """Item of list ``field`` -> the keys of the rows whose list holds it, in order

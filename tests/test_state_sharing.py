@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphgen import interp, ir, state
+from graphgen import interp, ir, state, tablebase
 from graphgen.domains import load_builtin
 from graphgen.grading import state_diff
 from graphgen.interp import call_tool, evaluate
@@ -336,3 +336,22 @@ def test_refs_exist_follows_writes_to_both_tables() -> None:
     assert c.refs_exist("P", "a", "A")
     c.put_row("P", "p3", {"a": None})  # None names no row
     assert not c.refs_exist("P", "a", "A")
+
+
+def test_list_items_are_found_by_a_pass_then_by_an_index() -> None:
+    """The first lookups of a list field's items pass over the rows and build nothing;
+    a later one builds the index; every answer is the same, and an unhashable item, in
+    a row or asked for, raises TypeError either way (callers then scan)."""
+    rows = {"a": {"l": ["p", "q"]}, "b": {"l": []}, "c": {"l": ["q", "q", "r"]}}
+    base = tablebase.Base(rows)
+    asked = ["q", "p", "q", "r", "s"]
+    got = [base.holding("l", x) for x in asked]
+    assert got == [("a", "c"), ("a",), ("a", "c"), ("c",), ()]
+    # two passes, then the index: built once, and it agrees with the passes
+    assert list(base.item_index("l")) == ["p", "q", "r"]
+    assert tablebase.SCANS_BEFORE_INDEX == 2 and base._scans["l"] == 2
+    with pytest.raises(TypeError):
+        base.holding("l", ["q"])
+    bad = tablebase.Base({"a": {"l": [["x"]]}})
+    with pytest.raises(TypeError):
+        bad.holding("l", "x")
