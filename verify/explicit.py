@@ -301,14 +301,14 @@ class Space:
                 done = self._write(node, call)
                 if done is None:
                     continue  # a failing call changes nothing and shows nothing
-                yield self._child(tool, node, done.state, call, done.result, depth, done)
+                yield self._child(tool, node, call, done.result, depth, done)
                 continue
             # a read has no effects: it runs on the node's own state, which it cannot change
             try:
                 result = self.run(self.domain, node.state, call.tool, dict(call.args))
             except ToolError:
                 continue
-            yield self._child(tool, node, node.state, call, result, depth)
+            yield self._child(tool, node, call, result, depth)
 
     def _write(self, node: _Node, call: Call) -> _Written | None:
         """Write ``call`` made at ``node``: the state it leaves, its result, what it
@@ -352,17 +352,17 @@ class Space:
         self,
         tool: ToolDef,
         node: _Node,
-        st: State,
         call: Call,
         result: Any,
         depth: int,
         written: _Written | None = None,
     ) -> _Node:
-        shown = (
-            written.shown
-            if written is not None
-            else reveal(self.domain, st, tool, call.args, result)
-        )
+        """The node ``call`` leads to from ``node``: a read's (``result``, on the node's
+        own state) or a write's (``written``, its outcome)."""
+        if written is None:
+            st, shown = node.state, reveal(self.domain, node.state, tool, call.args, result)
+        else:
+            st, shown = written.state, written.shown
         gain = self._gain(tool, call, result, shown)
         child = _Node(
             st,
@@ -377,8 +377,7 @@ class Space:
             node.answered | gain.answered if gain.answered else node.answered,
             (node.know, shown, depth - 1),
         )
-        if tool.is_write:
-            assert written is not None
+        if written is not None:
             child.tables = written.tables
             child.writes = node.writes | {written.key}
         return child
