@@ -287,13 +287,17 @@ def givens_problem(task: Task, domain: Domain) -> None:
 
 
 def goal_problem(task: Task, domain: Domain, st: State) -> None:
-    """Every change names a table, a field and values of the field's type; a change to
-    an existing row names a row of the initial state."""
+    """Every change names a table, an id of its key type, a field and values of the
+    field's type; a change to an existing row names a row of the initial state."""
     for i, c in enumerate(task.goal.changes):
         path = f"goal.changes[{i}]"
         edef = domain.entities.get(c.entity)
         if edef is None:
             raise _Bad(f"{path}.entity", f"{c.entity!r} is not a table of {domain.name!r}")
+        # a created row is in no state to look its id up in: its type is checked here
+        why = key_problem(edef, c.key)
+        if why is not None:
+            raise _Bad(f"{path}.key", why)
         if c.field == "*":
             for side, row in (("before", c.before), ("after", c.after)):
                 if row is None:

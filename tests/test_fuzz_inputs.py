@@ -7,12 +7,14 @@ accepted. Small budgets here; ``benchmarks/bench_fuzz.py`` runs ten thousand of 
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from graphgen.tasks.validate import scan_taskset
 from tests.fuzz_inputs import (
     GOOD_LINES,
     Escaped,
@@ -70,3 +72,22 @@ def test_the_oracles_catch_what_they_must() -> None:
         run_task_case(good, True, mock_domain(), "a good line claimed invalid")
     with pytest.raises(Escaped, match="traceback while loading"):
         run_domain_case(None)  # type: ignore[arg-type]
+
+
+def test_a_created_rows_id_of_the_wrong_type_is_rejected() -> None:
+    """Found by the larger fuzz budget: a goal change that creates a row was checked for
+    its fields but not its id, so a mock Payment (string ids) created as id 7 or -1 was
+    accepted. Every change's id now has its entity's key type, and the problem names
+    the change."""
+    head = GOOD_LINES[0]
+    task = json.loads(next(x for x in GOOD_LINES[1:] if '"field":"*"' in x))
+    changes = task["goal"]["changes"]
+    at = next(i for i, c in enumerate(changes) if c["field"] == "*" and c["before"] is None)
+    assert changes[at]["entity"] == "Payment"
+    for bad in (7, -1):
+        changes[at]["key"] = bad
+        data = (head + "\n" + json.dumps(task) + "\n").encode()
+        assert run_task_case(data, True, mock_domain(), f"id {bad}") == "error"
+        got = scan_taskset(data, "fuzz.jsonl", lambda m: mock_domain())
+        want = f"goal.changes[{at}].key: Payment ids are non-empty strings, got {bad!r}"
+        assert len(got.problems) == 1 and want in str(got.problems[0]), got.problems
