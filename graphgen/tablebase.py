@@ -125,7 +125,7 @@ class Base:
         if done >= SCANS_BEFORE_INDEX:
             return self.item_index(field).get(item, ())
         self._scans[field] = done + 1
-        hash(item)
+        hash(item)  # an unhashable item raises, as the index's lookup would
         rows = self.rows
         # dict.fromkeys: an unhashable item in a row raises, as building the index would
         return tuple(k for k in self.sorted_keys() if item in dict.fromkeys(rows[k][field]))
