@@ -226,3 +226,29 @@ def test_domains_without_lemmas_keep_their_hash() -> None:
     )
     assert plain.content_hash == empty.content_hash
     assert _wallet("x.balance", deposit=True).content_hash != plain.content_hash
+
+
+def test_each_argument_of_proof_6_says_the_chains_it_covers() -> None:
+    """The values' argument covers chains of any length, the lemmas' chains of up to
+    k calls; when the refused call is settled by the first and the requested change by
+    the second, the text says each (it once said "none makes the requested change",
+    which read as any length)."""
+    d = _wallet("x.balance", deposit=False)
+    task = _refusal(d, 100)
+    prover = Prover(d, task)
+    with prover.z3:
+        bmc = prover.build()
+        assert bmc is not None and task.refused_call is not None
+        req = prover.requested
+        assert isinstance(req, list)
+        k = prover.k
+        by_values = prover._refusal_rest(bmc, task.refused_call, req, "V", "L", True)
+        by_lemmas = prover._refusal_rest(bmc, task.refused_call, req, "L1", "L2", False)
+    assert by_values.ok and by_values.detail == (
+        "no chain of any length lets the refused call succeed (V), and no chain of "
+        f"<= {k} calls makes the requested change (L)"
+    )
+    assert by_lemmas.ok and by_lemmas.detail == (
+        f"no chain of <= {k} calls lets the refused call succeed (L1), and none makes "
+        "the requested change (L2)"
+    )

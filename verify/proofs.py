@@ -1187,10 +1187,17 @@ class Prover:
                 if never is None
                 else f"no chain of {scope} lets the refused call succeed ({never})"
             )
+            # Both arguments by the values returned earlier, so a change shown unreachable
+            # next to a never of any length is the lemmas': its chains are up to k calls.
+            none = (
+                f"no chain of <= {self.k} calls makes"
+                if never is not None and any_length
+                else "none makes"
+            )
             return _res(
                 "refusal_impossible",
                 True,
-                f"{how}, and none makes the requested change ({unreachable})",
+                f"{how}, and {none} the requested change ({unreachable})",
             )
         goal = ChangesGoal(req)
         lit = bmc.lit(f"requested@{self.k}", bmc.goal_term(goal, self.k))
