@@ -21,6 +21,9 @@ the script prints
   tables: the proofs look only at the rows a chain can reach, and generation reads
   tables through indexes. ``--gen-scales`` measures generation alone at further
   factors (x1000: the proofs there would take hours), with its ratio to x1;
+* the tool cut: how many of the domain's tools each task's proofs range over, on
+  average (:meth:`graphgen.verify.proofs.Prover.tool_set`; every unrolling step encodes
+  each one, and the explicit search branches over them);
 * with ``--phases``, where certify's CPU goes, summed over the tasks: the explicit
   searches that answered and those that gave up (their calls are then spent for
   nothing), building the unrolling's steps, z3's checks, the value-flow slice, and
@@ -59,7 +62,7 @@ from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Task
 from graphgen.tasks.parcels import Parcel, StatePost, files, opened, read_file
 from graphgen.tasks.taskset import generate
-from graphgen.verify.proofs import Engine
+from graphgen.verify.proofs import Engine, Prover
 
 _DOMAIN: Domain | None = None  # the domain of this worker process
 _ENGINE: Engine = "auto"  # who answers the search questions (see Prover)
@@ -257,6 +260,8 @@ def bench(
     parts of certify (``phases_ms``, summed over the tasks)."""
     domain = load_builtin(name)
     tasks, gen_ms, state_s = candidates(domain, n, seed)
+    # the tools each task's proofs range over (every unrolling step encodes each one)
+    kept = [len(Prover(domain, t).tool_set()) for t in tasks]
     parts: dict[str, float] | None = {} if phases else None
     wall, ms, cpu, outcomes = verify_all(name, tasks, jobs, engine, repeat, parts)
     cpu_s = sum(cpu) / 1000
@@ -283,6 +288,8 @@ def bench(
         "outcomes": dict(sorted(outcomes.items())),
         "gen_ms_per_task": round(gen_ms, 1),
         "state_gen_s": round(state_s, 2),
+        "tools": len(domain.tools),
+        "tools_kept_mean": round(float(statistics.mean(kept)), 1) if kept else 0.0,
         # per table-size factor: p50 certify CPU ms, generation CPU ms per task (the
         # state's own generation apart), state generation CPU s, tasks
         "scaling": {},
@@ -339,6 +346,10 @@ def _print(r: dict[str, Any]) -> None:
     print(
         f"  generation per task  {r['gen_ms_per_task']} ms CPU (dry-run only; "
         f"the state itself {r['state_gen_s']} s)"
+    )
+    print(
+        f"  tool cut             {r['tools_kept_mean']} of {r['tools']} tools kept per task "
+        f"(mean): the proofs' chains range over these"
     )
     if r["phases_ms"]:
         total = sum(r["phases_ms"].values()) or 1.0

@@ -36,6 +36,10 @@ def test_repeat_counts_each_tasks_least_time() -> None:
     assert abs(wall_s - mean_ms * 4 / 1000) < 0.002
     once = _run()
     assert once["repeat"] == 1 and once["outcomes"] == r["outcomes"]
+    # the tool cut's figure: mock's tasks keep some of its tools, never more than all
+    kept, tools = r["tools_kept_mean"], r["tools"]
+    assert isinstance(kept, float) and isinstance(tools, int)
+    assert tools == 5 and 0 < kept <= tools
 
 
 def test_gen_scales_measure_generation_alone_against_x1() -> None:
