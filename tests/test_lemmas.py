@@ -6,6 +6,8 @@ retail's gift-card refusals the lemma's verdict is z3's."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -15,8 +17,9 @@ from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.errors import DomainError
 from graphgen.load import loads_domain
-from graphgen.tasks.model import Call, Given, Goal, Task
+from graphgen.tasks.model import Call, Change, Given, Goal, Task
 from graphgen.tasks.taskset import generate
+from graphgen.verify.bmc import Bmc
 from graphgen.verify.lemmas import LemmaArgument, refusal_by_lemmas
 from graphgen.verify.proofs import Engine, Prover, prove_task
 from tests.test_fair_proofs import WALLET_YAML
@@ -68,14 +71,22 @@ def _proof_6(domain: Domain, task: Task, engine: Engine = "auto") -> tuple[bool,
     return got.ok, got.detail
 
 
-def _argument(domain: Domain, task: Task) -> LemmaArgument:
+@contextmanager
+def _unrolled(domain: Domain, task: Task) -> Iterator[tuple[Prover, Bmc, Call, list[Change]]]:
+    """The refusal's prover, its unrolling, the refused call and the requested changes,
+    inside the prover's z3 context."""
     prover = Prover(domain, task)
     with prover.z3:
         bmc = prover.build()
         assert bmc is not None and task.refused_call is not None
         req = prover.requested
         assert isinstance(req, list)
-        got = refusal_by_lemmas(bmc, task.refused_call, req, prover.timeout_ms)
+        yield prover, bmc, task.refused_call, req
+
+
+def _argument(domain: Domain, task: Task) -> LemmaArgument:
+    with _unrolled(domain, task) as (prover, bmc, call, req):
+        got = refusal_by_lemmas(bmc, call, req, prover.timeout_ms)
     assert got is not None
     return got
 
@@ -234,16 +245,10 @@ def test_each_argument_of_proof_6_says_the_chains_it_covers() -> None:
     the second, the text says each (it once said "none makes the requested change",
     which read as any length)."""
     d = _wallet("x.balance", deposit=False)
-    task = _refusal(d, 100)
-    prover = Prover(d, task)
-    with prover.z3:
-        bmc = prover.build()
-        assert bmc is not None and task.refused_call is not None
-        req = prover.requested
-        assert isinstance(req, list)
+    with _unrolled(d, _refusal(d, 100)) as (prover, bmc, call, req):
         k = prover.k
-        by_values = prover._refusal_rest(bmc, task.refused_call, req, "V", "L", True)
-        by_lemmas = prover._refusal_rest(bmc, task.refused_call, req, "L1", "L2", False)
+        by_values = prover._refusal_rest(bmc, call, req, "V", "L", True)
+        by_lemmas = prover._refusal_rest(bmc, call, req, "L1", "L2", False)
     assert by_values.ok and by_values.detail == (
         "no chain of any length lets the refused call succeed (V), and no chain of "
         f"<= {k} calls makes the requested change (L)"
