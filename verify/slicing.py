@@ -339,7 +339,6 @@ class _Flow:
         self.written_values: dict[CellKey, set[Key]] = {}
         self.key_vals: dict[int, tuple[ir.Expr, set[Key]]] = {}
         self.changed = False
-        self._index: dict[CellKey, dict[Key, list[Key]]] = {}
         self._sel: dict[int, tuple[ir.Comp, list[list[Alt]] | None]] = {}
         self._loops = 0  # depth of comprehensions being evaluated
         self._loop_vars: set[str] = set()
@@ -379,15 +378,8 @@ class _Flow:
         return cand
 
     def _names_rows(self, ent: str, f: str, target: str) -> bool:
-        """Does field ``f`` of every row of ``ent`` name a row of ``target``? (kept with
-        the state, like :meth:`index`)"""
-        memo = self.state.memo()
-        got = memo.get(("slicing.names_rows", ent, f))
-        if got is None:
-            table = self.state.tables.get(target, {})
-            got = all(r.get(f) in table for r in self.state.tables.get(ent, {}).values())
-            memo[("slicing.names_rows", ent, f)] = got
-        return bool(got)
+        """Does field ``f`` of every row of ``ent`` name a row of ``target``?"""
+        return self.state.refs_exist(ent, f, target)
 
     def _existing(self, v: ir.Expr, total: set[tuple[str, str]]) -> bool:
         """``v`` (an id) names an existing row whenever it is written."""
@@ -681,24 +673,14 @@ class _Flow:
 
     # ------------------------------------------------------------ rows and fields
 
-    def index(self, ent: str, f: str) -> dict[Key, list[Key]]:
-        """Value → keys of the state rows holding it in field ``f`` (list items too).
-        Kept with the state (:meth:`State.memo`): every task on one initial state asks
-        for the same ones."""
-        idx = self._index.get((ent, f))
-        if idx is None:
-            memo = self.state.memo()
-            idx = memo.get(("slicing.index", ent, f))
-            if idx is None:
-                idx = {}
-                for k, row in self.tables[ent].items():
-                    v = row.get(f)
-                    for x in v if isinstance(v, list) else [v]:
-                        if _atom(x):
-                            idx.setdefault(x, []).append(k)
-                memo[("slicing.index", ent, f)] = idx
-            self._index[(ent, f)] = idx
-        return idx
+    def keys_with(self, ent: str, f: str, value: Key) -> Sequence[Key]:
+        """The keys of the state rows whose field ``f`` holds ``value`` (an item of it,
+        for a list field). Answered by the state's own indexes (:meth:`State.keys_where`,
+        :meth:`State.keys_holding`): built once per table and shared with the
+        interpreter and every task on the same initial state."""
+        if isinstance(strip_opt(self.domain.entities[ent].fields[f].ty), ListT):
+            return self.state.keys_holding(ent, f, value)
+        return self.state.keys_where(ent, f, value)
 
     def include(self, ent: str, keys: Iterable[Key]) -> None:
         kept = self.kept_rows[ent]
@@ -902,11 +884,8 @@ class _Flow:
         """The rows (state rows and created ones) whose field ``f`` (an item of it, for
         a list) can be one of ``want``: now, or after a write."""
         rows: set[Key] = set()
-        idx = self.index(ent, f)
         for v in want:
-            got = idx.get(v)
-            if got:
-                rows.update(got)
+            rows.update(self.keys_with(ent, f, v))
         # a written row can hold any value written there
         wk = self.written_keys.get((ent, f))
         if wk and not self.written_values.get((ent, f), set()).isdisjoint(want):
@@ -1186,11 +1165,8 @@ class _Flow:
                 if not _stringish(fd.ty):
                     self.whole(ent)
                     continue
-                idx = self.index(ent, f)
                 for v in _strings(self.field_values(ent, f, touched)):
-                    got = idx.get(v)
-                    if got:
-                        self.include(ent, got)
+                    self.include(ent, self.keys_with(ent, f, v))
 
     def run(
         self,
