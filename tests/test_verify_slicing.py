@@ -377,6 +377,18 @@ def test_a_field_behind_a_total_reference_selects() -> None:
     assert _run(GRID, flow.state, chain)[0] == _run(GRID, state, chain)[0]
 
 
+def test_the_slice_looks_rows_up_through_the_states_indexes() -> None:
+    """A selective filter is answered from the state's own equality indexes, the ones
+    the interpreter and later tasks on the state use: the slice builds none of its own."""
+    state = grid_state()
+    assert not state.indexed("Owner", "name") and not state.indexed("Spot", "owner")
+    givens = [(Sort("field", "Owner.name"), "bob")]
+    flow = analyze_flow(GRID, state, tools=[GRID.tools["by_owner"]], givens=givens)
+    assert set(flow.state.tables["Spot"]) == {"S04"}
+    assert state.indexed("Owner", "name") and state.indexed("Spot", "owner")
+    assert not any(isinstance(k, tuple) and k[0] == "slicing.index" for k in state.memo())
+
+
 def test_int_comparisons_do_not_select() -> None:
     flow = analyze_flow(
         GRID, grid_state(), tools=[GRID.tools["big"]], givens=[(Sort("field", "Spot.a"), "y")]
