@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
+import z3
 
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
@@ -19,7 +21,8 @@ from graphgen.errors import DomainError
 from graphgen.load import loads_domain
 from graphgen.tasks.model import Call, Change, Given, Goal, Task
 from graphgen.tasks.taskset import generate
-from graphgen.verify.bmc import Bmc
+from graphgen.verify import lemmas
+from graphgen.verify.bmc import Bmc, query_rlimit
 from graphgen.verify.lemmas import LemmaArgument, refusal_by_lemmas
 from graphgen.verify.proofs import Engine, Prover, prove_task
 from tests.test_fair_proofs import WALLET_YAML
@@ -177,6 +180,53 @@ def test_retail_gift_card_refusal_settled_by_its_lemma() -> None:
     assert "PaymentMethod PM0016: x.balance <= 154" in detail, detail
     ok_z3, detail_z3 = _proof_6(d, task, "z3")
     assert ok_z3 and "lemma" not in detail_z3, detail_z3
+
+
+def test_after_a_whole_try_misses_the_induction_goes_to_row_cases(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On retail-0-00002 no tool's induction query is decided whole within its share of
+    the limit; after the first miss the other tools go straight to their row cases, and
+    the argument is the one that trying each whole gives."""
+    d, task = _retail_gift_card_refusal()
+    real_check, real_cases = lemmas._check, lemmas._unsat_by_cases
+    limit = query_rlimit(Prover(d, task).timeout_ms, 0)
+    whole_tries: list[str] = []  # per tool query: "missed", "decided" or "skipped"
+    depth = [0]
+
+    def check(facts: list[Any], rlimit: int) -> Any:
+        got = real_check(facts, rlimit)
+        if depth[0] == 1 and rlimit < limit and len(whole_tries) < queries[0]:
+            whole_tries.append("missed" if got == z3.unknown else "decided")
+        return got
+
+    queries = [0]
+
+    def by_cases(facts: list[Any], splits: list[Any], *args: Any) -> bool:
+        top = depth[0] == 0
+        if top and splits:
+            queries[0] += 1
+        depth[0] += 1
+        try:
+            return real_cases(facts, splits, *args)
+        finally:
+            depth[0] -= 1
+            if top and splits and len(whole_tries) < queries[0]:
+                whole_tries.append("skipped")
+
+    monkeypatch.setattr(lemmas, "_check", check)
+    monkeypatch.setattr(lemmas, "_unsat_by_cases", by_cases)
+    got = _argument(d, task)
+    assert whole_tries == ["missed"] + ["skipped"] * (len(whole_tries) - 1), whole_tries
+    assert len(whole_tries) >= 4, whole_tries
+    # the same argument when every tool query tries whole first
+    monkeypatch.setattr(
+        lemmas,
+        "_unsat_by_cases",
+        lambda facts, splits, uni, rlimit, tries=None: real_cases(facts, splits, uni, rlimit),
+    )
+    assert _argument(d, task) == got
+    assert got.never is not None and "PaymentMethod PM0016: x.balance <= 154" in got.never
 
 
 def test_a_lemma_without_refunds_to_delivered_orders_is_refuted() -> None:

@@ -175,19 +175,32 @@ TRY_SHARE = 16
 
 
 def _unsat_by_cases(
-    facts: list[Term], splits: list[tuple[Term, int]], uni: Universe, rlimit: int
+    facts: list[Term],
+    splits: list[tuple[Term, int]],
+    uni: Universe,
+    rlimit: int,
+    tries: list[bool] | None = None,
 ) -> bool:
     """Is the conjunction of ``facts`` unsat? Tried whole with a small share of the
     limit; when that does not decide, split on the first of ``splits`` (an argument's
     term and how many rows its entity has): one case per row, with that row's key put
     for the argument, plus the case that it names none of them. An induction query over
     a symbolic argument is a disjunction over the rows it may name, which z3 settles
-    slowly; with the row fixed, most of the state folds away."""
+    slowly; with the row fixed, most of the state folds away.
+
+    ``tries`` (one flag, shared by the queries of one induction) skips the whole try
+    once one has not decided. Whether it decides depends on the task's universe more
+    than on the tool: on the first 250 retail candidates every refusal's tool queries
+    went the same way, so after a miss the others would spend their share for
+    nothing."""
     if not splits:
         return _unsat(facts, rlimit)
-    got = _check(facts, max(1, rlimit // TRY_SHARE))
-    if got != z3.unknown:
-        return bool(got == z3.unsat)
+    if tries is None or tries[0]:
+        got = _check(facts, max(1, rlimit // TRY_SHARE))
+        if got != z3.unknown:
+            return bool(got == z3.unsat)
+        if tries is not None:
+            tries[0] = False
     (arg, n), rest = splits[0], splits[1:]
     whole = and_(*facts)
     for i in range(n):
@@ -253,6 +266,7 @@ def refusal_by_lemmas(
         return LemmaArgument(None, None, "not true in the initial state")
     before = invariant(pre)
     layout = pre.layout()
+    tries = [True]  # whole tries still worth making (see _unsat_by_cases)
     for k in range(len(bmc.tools)):
         tpl = bmc.template(k)
         if not tpl.changed_idx:
@@ -270,7 +284,9 @@ def refusal_by_lemmas(
             ty = strip_opt(pd.ty)
             if isinstance(ty, RefT) and ty.entity in changed:
                 splits.append((tpl.args[p], len(uni.keys[ty.entity])))
-        if not _unsat_by_cases([*before, tpl.call.ok, not_(and_(*after))], splits, uni, rlimit):
+        if not _unsat_by_cases(
+            [*before, tpl.call.ok, not_(and_(*after))], splits, uni, rlimit, tries
+        ):
             return LemmaArgument(None, None, f"not shown kept by tool {tpl.tool.name!r}")
     held = "; ".join(f"{i.entity} {i.key}: {i.lemma.value_source} <= {i.ceiling}" for i in insts)
     used = ", ".join(sorted({i.lemma.name for i in insts}))
