@@ -186,39 +186,37 @@ def test_after_a_whole_try_misses_the_induction_goes_to_row_cases(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """On retail-0-00002 no tool's induction query is decided whole within its share of
-    the limit; after the first miss the other tools go straight to their row cases, and
-    the argument is the one that trying each whole gives."""
+    the limit: the first tool's try misses, the others go straight to their row cases,
+    and the argument is the one that trying each tool whole first gives."""
     d, task = _retail_gift_card_refusal()
     real_check, real_cases = lemmas._check, lemmas._unsat_by_cases
-    limit = query_rlimit(Prover(d, task).timeout_ms, 0)
-    whole_tries: list[str] = []  # per tool query: "missed", "decided" or "skipped"
-    depth = [0]
+    share = query_rlimit(Prover(d, task).timeout_ms, 0) // lemmas.TRY_SHARE
+    per_tool: list[list[Any]] = []  # per tool query: the answer of its own whole try
+    depth = [0]  # calls of _unsat_by_cases open: 1 inside a tool query, more in its cases
 
     def check(facts: list[Any], rlimit: int) -> Any:
         got = real_check(facts, rlimit)
-        if depth[0] == 1 and rlimit < limit and len(whole_tries) < queries[0]:
-            whole_tries.append("missed" if got == z3.unknown else "decided")
+        if depth[0] == 1 and rlimit == share:
+            per_tool[-1].append(got)
         return got
 
-    queries = [0]
-
-    def by_cases(facts: list[Any], splits: list[Any], *args: Any) -> bool:
-        top = depth[0] == 0
-        if top and splits:
-            queries[0] += 1
+    def by_cases(
+        facts: list[Any], splits: list[Any], uni: Any, rlimit: int, tries: Any = None
+    ) -> bool:
+        if tries is not None:
+            per_tool.append([])
         depth[0] += 1
         try:
-            return real_cases(facts, splits, *args)
+            return real_cases(facts, splits, uni, rlimit, tries)
         finally:
             depth[0] -= 1
-            if top and splits and len(whole_tries) < queries[0]:
-                whole_tries.append("skipped")
 
     monkeypatch.setattr(lemmas, "_check", check)
     monkeypatch.setattr(lemmas, "_unsat_by_cases", by_cases)
     got = _argument(d, task)
-    assert whole_tries == ["missed"] + ["skipped"] * (len(whole_tries) - 1), whole_tries
-    assert len(whole_tries) >= 4, whole_tries
+    assert len(per_tool) >= 4, per_tool
+    assert per_tool[0] == [z3.unknown], per_tool
+    assert all(tries == [] for tries in per_tool[1:]), per_tool
     # the same argument when every tool query tries whole first
     monkeypatch.setattr(
         lemmas,

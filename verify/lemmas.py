@@ -174,12 +174,20 @@ def _unsat(facts: list[Term], rlimit: int) -> bool:
 TRY_SHARE = 16
 
 
+@dataclass
+class WholeTries:
+    """Whether whole tries are still worth making in one induction (see
+    :func:`_unsat_by_cases`): false once one has not decided."""
+
+    worth: bool = True
+
+
 def _unsat_by_cases(
     facts: list[Term],
     splits: list[tuple[Term, int]],
     uni: Universe,
     rlimit: int,
-    tries: list[bool] | None = None,
+    tries: WholeTries | None = None,
 ) -> bool:
     """Is the conjunction of ``facts`` unsat? Tried whole with a small share of the
     limit; when that does not decide, split on the first of ``splits`` (an argument's
@@ -188,19 +196,18 @@ def _unsat_by_cases(
     a symbolic argument is a disjunction over the rows it may name, which z3 settles
     slowly; with the row fixed, most of the state folds away.
 
-    ``tries`` (one flag, shared by the queries of one induction) skips the whole try
-    once one has not decided. Whether it decides depends on the task's universe more
-    than on the tool: on the first 250 retail candidates every refusal's tool queries
-    went the same way, so after a miss the others would spend their share for
-    nothing."""
+    ``tries``, shared by the queries of one induction, skips the whole try once one has
+    not decided. Whether it decides depends on the task's universe more than on the
+    tool: on the first 250 retail candidates every refusal's tool queries went the same
+    way, so after a miss the others would spend their share for nothing."""
     if not splits:
         return _unsat(facts, rlimit)
-    if tries is None or tries[0]:
+    if tries is None or tries.worth:
         got = _check(facts, max(1, rlimit // TRY_SHARE))
         if got != z3.unknown:
             return bool(got == z3.unsat)
         if tries is not None:
-            tries[0] = False
+            tries.worth = False
     (arg, n), rest = splits[0], splits[1:]
     whole = and_(*facts)
     for i in range(n):
@@ -266,7 +273,7 @@ def refusal_by_lemmas(
         return LemmaArgument(None, None, "not true in the initial state")
     before = invariant(pre)
     layout = pre.layout()
-    tries = [True]  # whole tries still worth making (see _unsat_by_cases)
+    tries = WholeTries()
     for k in range(len(bmc.tools)):
         tpl = bmc.template(k)
         if not tpl.changed_idx:

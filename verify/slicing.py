@@ -678,7 +678,7 @@ class _Flow:
         for a list field). Answered by the state's own indexes (:meth:`State.keys_where`,
         :meth:`State.keys_holding`): built once per table and shared with the
         interpreter and every task on the same initial state."""
-        if isinstance(strip_opt(self.domain.entities[ent].fields[f].ty), ListT):
+        if isinstance(self.domain.entities[ent].fields[f].ty, ListT):  # never optional
             return self.state.keys_holding(ent, f, value)
         return self.state.keys_where(ent, f, value)
 
