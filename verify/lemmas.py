@@ -176,7 +176,7 @@ TRY_SHARE = 16
 
 
 @dataclass
-class WholeTries:
+class _WholeTries:
     """Whether whole tries are still worth making in one induction (see
     :func:`_unsat_by_cases`): false once one has not decided."""
 
@@ -188,7 +188,7 @@ def _unsat_by_cases(
     splits: list[tuple[Term, int]],
     uni: Universe,
     rlimit: int,
-    tries: WholeTries | None = None,
+    tries: _WholeTries | None = None,
 ) -> bool:
     """Is the conjunction of ``facts`` unsat? Tried whole with a small share of the
     limit; when that does not decide, split on the first of ``splits`` (an argument's
@@ -293,7 +293,7 @@ def refusal_by_lemmas(
         return LemmaArgument(None, None, "not true in the initial state")
     before = invariant(pre)
     layout = pre.layout()
-    tries = WholeTries()
+    tries = _WholeTries()
     for k in range(len(bmc.tools)):
         tpl = bmc.template(k)
         if not tpl.changed_idx:
