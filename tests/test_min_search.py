@@ -1,9 +1,11 @@
 """The minimum search unrolls only as deep as each query needs, and finds the minimum.
 
-:meth:`Prover.shortest` asks "goal after j steps?" for j = 0, 1, … on an unrolling
-that grows with j. Cross-check: on a fresh prover whose unrolling is built to the
-reference's length first, z3 must find no chain below the minimum reaching the goal and
-one of the minimum's length, with the goal read after every step (the old way).
+With engine "z3", :meth:`Prover.shortest` asks "goal after j steps?" for j = 0, 1, … on
+an unrolling that grows with j; by default it starts from a chain the interpreter ran
+(:meth:`Prover.witness`) and asks only below it. Cross-check: on a fresh prover whose
+unrolling is built to the reference's length first, z3 must find no chain below the
+minimum reaching the goal and one of the minimum's length, with the goal read after
+every step (the old way).
 """
 
 from __future__ import annotations
@@ -13,23 +15,29 @@ import pytest
 from graphgen.domains import load_builtin
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.taskset import generate
-from graphgen.verify.proofs import Prover
+from graphgen.verify.proofs import Engine, Prover
 
 
+@pytest.mark.parametrize("engine", ["z3", "auto"])
 @pytest.mark.parametrize(
     ("name", "n"), [("mock", 10), pytest.param("airline", 4, marks=pytest.mark.slow)]
 )
-def test_upward_minimum_matches_the_full_unrolling(name: str, n: int) -> None:
+def test_minimum_search_matches_the_full_unrolling(name: str, n: int, engine: Engine) -> None:
     domain = load_builtin(name)
     tasks = [t for t in generate(domain, n, 2, GenOptions()).tasks if t.kind != "refusal"]
     assert tasks
     for task in tasks:
-        p = Prover(domain, task)
+        p = Prover(domain, task, engine=engine)
         m, witness, why = p.shortest(len(task.chain))
         assert m is not None and witness is not None, why
         assert len(witness) == m and 0 < m <= len(task.chain)
-        # only as deep as the minimum was unrolled
-        assert p.bmc is not None and len(p.bmc.steps) == m
+        assert p.bmc is not None
+        if engine == "z3":  # upward: only as deep as the minimum
+            assert len(p.bmc.steps) == m
+        else:  # downward from the interpreter's chain: only as deep as the last query
+            start = p.witness()
+            assert start is not None and len(start) >= m
+            assert len(p.bmc.steps) == len(start) - 1
         full = Prover(domain, task.model_copy(update={"min_calls": m}))
         with full.z3:  # the terms built here go with the prover's
             bmc = full.build()
@@ -44,6 +52,9 @@ def test_upward_minimum_matches_the_full_unrolling(name: str, n: int) -> None:
         wrong = Prover(domain, task.model_copy(update={"min_calls": m + 1}))
         if m + 1 <= wrong.k:
             assert wrong.min_calls().status.value == "refuted", task.id
+        # and one fewer, though the interpreter's chain of m calls is at hand
+        short = Prover(domain, task.model_copy(update={"min_calls": m - 1}), engine=engine)
+        assert short.min_calls().status.value == "refuted", task.id
 
 
 def test_restrict_keeps_exactly_the_tracked_rows_in_key_order() -> None:

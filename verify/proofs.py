@@ -99,6 +99,7 @@ from graphgen.verify.explicit import (
     call_key,
     minimum,
     other_final_state,
+    shortened,
     to_recognise,
     writes_end_expected,
 )
@@ -453,6 +454,8 @@ class Prover:
         self._final: FinalStates | None = None
         self._renamed: list[State] | None = None
         self._searched = False
+        self._witness_chain: list[Call] | None = None
+        self._witnessed = False
 
     # ------------------------------------------------------------ the explicit engine
 
@@ -518,6 +521,21 @@ class Prover:
                 got = minimum(self._search_space(), self.horizon, max_calls=self._max_calls)
                 self._minimum = got if got.complete else None
         return self._minimum
+
+    def witness(self) -> list[Call] | None:
+        """A short chain that reaches the goal, run by the interpreter under the agent's
+        rules (:func:`~graphgen.verify.explicit.shortened`: the reference chain with
+        every call left out that it can do without), or None: a refusal, a failing or
+        unknowable reference chain, or engine "z3" (whose answers the cross-checks
+        compare with the interpreter's, so it takes none from it). An upper bound on the
+        minimum with its witness: :meth:`shortest` then proves that no shorter chain
+        exists, instead of searching upward for the first length that reaches the goal,
+        and the sat halves of proofs 3 and 5 start from it."""
+        if not self._witnessed:
+            self._witnessed = True
+            if self.engine != "z3" and not self.refusal and not self.run_failed:
+                self._witness_chain = shortened(self._search_space(), self.task.chain)
+        return self._witness_chain
 
     def explicit_final(self) -> FinalStates | None:
         """Proof 5's question asked of the explicit search (see :meth:`unique_final_state`),
@@ -929,11 +947,13 @@ class Prover:
                     False,
                     f"shortcut below {m} calls: {self._witness(model, upto=m - 1)}",
                 )
-        status, model = self._check([self._goal_lit(m), *bmc.length_is(m)])
-        if status == "unknown":
-            return self._undecided("min_calls")
-        if status == "unsat":
-            return _res("min_calls", False, f"no chain of exactly {m} calls reaches the goal")
+        witness = self.witness()
+        if witness is None or len(witness) != m:
+            status, model = self._check([self._goal_lit(m), *bmc.length_is(m)])
+            if status == "unknown":
+                return self._undecided("min_calls")
+            if status == "unsat":
+                return _res("min_calls", False, f"no chain of exactly {m} calls reaches the goal")
         return _res("min_calls", True, f"no chain below {m} calls; {m} calls suffice")
 
     @_own_context
@@ -962,6 +982,14 @@ class Prover:
         assert bmc is not None
         m = self.task.min_calls
         found: list[Call] = []
+        witness = self.witness()
+        if witness is not None and len(witness) == m:  # a minimal solution: its writes are in W
+            tools = self.domain.tools
+            for c in witness:
+                tool = tools[c.tool]
+                call = Call(tool=c.tool, args=tool.given_args(tool.full_args(c.args)))
+                if tool.is_write and call not in found:
+                    found.append(call)
         while True:
             lit = bmc.lit(f"new_write@{m}:{len(found)}", bmc.new_write(m, found))
             # exactly m calls: the goal after m steps is the goal after any later one
@@ -1288,19 +1316,32 @@ class Prover:
         witness of that length, and "" — or (None, None, why). Reuses this unrolling, so
         the proofs that follow cost no second encoding.
 
-        The search goes upward one length at a time and unrolls only as deep as each
-        query needs: is the goal reached after ``j`` steps, for ``j = 0, 1, …``? The
-        state after ``j`` steps is the final state of every chain of at most ``j`` calls
-        (a prefix of a valid chain is valid), so the first ``j`` z3 answers sat is the
-        minimum and every smaller one is proven unsat. Queries on a short unrolling are
-        much cheaper than the same question asked on the full one, and the typical
-        minimum is close to the reference length, so this beats bisecting from above."""
+        The unrolling grows only as deep as each query needs: "is the goal reached after
+        ``j`` steps" asks about every chain of at most ``j`` calls (a prefix of a valid
+        chain is valid). With the interpreter's :meth:`witness` of ``u`` calls, z3 is
+        asked about ``u - 1`` steps: unsat proves the minimum ``u``, sat gives a shorter
+        chain to go on from. Without one (engine "z3", a refusal), the search goes
+        upward, ``j = 0, 1, …``: the first ``j`` z3 answers sat is the minimum and every
+        smaller one is proven unsat."""
         hi = self.k if upto is None else min(upto, self.k)
         # the universe (rows creates can make) is the one for the longest chain asked
         # about, whatever depth the queries below unroll
         bmc = self.build(max(hi, self.horizon))
         if bmc is None:
             return None, None, self.build_error
+        best = self.witness()
+        if best is not None and len(best) <= hi:
+            # Downward from a known chain: one unsat query below it proves the minimum
+            # (the goal after j steps covers every chain of at most j calls); a sat one
+            # gives a shorter chain to go on from.
+            while best:
+                status, model = self._check(self._reaches(len(best) - 1))
+                if status == "unknown":
+                    return None, None, self._unknown_detail()
+                if status == "unsat":
+                    break
+                best = bmc.extract(model)[: len(best) - 1]
+            return len(best), best, ""
         for j in range(hi + 1):
             status, model = self._check(self._reaches(j))
             if status == "unknown":
