@@ -5,7 +5,8 @@
   (the task's ``min_calls``), then proves every obligation and attaches the certificate.
 * :func:`recheck` is what ``graphgen verify`` runs on a task read from a file: it trusts
   nothing the file says it proved — it re-runs the dry-run gate and every proof against
-  the task's own claims (its goal, its ``min_calls``, its targets).
+  the task's own claims (its goal, its ``min_calls``, its targets), asking z3 in the
+  order certify did, so that each query does the same work.
 
 Rejection reasons are short and countable, read from each proof's
 :class:`~graphgen.tasks.model.ProofStatus`: ``proof_<name>`` for a refuted proof,
@@ -97,6 +98,11 @@ def recheck(
     if task.difficulty != len(task.chain) or task.min_calls > len(task.chain):
         return "bad_metadata", None
     prover = Prover(domain, task, None, timeout_ms, engine=engine)
+    if task.kind != "refusal":
+        # The queries certify asked first, in its order: z3's work on each query depends
+        # on what it was asked before, so a task near the limit ends here as it did
+        # when it was made. The answer is not used: proof 3 checks the task's claim.
+        prover.find_min_calls(len(task.chain))
     results = prover.all()
     cert = Certificate(
         k=prover.k,

@@ -378,6 +378,46 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+def _in_key_order(v: Any) -> Any:
+    """``v`` with the keys of every dict in it sorted (as canonical JSON writes them)."""
+    if isinstance(v, dict):
+        return {k: _in_key_order(v[k]) for k in sorted(v, key=str)}
+    if isinstance(v, list):
+        return [_in_key_order(x) for x in v]
+    return v
+
+
+def sorted_keys(task: Task) -> Task:
+    """``task`` with the keys of its calls' arguments and of its goal's values in sorted
+    order, the order a task file holds them in. The encoding builds terms in the order
+    it meets keys, and z3's search depends on that order: without this, a task near the
+    resource limit could be proven by the generator (which builds a created row's
+    fields in the domain's order) and time out when certified again from its file."""
+
+    def call(c: Call) -> Call:
+        return c.model_copy(update={"args": _in_key_order(c.args)})
+
+    goal = task.goal.model_copy(
+        update={
+            "changes": [
+                c.model_copy(
+                    update={"before": _in_key_order(c.before), "after": _in_key_order(c.after)}
+                )
+                for c in task.goal.changes
+            ],
+            "answer": _in_key_order(task.goal.answer),
+        }
+    )
+    return task.model_copy(
+        update={
+            "chain": [call(c) for c in task.chain],
+            "refused_call": None if task.refused_call is None else call(task.refused_call),
+            "givens": [g.model_copy(update={"value": _in_key_order(g.value)}) for g in task.givens],
+            "goal": goal,
+        }
+    )
+
+
 def _own_context(
     method: Callable[Concatenate[Prover, _P], _R],
 ) -> Callable[Concatenate[Prover, _P], _R]:
@@ -420,6 +460,7 @@ class Prover:
         # methods enter it, and so must a caller that builds terms on its unrollings.
         self.z3 = Z3Scope()
         self.task = task
+        task = self.task  # with its keys in order (see ``task``)
         self.timeout_ms = timeout_ms
         self.initial = State.from_dict(task.initial_state)
         self.k = max(k if k is not None else len(task.chain) + 2, task.min_calls, len(task.chain))
@@ -456,6 +497,15 @@ class Prover:
         self._searched = False
         self._witness_chain: list[Call] | None = None
         self._witnessed = False
+
+    @property
+    def task(self) -> Task:
+        """The task proven, every object's keys in sorted order (:func:`sorted_keys`)."""
+        return self._task
+
+    @task.setter
+    def task(self, task: Task) -> None:
+        self._task = sorted_keys(task)
 
     # ------------------------------------------------------------ the explicit engine
 
