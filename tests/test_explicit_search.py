@@ -1,7 +1,8 @@
 """The explicit-state search (graphgen.verify.explicit) and the z3 encoding answer the same
-questions two ways; on random small tasks they must agree: on the minimum, on "no chain
-within the bound" (asked one call below each minimum), and on every proof's verdict when
-the explicit search answers proofs 3 and 5."""
+questions two ways; on random small tasks they must agree: on the minimum (z3 searching
+upward, and downward from the interpreter's witness), on "no chain within the bound"
+(asked one call below each minimum), and on every proof's verdict when the explicit
+search answers proofs 3 and 5."""
 
 from __future__ import annotations
 
@@ -54,6 +55,9 @@ def _min_agrees(domain: Domain, t: Task, by_z3: Task | str | None = None) -> int
     proven = isinstance(by_z3, Task)
     z = by_z3.min_calls if isinstance(by_z3, Task) else _z3_min(domain, t, len(t.chain))
     assert z == ex.min_calls, (t.id, z, ex.min_calls, ex.chain)
+    # and z3 searching downward from the interpreter's shortened reference chain
+    down, _, why = Prover(domain, t).shortest(len(t.chain))
+    assert down == z, (t.id, down, z, why)
     if not z:
         return 1
     below = task_shortest(domain, t, z - 1, max_nodes=1000)
