@@ -1382,6 +1382,19 @@ class Bmc:
                 parts.append(z3.AtMost(*live, n))
         return and_(*parts)
 
+    def writes_at_most(self, horizon: int, total: int) -> Term:
+        """The first ``horizon`` steps make at most ``total`` write calls, of any tool and
+        arguments; reads are free."""
+        self.ensure(horizon)
+        chosen = [
+            step.chosen[j]
+            for step in self.steps[:horizon]
+            for j, tool in enumerate(self.tools)
+            if tool.is_write
+        ]
+        live = [b for b in chosen if not is_f(b)]
+        return z3.AtMost(*live, total) if len(live) > total else LIT.TRUE
+
     def new_write(self, horizon: int, calls: Sequence[Call]) -> Term:
         """Some write call of the first ``horizon`` steps is none of ``calls``."""
         self.ensure(horizon)
