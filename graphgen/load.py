@@ -1057,8 +1057,8 @@ class _Compiler:
                 self.err(f"words are for enum and bool fields, not {ty.show()}", w)
             elif members is not None and set(ps.words) - members:
                 self.err(f"words for non-members {sorted(set(ps.words) - members)}", w)
-            if ps.noun and not isinstance(ty, EnumT):
-                self.err("only an enum field can be a noun", w)
+            if ps.noun and not (isinstance(ty, EnumT) or (isinstance(ty, RefT) and owner in ents)):
+                self.err("only an enum field or a reference field can be a noun", w)
             if ps.relation is not None and not isinstance(ty, RefT):
                 self.err("a relation name is for reference fields", w)
             if ps.now and (ty != DATE or owner not in tools):

@@ -292,7 +292,9 @@ class PhraseSpec(_Strict):
     * ``words``: enum members (or ``true``/``false`` of a bool) as words
       (``gift_card: gift card``); members not listed are said with spaces for ``_``;
     * ``noun``: an enum field whose word names the row ("my credit card" for a payment
-      method of kind credit_card) instead of the entity's name;
+      method of kind credit_card) instead of the entity's name; or a reference field
+      naming what the row is of, said in every description of the row ("the Picnic
+      Basket item in white" for an item's product);
     * ``relation``: for a reference field, what the referenced row is to this one
       ("departure airport" for ``Flight.origin``): "the code of the departure airport
       of flight GG4370", never the ambiguous "the airport of the flight";

@@ -239,6 +239,11 @@ def describe(
     atoms = [a for a in atoms if a[2][1] not in (_OWNER, _NOUN) and a[0] not in avoid]
     rng.shuffle(atoms)
     atoms.sort(key=lambda a: a[0] != edef.display)
+    # So is a reference the domain marks a noun: what the row is of ("the Picnic Basket
+    # item in white", never "the item in white", which reads as an item said before).
+    # Taken out after the shuffle, so the random draws stay the same.
+    owner += [a for a in atoms if _noun_reference(domain, entity, a[0])]
+    atoms = [a for a in atoms if a not in owner]
     for size in range(0 if owner else 1, MAX_ATOMS + 1):
         for rest in itertools.combinations(atoms, size):
             combo = (*owner, *rest)
@@ -251,6 +256,11 @@ def describe(
                 description=" and ".join(src for _, src, _ in combo),
             )
     return None
+
+
+def _noun_reference(domain: Domain, entity: str, field: str) -> bool:
+    ph = domain.phrases.get(f"{entity}.{field}")
+    return ph is not None and ph.noun and isinstance(domain.entities[entity].fields[field].ty, RefT)
 
 
 def _shared(state: State, entity: str, key: Any, fields: list[str]) -> bool:

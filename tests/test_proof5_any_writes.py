@@ -35,29 +35,14 @@ def _prover(task: Task) -> Prover:
     return p
 
 
-def test_writes_used_as_reads_no_longer_sink_a_fair_task() -> None:
-    """retail-0-00054 of seed 0: its 7-call solutions include writes made only to read
-    their output (another pending order's address set to any known string shows that
-    order's date), 29 distinct write calls in all; every solution with the two requested
-    writes alone ends in the reference's state."""
-    p = _prover(_candidate("retail-0-00054", 55))
-    assert p.build() is not None
-    listed = p.minimal_writes()
-    assert not isinstance(listed, list) and "too open" in listed.detail
-    got = p.unique_final_state()
-    assert got.status is ProofStatus.PROVED, got.detail
-    assert "at most 2 write call(s), whichever they are" in got.detail
-    assert "more than 24" in got.detail
-
-
-@pytest.mark.parametrize(("tid", "holds"), [("retail-0-00186", False), ("retail-0-00003", True)])
+@pytest.mark.parametrize(("tid", "holds"), [("retail-0-00075", False), ("retail-0-00003", True)])
 def test_the_stronger_claim_still_rejects_a_chain_that_ends_elsewhere(
     tid: str, holds: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With no room for ``W`` at all, every task takes the stronger claim: one whose
-    proof 5 finds a solution ending elsewhere (retail-0-00186) stays rejected, as too
+    proof 5 finds a solution ending elsewhere (retail-0-00075) stays rejected, as too
     open; one whose solutions all end alike (retail-0-00003) is proven by it."""
-    task = _candidate(tid, 190)
+    task = _candidate(tid, 80)
     before = _prover(task).unique_final_state()
     assert (before.status is ProofStatus.PROVED) is holds, before.detail
     monkeypatch.setattr(proofs_module, "MAX_MINIMAL_WRITES", 0)

@@ -250,7 +250,7 @@ def _answers(domain: Domain, task: Task, slice_rows: bool) -> tuple[Any, ...]:
     ("name", "sizes", "n", "max_len"),
     [
         ("mock", {}, 10, 9),
-        ("retail", {"User": 3, "PaymentMethod": 5, "Product": 3, "Item": 6, "Order": 6}, 8, 4),
+        ("retail", {"User": 3, "PaymentMethod": 5, "Product": 3, "Item": 6, "Order": 6}, 10, 4),
         (
             "airline",
             {"User": 3, "PaymentMethod": 4, "Airport": 3, "Flight": 5, "Reservation": 6},
