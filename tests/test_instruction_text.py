@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from functools import cache
 from typing import Any
 
@@ -421,3 +422,20 @@ def test_free_text_is_quoted_so_its_end_is_plain() -> None:
         st,
     )
     assert '"' not in text, text
+
+
+def test_an_item_is_named_with_its_product_even_where_its_colour_alone_would_do() -> None:
+    """Defect found by blind players: "please order the item in red" named the only red
+    item in the catalogue, but read as an item of the order just mentioned. Retail's
+    ``Item.product_id`` is a noun: every item's description says its product."""
+    st = generate_state(RETAIL, 0)
+    items, products = st.tables["Item"], st.tables["Product"]
+    colours = Counter(row["color"] for row in items.values())
+    lone = [k for k, row in items.items() if colours[row["color"]] == 1]
+    assert lone  # an item its colour alone tells apart: the case that read wrongly
+    for key in lone:
+        t = describe(RETAIL, st, "Item", key, random.Random(0))
+        assert t is not None
+        name = products[items[key]["product_id"]]["name"]
+        assert t.phrase.startswith(f"the {name} item"), t.phrase
+        assert f"x.product_id == {items[key]['product_id']!r}" in t.description

@@ -1360,12 +1360,10 @@ class Bmc:
         names = [t.name for t in self.tools]
         made: list[list[Term]] = [[] for _ in calls]
         parts: list[Term] = []
-        any_write: list[Term] = []
         for step in self.steps[:horizon]:
             for j, tool in enumerate(self.tools):
                 if not tool.is_write:
                     continue
-                any_write.append(step.chosen[j])
                 opts: list[Term] = []
                 for i, c in enumerate(calls):
                     if c.tool != names[j]:
@@ -1376,10 +1374,11 @@ class Bmc:
                         made[i].append(m)
                         opts.append(match[0])
                 parts.append(implies(step.chosen[j], or_(*opts)))
-        for bs, n in [*zip(made, times, strict=True), (any_write, total)]:
+        for bs, n in zip(made, times, strict=True):
             live = [b for b in bs if not is_f(b)]
             if len(live) > n:
                 parts.append(z3.AtMost(*live, n))
+        parts.append(self.writes_at_most(horizon, total))
         return and_(*parts)
 
     def writes_at_most(self, horizon: int, total: int) -> Term:
