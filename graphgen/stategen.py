@@ -82,6 +82,9 @@ _ROW_DISTINCT = frozenset({"airport_code", "city", "person_name"})
 #: The share of rows in which a generated optional (``T | None``) field is None.
 NONE_SHARE = 0.25
 
+#: How likely a generated list is to hold 0, 1, 2 or 3 items.
+LIST_SIZE_WEIGHTS = (1, 3, 3, 2)
+
 
 @dataclass(frozen=True)
 class ColumnPlan:
@@ -667,7 +670,7 @@ class StateGenerator:
     def _list_column(self, t: _Table, f: FieldDef, elem: Ty) -> list[list[Any]]:
         """Small sorted sets (0..3 items); ref lists prefer targets not yet used."""
         rng = self.stream(t.edef.name, f.name)
-        size_weights = [1, 3, 3, 2]
+        size_weights = LIST_SIZE_WEIGHTS
         out: list[list[Any]] = []
         if isinstance(elem, RefT):
             targets = self.keys.get(elem.entity)
@@ -727,6 +730,38 @@ class StateGenerator:
 
     # -- repairs (for the generate rules)
 
+    def _list_redraw(
+        self, t: _Table, f: FieldDef, elem: Ty, key: Key, rng: random.Random
+    ) -> list[Any]:
+        """A fresh small sorted set for one row's list ``f``, its size drawn as its
+        column's are (a row never lists itself)."""
+        k = rng.choices(range(len(LIST_SIZE_WEIGHTS)), LIST_SIZE_WEIGHTS)[0]
+        one: Callable[[], Any]
+        if isinstance(elem, RefT):
+            # drawn from the whole key list (a copy per re-draw would cost a pass over
+            # the target table); a row of a self-referencing list never lists itself
+            targets = self.keys.get(elem.entity, [])
+            own = key if elem.entity == t.edef.name else None
+            k = min(k, len(targets) - (own is not None))
+
+            def pick() -> Any:
+                while True:
+                    x = rng.choice(targets)
+                    if x != own:
+                        return x
+
+            one = pick
+        else:
+            one = self._elem_drawer(t, f, elem, rng)
+        vals: list[Any] = []
+        for _ in range(k * 4):  # distinct values; a narrow element type may have fewer
+            if len(vals) >= k:
+                break
+            v = one()
+            if v not in vals:
+                vals.append(v)
+        return sorted(vals)
+
     def redraw(
         self,
         ent: str,
@@ -784,6 +819,8 @@ class StateGenerator:
             src = tables[x].get(row[g])
             if src is not None and self._mask(t, g)[i]:
                 return src[f.name]
+        if isinstance(ty, ListT):
+            return self._list_redraw(t, f, ty.elem, key, rng)
         if isinstance(ty, EnumT):
             if f.unique:
                 free = [v for v in ty.values if v not in taken]

@@ -36,7 +36,7 @@ from graphgen.domain import Derive, Domain, EntityDef, per_domain
 from graphgen.errors import StateGenError, ToolError
 from graphgen.interp import evaluate, stored
 from graphgen.state import State
-from graphgen.types import BOOL, DecT, EnumT, PrimT, RefT
+from graphgen.types import BOOL, DecT, EnumT, ListT, PrimT, RefT
 
 if TYPE_CHECKING:  # the generator imports this module to apply the rules
     from graphgen.stategen import StateGenerator
@@ -456,8 +456,8 @@ class RuleEngine:
                 more = {g for e, g, own in reads if own and e == ent} - seen
                 seen |= more
                 todo.extend(more)
-            elif isinstance(fd.ty, PrimT | EnumT | DecT):
-                out.add(f)
+            elif isinstance(fd.ty, PrimT | EnumT | DecT | ListT):
+                out.add(f)  # a list too: "len(x.items) >= 1" is met by another draw
         grew = True
         while grew:  # an end date / arrival time / airport city follows its source
             grew = False
@@ -733,8 +733,8 @@ class RuleEngine:
                 f"re-drew {', '.join(every)} {REQUIRE_TRIES} times"
                 if c.redraw
                 else "it reads no field of the row that can be re-drawn (only non-key, "
-                "non-reference scalar fields, or the inputs of derived ones, can; for an "
-                "invariant that reads none of those, its row's reference fields)"
+                "non-reference scalar and list fields, or the inputs of derived ones, can; "
+                "for an invariant that reads none of those, its row's reference fields)"
             )
         row = self.st.tables[ent][key]
         shown = ", ".join(f"{f}={row[f]!r}" for f in self.domain.entities[ent].fields)

@@ -305,13 +305,23 @@ def test_derived_value_outside_bounds_is_repaired_or_reported() -> None:
 """),
         source="shop.yaml",
     )
-    # total >= 0 cannot hold for cheap orders, and nothing of the row can be re-drawn
+    # total >= 0 fails for cheap orders: their items are drawn again until it holds
+    st = generate_state(d, 2)
+    assert all(r["total"] >= 0 and r["items"] for r in st.tables["Order"].values())
+    never = loads_domain(
+        _shop("""
+    generate:
+      derive:
+        total: "sum(i.price for i in Item if i.item_id in x.items) - 5000"
+"""),
+        source="shop.yaml",
+    )
+    # three items cost at most 603: no draw of the list can meet it
     with pytest.raises(
         StateGenError,
-        match=r"cannot satisfy the bounds of derived field "
-        r"'total' \(it reads no field of the row",
+        match=r"cannot satisfy the bounds of derived field 'total' \(re-drew items",
     ):
-        generate_state(d, 2)
+        generate_state(never, 2)
 
 
 # ------------------------------------------------------------------ require
@@ -390,11 +400,12 @@ tools:
 
 
 def test_require_on_fields_that_cannot_be_redrawn_is_reported() -> None:
+    # the key is never re-drawn: a condition on it alone is reported, not looped on
     d = loads_domain(
         LOCAL
         + """
     generate:
-      require: ["len(x.tags) > 5"]
+      require: ["x.trip_id == 'none'"]
 tools:
   noop: {returns: "1"}
 """,
@@ -406,6 +417,30 @@ tools:
         r"satisfy generate\.require\[0\] \(it reads no field",
     ):
         generate_state(d, 3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_require_on_a_list_redraws_the_list(seed: int) -> None:
+    """A list field the condition reads is drawn again as its column was: no row is left
+    empty, the rows that were fine keep their lists, and a list that cannot meet the
+    condition (at most three items are drawn) is reported with the field re-drawn."""
+    plain_d = loads_domain(LOCAL + "tools:\n  noop: {returns: '1'}\n")
+    rule = '\n    generate:\n      require: ["len(x.tags) >= 1"]\n'
+    d = loads_domain(LOCAL + rule + "tools:\n  noop: {returns: '1'}\n")
+    plain, s = generate_state(plain_d, seed), generate_state(d, seed)
+    assert any(not r["tags"] for r in plain.tables["Trip"].values())  # the case exists
+    for key, row in s.tables["Trip"].items():
+        assert 1 <= len(row["tags"]) <= 3 and row["tags"] == sorted(set(row["tags"]))
+        before = plain.tables["Trip"][key]
+        assert (
+            row == before if before["tags"] else {f for f in row if row[f] != before[f]} == {"tags"}
+        )
+    never = loads_domain(
+        LOCAL + rule.replace(">= 1", "> 5") + "tools:\n  noop: {returns: '1'}\n",
+        source="trips.yaml",
+    )
+    with pytest.raises(StateGenError, match=r"generate\.require\[0\] \(re-drew tags 50 times"):
+        generate_state(never, seed)
 
 
 def test_rules_that_fight_each_other_are_reported() -> None:

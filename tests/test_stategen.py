@@ -451,6 +451,20 @@ def test_mock_money_is_realistic() -> None:
     assert statuses["active"] > statuses["locked"] > 0
 
 
+@pytest.mark.parametrize("scale", [1, 10])
+def test_every_retail_order_is_of_some_items(scale: int) -> None:
+    """An order lists one to three items and is charged what they cost: no empty order
+    charged $0 (a generated list may be empty, and retail requires it is not)."""
+    d = load_builtin("retail")
+    sizes = {e: ed.size * scale for e, ed in d.entities.items()}
+    for seed in range(4 if scale == 1 else 1):
+        s = generate_state(d, seed, sizes)
+        items = s.tables["Item"]
+        for key, o in s.tables["Order"].items():
+            assert 1 <= len(o["items"]) <= 3, (seed, key, o)
+            assert o["total"] == sum(items[i]["price"] for i in o["items"]), (seed, key)
+
+
 # ------------------------------------------------------------------ vocabularies
 
 
