@@ -86,6 +86,19 @@ NONE_SHARE = 0.25
 LIST_SIZE_WEIGHTS = (1, 3, 3, 2)
 
 
+def _distinct(one: Callable[[], Any], k: int) -> list[Any]:
+    """Up to ``k`` distinct values of ``one()``, sorted: a list field's items. It tries
+    ``4 * k`` draws, so a narrow element type (a bool) gives fewer."""
+    vals: list[Any] = []
+    for _ in range(k * 4):
+        if len(vals) >= k:
+            break
+        v = one()
+        if v not in vals:
+            vals.append(v)
+    return sorted(vals)
+
+
 @dataclass(frozen=True)
 class ColumnPlan:
     """How one column is derived from others (all optional)."""
@@ -697,14 +710,7 @@ class StateGenerator:
         one = self._elem_drawer(t, f, elem, rng)
         for _ in range(t.n):
             k = rng.choices(range(4), size_weights)[0]
-            vals: list[Any] = []
-            for _ in range(k * 4):
-                if len(vals) >= k:
-                    break
-                v = one()
-                if v not in vals:
-                    vals.append(v)
-            out.append(sorted(vals))
+            out.append(_distinct(one, k))
         return out
 
     def _elem_drawer(
@@ -753,14 +759,7 @@ class StateGenerator:
             one = pick
         else:
             one = self._elem_drawer(t, f, elem, rng)
-        vals: list[Any] = []
-        for _ in range(k * 4):  # distinct values; a narrow element type may have fewer
-            if len(vals) >= k:
-                break
-            v = one()
-            if v not in vals:
-                vals.append(v)
-        return sorted(vals)
+        return _distinct(one, k)
 
     def redraw(
         self,
