@@ -86,6 +86,11 @@ NONE_SHARE = 0.25
 LIST_SIZE_WEIGHTS = (1, 3, 3, 2)
 
 
+def _list_size(rng: random.Random) -> int:
+    """How many items a generated list is to hold (:data:`LIST_SIZE_WEIGHTS`)."""
+    return rng.choices(range(len(LIST_SIZE_WEIGHTS)), LIST_SIZE_WEIGHTS)[0]
+
+
 def _distinct(one: Callable[[], Any], k: int) -> list[Any]:
     """Up to ``k`` distinct values of ``one()``, sorted: a list field's items. It tries
     ``4 * k`` draws, so a narrow element type (a bool) gives fewer."""
@@ -683,7 +688,6 @@ class StateGenerator:
     def _list_column(self, t: _Table, f: FieldDef, elem: Ty) -> list[list[Any]]:
         """Small sorted sets (0..3 items); ref lists prefer targets not yet used."""
         rng = self.stream(t.edef.name, f.name)
-        size_weights = LIST_SIZE_WEIGHTS
         out: list[list[Any]] = []
         if isinstance(elem, RefT):
             targets = self.keys.get(elem.entity)
@@ -695,7 +699,7 @@ class StateGenerator:
             for i in range(t.n):
                 own = t.keys[i] if elem.entity == t.edef.name else None
                 room = len(targets) - (own is not None)
-                k = min(rng.choices(range(4), size_weights)[0], room)
+                k = min(_list_size(rng), room)
                 picked: list[Key] = []
                 while k and pending and not picked:  # one not-yet-listed target first
                     p = pending.pop()
@@ -709,7 +713,7 @@ class StateGenerator:
             return out
         one = self._elem_drawer(t, f, elem, rng)
         for _ in range(t.n):
-            k = rng.choices(range(4), size_weights)[0]
+            k = _list_size(rng)
             out.append(_distinct(one, k))
         return out
 
@@ -741,7 +745,7 @@ class StateGenerator:
     ) -> list[Any]:
         """A fresh small sorted set for one row's list ``f``, its size drawn as its
         column's are (a row never lists itself)."""
-        k = rng.choices(range(len(LIST_SIZE_WEIGHTS)), LIST_SIZE_WEIGHTS)[0]
+        k = _list_size(rng)
         one: Callable[[], Any]
         if isinstance(elem, RefT):
             # drawn from the whole key list (a copy per re-draw would cost a pass over
