@@ -8,8 +8,8 @@ it could reveal is its error message, which the knowledge model does not count â
 dropping failing calls loses no reachable state or knowledge of the model), and each
 argument must be *known* at that step (:mod:`graphgen.knowledge`):
 
-* an enum member (always known; validity checks membership);
-* a value the task's givens state at the parameter's sort; or
+* a value the task's givens state at the parameter's sort (a stated value of an enum
+  field states the member too); or
 * a value an earlier step's output revealed at that sort â€” the symbolic mirror of
   :func:`graphgen.knowledge.facts_of_result`: comprehension items present in that step's
   post-state, a whole row's key and fields, a returned id, ...
@@ -244,23 +244,15 @@ def reveal_sites(
         out.append((g, es, v))
 
 
-def search_sites(
-    tool: ToolDef, ret: SymVal, args: dict[str, Term]
-) -> list[tuple[Term, Sort, Term]]:
-    """What a filtered search shows about the rows it returns: for ``[x.k for x in E if
-    ... and x.f == p ...]`` every returned row has ``f`` equal to the argument ``p``, so a
-    non-empty result shows that value at ``field:E.f``. Used for recognising targets
-    only (the agent passed the value itself; it learns nothing new to pass on)."""
+def filter_params(tool: ToolDef) -> list[tuple[str, str]]:
+    """The ``(E.f, p)`` pairs of a search's filter: ``[... for x in E if ... and x.f == p
+    ...]`` (also keyed by id) pins field ``f`` of every row it lists to parameter ``p``."""
     e = tool.returns
-    if isinstance(e, ir.DictComp) and isinstance(ret, MapVal):
-        e, some = e.comp, or_(*(p for p, _, _ in ret.items))  # keyed by id: the same rows
-    elif isinstance(e, ir.Comp) and isinstance(ret, ListVal):
-        some = or_(*(p for p, _ in ret.items))
-    else:
+    if isinstance(e, ir.DictComp):
+        e = e.comp
+    if not isinstance(e, ir.Comp) or e.cond is None:
         return []
-    if e.cond is None:
-        return []
-    out: list[tuple[Term, Sort, Term]] = []
+    out: list[tuple[str, str]] = []
     for atom in ir.conjuncts(e.cond):
         if not (isinstance(atom, ir.Compare) and atom.op == "=="):
             continue
@@ -271,10 +263,27 @@ def search_sites(
                 and a.key.name == e.var
                 and a.entity == e.entity
                 and isinstance(b, ir.Var)
-                and b.name in args
             ):
-                out.append((some, Sort("field", f"{e.entity}.{a.field}"), args[b.name]))
+                out.append((f"{e.entity}.{a.field}", b.name))
     return out
+
+
+def search_sites(
+    tool: ToolDef, ret: SymVal, args: dict[str, Term]
+) -> list[tuple[Term, Sort, Term]]:
+    """What a filtered search shows about the rows it returns: for ``[x.k for x in E if
+    ... and x.f == p ...]`` every returned row has ``f`` equal to the argument ``p``, so a
+    non-empty result shows that value at ``field:E.f`` (:func:`filter_params`). Used for
+    recognising targets only (the agent passed the value itself; it learns nothing new
+    to pass on)."""
+    e = tool.returns
+    if isinstance(e, ir.DictComp) and isinstance(ret, MapVal):
+        some = or_(*(p for p, _, _ in ret.items))  # keyed by id: the same rows
+    elif isinstance(e, ir.Comp) and isinstance(ret, ListVal):
+        some = or_(*(p for p, _ in ret.items))
+    else:
+        return []
+    return [(some, Sort("field", f), args[p]) for f, p in filter_params(tool) if p in args]
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,7 @@ from graphgen.verify.bmc import (
     Recognition,
     chain_flow,
     description_atoms,
+    filter_params,
     relevant_tools,
     same_value,
     scalars,
@@ -349,26 +350,9 @@ def _hashable(v: Any) -> Any:
 
 def search_facts(tool: Any, args: dict[str, Any], result: Any) -> list[tuple[str, Any]]:
     """The concrete mirror of :func:`graphgen.verify.bmc.search_sites`."""
-    e = tool.returns
-    if isinstance(e, ir.DictComp):
-        e = e.comp  # keyed by id: the same rows as the list form
-    if not isinstance(e, ir.Comp) or e.cond is None or not result:
+    if not isinstance(tool.returns, ir.Comp | ir.DictComp) or not result:
         return []
-    out = []
-    for atom in ir.conjuncts(e.cond):
-        if not (isinstance(atom, ir.Compare) and atom.op == "=="):
-            continue
-        for a, b in ((atom.left, atom.right), (atom.right, atom.left)):
-            if (
-                isinstance(a, ir.FieldOf)
-                and isinstance(a.key, ir.Var)
-                and a.key.name == e.var
-                and a.entity == e.entity
-                and isinstance(b, ir.Var)
-                and b.name in args
-            ):
-                out.append((f"{e.entity}.{a.field}", _hashable(args[b.name])))
-    return out
+    return [(f, _hashable(args[p])) for f, p in filter_params(tool) if p in args]
 
 
 # ------------------------------------------------------------------ the prover
