@@ -350,8 +350,8 @@ def _hashable(v: Any) -> Any:
 
 def search_facts(tool: Any, args: dict[str, Any], result: Any) -> list[tuple[str, Any]]:
     """The concrete mirror of :func:`graphgen.verify.bmc.search_sites`."""
-    if not isinstance(tool.returns, ir.Comp | ir.DictComp) or not result:
-        return []
+    if not result:
+        return []  # an empty listing shows no row's field
     return [(f, _hashable(args[p])) for f, p in filter_params(tool) if p in args]
 
 
