@@ -56,14 +56,14 @@ from typing import Any
 
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
-from graphgen.footprint import cells_written
+from graphgen.footprint import cells_read, cells_written
 from graphgen.interp import call_or_fail
-from graphgen.knowledge import Reveal, param_sort, reveal
+from graphgen.knowledge import Reveal, Sort, param_sort, reveal
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Task
 from graphgen.tasks.plan import Executor, Knowledge
 from graphgen.types import OptT, RefT
-from graphgen.verify.bmc import ChangesGoal, Recognition, same_value, scalars
+from graphgen.verify.bmc import ChangesGoal, Recognition, revealed_sorts, same_value, scalars
 
 #: Distinct nodes a search may expand before it gives up (``complete`` false).
 MAX_NODES = 20_000
@@ -219,6 +219,20 @@ class Space:
         self.tools = sorted(domain.tools) if tools is None else sorted(tools)
         self.write_tools = [n for n in self.tools if domain.tools[n].is_write]
         self.read_tools = [n for n in self.tools if not domain.tools[n].is_write]
+        # A write that changes no cell the goal's changes read leaves them as they were:
+        # from a node where they do not hold, its child is no goal node either.
+        rel = self.changes.relevance(domain)
+        self.goal_writes = [
+            n
+            for n in self.write_tools
+            if rel is None or cells_written(domain, domain.tools[n]) & rel[0]
+        ]
+        self.other_calls = [n for n in self.write_tools if n not in self.goal_writes]
+        self.other_calls += self.read_tools
+        # with answers to show, a last call may be any read: no tool is cut by distance
+        self._levels: list[frozenset[str]] | None = (
+            [frozenset(self.goal_writes)] if rel is not None and not self.want.answers else None
+        )
         self.writable = sorted(
             {c.entity for n in self.tools for c in cells_written(domain, domain.tools[n])}
         )
@@ -248,6 +262,37 @@ class Space:
         # place (a write runs on a copy). None: the write fails there.
         self._writes: dict[tuple[str, str, tuple[Any, ...]], _Written | None] = {}
         self._gains: dict[int, tuple[Reveal, _Gain]] = {}
+
+    def within(self, left: int) -> frozenset[str]:
+        """The tools a call of a shortest solution can have when ``left`` calls remain,
+        itself included (``left`` >= 1): every tool of the space when the goal asks for
+        answers or its reads are unknown.
+
+        Level 1 is the writes of a cell the goal's changes read; level ``j + 1`` adds
+        every tool that writes a cell a level-``j`` tool reads (:func:`cells_read`: its
+        checks, effects and output) or shows a sort one takes or a target's description
+        needs. A call of a shortest chain outside its level could be deleted: no later
+        call would read a cell it wrote or pass a value only it showed, and no goal cell
+        would change, so a shorter chain would reach the goal."""
+        levels = self._levels
+        if levels is None:
+            return frozenset(self.tools)
+        domain = self.domain
+        while len(levels) < left:
+            had = levels[-1]
+            cells = set().union(*(cells_read(domain, domain.tools[n]) for n in had))
+            sorts = {param_sort(p) for n in had for p in domain.tools[n].params.values()}
+            sorts |= {Sort("field", f"{e}.{f}") for r in self.recognize for e, f, _ in r.atoms}
+            grown = had | {
+                n
+                for n in self.tools
+                if cells_written(domain, domain.tools[n]) & cells
+                or revealed_sorts(domain, domain.tools[n]) & sorts
+            }
+            levels.append(frozenset(grown))
+            if grown == had:
+                break
+        return levels[min(left, len(levels)) - 1]
 
     def key(self, call: Call) -> str:
         k = call_key(self.domain, call)
@@ -465,6 +510,7 @@ def minimum(
     max_nodes: int = MAX_NODES,
     max_calls: int | None = None,
     whole_layer: bool = True,
+    within: int | None = None,
 ) -> Minimum:
     """The shortest chain of at most ``upto`` calls reaching the goal. Breadth first:
     every node at depth ``j`` ends some chain of ``j`` successful calls, so the first
@@ -474,13 +520,22 @@ def minimum(
     expanded nodes, or once the space's searches made more than ``max_calls`` calls, or
     would: before a pass whose calls, counted first, are more than the budget leaves.
 
-    Each depth is taken in two passes. A read changes no cell, so a read made where the
-    goal's changes do not hold cannot reach the goal: the first pass makes only the calls
-    that can (the writes, and every call of a node whose changes already hold, which may
-    still lack an answer) and looks for the goal among their nodes. Only when none is
-    there, and a deeper layer is to be searched, does the second pass make the remaining
-    reads. The last layer, usually the largest, is then never read through: a task
-    whose minimum is 4 makes the writes of its third layer's nodes, not every call."""
+    Each depth is taken in two passes. A read changes no cell, nor does a write change a
+    cell the goal's changes read (:attr:`Space.goal_writes`), so such a call made where
+    those changes do not hold cannot reach the goal: the first pass makes only the calls
+    that can (the goal's writes, and every call of a node whose changes already hold,
+    which may still lack an answer) and looks for the goal among their nodes. Only when
+    none is there, and a deeper layer is to be searched, does the second pass make the
+    remaining calls. The last layer, usually the largest, is then never read through: a
+    task whose minimum is 4 makes the goal's writes at its third layer's nodes, not
+    every call.
+
+    ``within``: the length of a chain known to reach the goal (the interpreter's
+    witness), so the minimum is at most that. At depth ``d`` a shortest solution has at
+    most ``within - d + 1`` calls left, its call at ``d`` included, and only the tools
+    :meth:`Space.within` that many levels from the goal are called there. The minimum
+    and the writes found are the same; the layers nearest the witness's length make
+    fewer calls."""
     root = space.root()
     if space.goal(root):
         return Minimum(0, [], True, 1)
@@ -525,10 +580,17 @@ def minimum(
 
     for depth in range(1, upto + 1):
         nxt: dict[tuple[Any, ...], _Node] = {}
+        # the calls a shortest solution can make at this depth, when one of ``within``
+        # calls is known
+        fit = space.within(max(1, within - depth + 1)) if within is not None else None
+
+        def only(tools: list[str], fit: frozenset[str] | None = fit) -> list[str]:
+            return tools if fit is None else [n for n in tools if n in fit]
+
         # per node of the layer: is the goal's state part there already?
         ready = [space.changes_hold(node.state) for node in layer]
         first = [
-            (node, space.tools if whole else space.write_tools)
+            (node, only(space.tools if whole else space.goal_writes))
             for node, whole in zip(layer, ready, strict=True)
         ]
         if unaffordable(first):
@@ -550,10 +612,11 @@ def minimum(
         if depth == upto:
             break  # no deeper layer: its reads would reach nothing
         rest = [node for node, whole in zip(layer, ready, strict=True) if not whole]
-        if unaffordable((node, space.read_tools) for node in rest):
+        others = only(space.other_calls)
+        if unaffordable((node, others) for node in rest):
             return Minimum(None, None, False, expanded)
         for node in rest:
-            if grow(node, space.read_tools, depth, nxt) is False:
+            if grow(node, others, depth, nxt) is False:
                 return Minimum(None, None, False, expanded)
         layer = list(nxt.values())
         if not layer:

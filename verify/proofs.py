@@ -553,7 +553,13 @@ class Prover:
         if not self._searched:
             self._searched = True
             if self.engine != "z3" and not self.refusal and not self.run_failed:
-                got = minimum(self._search_space(), self.horizon, max_calls=self._max_calls)
+                known = self.witness()
+                got = minimum(
+                    self._search_space(),
+                    self.horizon,
+                    max_calls=self._max_calls,
+                    within=None if known is None else len(known),
+                )
                 self._minimum = got if got.complete else None
         return self._minimum
 
