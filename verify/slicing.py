@@ -77,6 +77,7 @@ from typing import Any, Never, NoReturn, TypeGuard
 from graphgen import ir
 from graphgen.domain import Domain, Key, ToolDef, per_tool
 from graphgen.errors import ToolError
+from graphgen.footprint import cells_read
 from graphgen.interp import evaluate
 from graphgen.ir import free_vars
 from graphgen.keys import next_counter
@@ -1088,6 +1089,16 @@ class _Flow:
             rv = self._value_remembering_items(t.returns, env)
             self.reveal(t.returns, t.returns.ty, rv)
 
+    def _inputs(self, t: ToolDef) -> tuple[int, ...]:
+        """The size of everything :meth:`tool` reads of what the analysis has found so
+        far: the values known at its parameters' sorts, and what was written to the
+        entities it reads (the state's rows themselves never change)."""
+        sorts, ents = _tool_inputs(self.domain, t)
+        out = [len(self.know.get(s, ())) for s in sorts]
+        for store in (self.written_keys, self.written_values):
+            out.extend(len(v) for (e, _), v in store.items() if e in ents)
+        return tuple(out)
+
     def _value_remembering_items(self, e: ir.Expr, env: Mapping[str, Any]) -> Any:
         """``value_of`` that remembers the values of a list literal's items (for ``reveal``)."""
         if isinstance(e, ir.ListLit):
@@ -1183,6 +1194,9 @@ class _Flow:
         for ent in self.domain.entities:
             self.include(ent, self.created[ent])  # an id a create would clash with
         self.changed = True
+        # What each tool last ran on: a tool whose inputs have not grown since adds
+        # nothing when run again (every set here only grows), so it is skipped.
+        ran: dict[str, tuple[int, ...]] = {}
         while self.changed:
             self.changed = False
             for t in self.tools:
@@ -1190,7 +1204,10 @@ class _Flow:
                     if t.name not in self.called:
                         self.called.add(t.name)
                         self.changed = True
-                    self.tool(t)
+                    now = self._inputs(t)
+                    if ran.get(t.name) != now:
+                        ran[t.name] = now
+                        self.tool(t)
             for c in extra_scans:
                 self.value_of(c, {})
             self.invariants()
@@ -1205,6 +1222,14 @@ def _flat(v: Any) -> Iterable[Any]:
             yield from _flat(x)
     else:
         yield v
+
+
+@per_tool
+def _tool_inputs(domain: Domain, tool: ToolDef) -> tuple[tuple[Sort, ...], frozenset[str]]:
+    """The sorts of ``tool``'s parameters and the entities any of its parts read
+    (:func:`graphgen.footprint.cells_read`)."""
+    sorts = tuple(dict.fromkeys(param_sort(p) for p in tool.params.values()))
+    return sorts, frozenset(r.entity for r in cells_read(domain, tool))
 
 
 @per_tool
