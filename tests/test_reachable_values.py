@@ -16,7 +16,7 @@ from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Task
 from graphgen.tasks.taskset import generate
 from graphgen.verify.certify import certify
-from graphgen.verify.proofs import Engine, prove_task
+from graphgen.verify.proofs import Engine, Prover, prove_task
 from graphgen.verify.reachable import Reach
 from tests.test_fair_proofs import WALLET_YAML
 from tests.test_fair_proofs import _state as wallet_state
@@ -104,13 +104,22 @@ def _proof_6(domain: Domain, task: Task, engine: Engine = "auto") -> tuple[bool,
 
 def test_a_refusal_the_values_settle_is_one_z3_settles() -> None:
     """Unfreezing a cancelled card: proven impossible without a solver under ``auto``
-    (no encoding is built) and by z3 alone under ``z3``."""
+    (no encoding is built, so proof 1 is the dry-run's: there is no encoding for z3 to
+    agree with) and by z3 alone under ``z3``, where proof 1 checks the encoding against
+    the dry-run."""
     d, tasks = _banking()
     task = next(t for t in tasks if t.refused_call and t.refused_call.tool == "unfreeze_card")
     ok, detail = _proof_6(d, task)
     assert ok and "by the values calls can give a row" in detail, detail
+    prover = Prover(d, task)
+    by_name = {r.name: r for r in prover.all()}
+    assert prover.bmc is None
+    first = by_name["reference_chain"]
+    assert first.ok and "proof 6 by the values" in first.detail and "z3" not in first.detail
     ok_z3, detail_z3 = _proof_6(d, task, "z3")
     assert ok_z3 and "values" not in detail_z3
+    z3_first = next(r for r in prove_task(d, task, engine="z3").proofs)
+    assert z3_first.ok and "z3 agrees" in z3_first.detail
 
 
 # The wallet with a way back: a frozen account can be unfrozen, and only an active one

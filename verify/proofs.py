@@ -482,6 +482,8 @@ class Prover:
         self._witness_chain: list[Call] | None = None
         self._elsewhere: dict[int, tuple[Bmc, Any]] = {}  # per depth, on its unrolling
         self._witnessed = False
+        # proof 6 settled by the values calls can give a row, with no encoding
+        self._refusal_by_values = False
 
     @property
     def task(self) -> Task:
@@ -834,6 +836,13 @@ class Prover:
                 True,
                 f"{len(self.task.chain)} calls valid, goal reached (proofs 3 and 5 by "
                 f"explicit search)",
+            )
+        if self._refusal_by_values and self.bmc is None:
+            return _res(
+                "reference_chain",
+                True,
+                f"{len(self.task.chain)} calls valid, goal reached (proof 6 by the values "
+                f"calls can give a row)",
             )
         bmc = self.build()
         if bmc is None:
@@ -1218,6 +1227,7 @@ class Prover:
             never = reach.never(self.domain.tools[call.tool], call.args)
             unreachable = self._unreachable(reach, req)
             if never is not None and unreachable is not None:
+                self._refusal_by_values = True
                 return _res(
                     "refusal_impossible",
                     True,
