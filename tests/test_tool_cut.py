@@ -139,3 +139,24 @@ def test_the_cut_keeps_every_verdict_in_other_domains(
     got = _compare(monkeypatch, load_builtin(name), 40, _every_tool)
     assert got["compared"] >= 15, got
     assert got["differ"] == 0, got
+
+
+def test_the_cut_is_kept_on_the_domain_and_handed_out_fresh() -> None:
+    """``relevant_tools`` is a pure function of the domain and its question, kept on the
+    domain: asked again it answers the same, a caller changing the list it got does not
+    change the next answer, and another question gets its own."""
+    from graphgen.footprint import FieldRef
+    from graphgen.verify.bmc import _relevant_tools, relevant_tools
+
+    d = load_builtin("mock")
+    reads = {FieldRef("Account", "status"), FieldRef("Account")}
+    first = relevant_tools(d, reads, False)
+    assert first == _relevant_tools(d, reads, False, set())
+    assert "lock_account" in first
+    first.clear()
+    assert relevant_tools(d, set(reads), False) == _relevant_tools(d, reads, False, set())
+    # the airports no call changes: nothing matters to a goal reading them alone, while
+    # a goal with answers keeps every tool that shows something
+    airline = load_builtin("airline")
+    assert relevant_tools(airline, {FieldRef("Airport")}, False) == []
+    assert len(relevant_tools(airline, {FieldRef("Airport")}, True)) == len(airline.tools)

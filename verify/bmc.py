@@ -346,7 +346,21 @@ def relevant_tools(
     Sound for chain search: deleting the other calls from a chain leaves every relevant
     call reading the same cells and knowing the same values, so it stays valid and the
     goal keeps its value. Hence a shortest solution uses relevant tools only.
+
+    A pure function of the domain and the question: kept on the domain, since every
+    proof of a task asks it again and tasks of one kind ask the same.
     """
+    key = ("relevant_tools", frozenset(reads), outputs, frozenset(sorts))
+    memo = domain.derived
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = tuple(_relevant_tools(domain, set(key[1]), outputs, set(key[3])))
+    return list(hit)
+
+
+def _relevant_tools(
+    domain: Domain, reads: AbstractSet[FieldRef], outputs: bool, sorts: AbstractSet[Sort]
+) -> list[str]:
     need_cells = set(reads)
     need_sorts: set[Sort] = set(sorts)
     chosen: set[str] = set()
