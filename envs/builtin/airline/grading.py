@@ -207,9 +207,12 @@ def renamings(
     for c in changes:
         wanted.setdefault(c["entity"], set()).add(c["key"])
     expected = _new_keys(initial, wanted)
-    actual = _new_keys(initial, {e: set(_rows(final).get(e, {})) for e in expected})
     yield {}
-    if not expected or any(len(actual.get(e, [])) != len(ks) for e, ks in expected.items()):
+    if not expected:
+        return
+    # a pass over every row of the final tables: only once the identity did not do
+    actual = _new_keys(initial, {e: set(_rows(final).get(e, {})) for e in expected})
+    if any(len(actual.get(e, [])) != len(ks) for e, ks in expected.items()):
         return
     if math.prod(math.factorial(len(ks)) for ks in expected.values()) > MAX_RENAMINGS:
         return
