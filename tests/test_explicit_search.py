@@ -346,20 +346,36 @@ def test_calls_a_shortest_solution_cannot_make_are_not_made() -> None:
 def test_a_write_of_no_goal_cell_waits_for_the_layers_second_pass() -> None:
     """A write that changes no cell the goal reads cannot make its changes hold, so the
     first pass of a layer leaves it to the second, with the reads: a search that finds
-    the goal in a layer's first pass never makes it there."""
+    the goal in a layer's first pass never makes it there. With a nickname given,
+    renaming the account is possible in the second layer, where locking it is the goal.
+    Where no layer holds the goal (locking an account whose email nobody gave), every
+    layer is read through, and the rename is made there."""
     d, s, email, goal = _shelf_lock()
-    space = Space(d, s, email, goal)
-    assert space.other_calls[0] == "rename" and "rename" not in space.goal_writes
-    made: list[str] = []
+    nickname = [Given(sort="field:Account.nickname", value="Ash")]
 
-    def logging(domain: Domain, st: State, name: str, args: dict[str, Any]) -> Any:
-        made.append(name)
-        return call_or_fail(domain, st, name, args)
+    def searched(goal: Goal) -> tuple[Minimum, list[str]]:
+        space = Space(d, s, email + nickname, goal)
+        assert space.other_calls[0] == "rename" and space.goal_writes == ["lock"]
+        made: list[str] = []
 
-    space.run = logging
-    got = minimum(space, 4)
-    assert got.min_calls == 2
-    assert "rename" not in made and made.count("lock") == 1
+        def logging(domain: Domain, st: State, name: str, args: dict[str, Any]) -> Any:
+            made.append(name)
+            return call_or_fail(domain, st, name, args)
+
+        space.run = logging
+        return minimum(space, 3), made
+
+    got, made = searched(goal)
+    assert got.min_calls == 2 and made.count("lock") == 1
+    assert "rename" not in made
+    other = sorted(s.tables["Account"])[2]  # active, like the first
+    before = s.tables["Account"][other]["status"]
+    unknown = Goal(
+        changes=[Change(entity="Account", key=other, field="status", before=before, after="frozen")]
+    )
+    got, made = searched(unknown)
+    assert got.complete and got.min_calls is None
+    assert "rename" in made
 
 
 def test_the_last_layer_makes_only_the_calls_that_can_reach_the_goal() -> None:
