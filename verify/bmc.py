@@ -361,29 +361,44 @@ def relevant_tools(
 def _relevant_tools(
     domain: Domain, reads: AbstractSet[FieldRef], outputs: bool, sorts: AbstractSet[Sort]
 ) -> list[str]:
-    need_cells = set(reads)
-    need_sorts: set[Sort] = set(sorts)
-    chosen: set[str] = set()
-
-    def take(t: ToolDef) -> None:
-        chosen.add(t.name)
-        need_cells.update(cells_read(domain, t))
-        need_sorts.update(param_sort(p) for p in t.params.values())
-
-    if outputs:
-        for t in domain.tools.values():
-            if t.returns is not None:
-                take(t)
-    changed = True
-    while changed:
-        changed = False
-        for t in domain.tools.values():
-            if t.name in chosen:
-                continue
-            if cells_written(domain, t) & need_cells or revealed_sorts(domain, t) & need_sorts:
-                take(t)
-                changed = True
+    start = [t for t in domain.tools.values() if t.returns is not None] if outputs else []
+    cells = set(reads).union(*(cells_read(domain, t) for t in start))
+    wanted = set(sorts) | {param_sort(p) for t in start for p in t.params.values()}
+    chosen = {t.name for t in start}
+    for level in relevance_levels(domain, list(domain.tools), cells, wanted):
+        chosen |= level
     return [n for n in domain.tools if n in chosen]
+
+
+def relevance_levels(
+    domain: Domain, names: Sequence[str], cells: AbstractSet[FieldRef], sorts: AbstractSet[Sort]
+) -> Iterator[frozenset[str]]:
+    """The backward closure over tools ``names``, level by level: level 1 is the tools
+    that write a cell of ``cells`` or show a value of a sort in ``sorts``; each next
+    level adds the tools that write a cell a tool of the levels before reads
+    (:func:`cells_read`: checks, effects, output) or show a sort one takes. It stops
+    once a level adds nothing; the last level is the closure :func:`relevant_tools`
+    keeps, and the levels themselves bound how far from the goal a call of a shortest
+    chain can be (:meth:`graphgen.verify.explicit.Space.within`)."""
+    need_cells, need_sorts = set(cells), set(sorts)
+    level: frozenset[str] = frozenset()
+    while True:
+        added = {
+            n
+            for n in names
+            if n not in level
+            and (
+                cells_written(domain, domain.tools[n]) & need_cells
+                or revealed_sorts(domain, domain.tools[n]) & need_sorts
+            )
+        }
+        if not added:
+            return
+        for n in added:
+            need_cells.update(cells_read(domain, domain.tools[n]))
+            need_sorts.update(param_sort(p) for p in domain.tools[n].params.values())
+        level = level | added
+        yield level
 
 
 # ------------------------------------------------------------------ goals

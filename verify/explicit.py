@@ -63,7 +63,13 @@ from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Task
 from graphgen.tasks.plan import Executor, Knowledge
 from graphgen.types import OptT, RefT
-from graphgen.verify.bmc import ChangesGoal, Recognition, revealed_sorts, same_value, scalars
+from graphgen.verify.bmc import (
+    ChangesGoal,
+    Recognition,
+    relevance_levels,
+    same_value,
+    scalars,
+)
 
 #: Distinct nodes a search may expand before it gives up (``complete`` false).
 MAX_NODES = 20_000
@@ -269,29 +275,22 @@ class Space:
         answers or its reads are unknown.
 
         Level 1 is the writes of a cell the goal's changes read; level ``j + 1`` adds
-        every tool that writes a cell a level-``j`` tool reads (:func:`cells_read`: its
-        checks, effects and output) or shows a sort one takes or a target's description
-        needs. A call of a shortest chain outside its level could be deleted: no later
-        call would read a cell it wrote or pass a value only it showed, and no goal cell
-        would change, so a shorter chain would reach the goal."""
+        every tool that writes a cell a level-``j`` tool reads or shows a sort one takes
+        or a target's description needs (:func:`~graphgen.verify.bmc.relevance_levels`
+        from the goal's writes). A call of a shortest chain outside its level could be
+        deleted: no later call would read a cell it wrote or pass a value only it
+        showed, and no goal cell would change, so a shorter chain would reach the goal."""
         levels = self._levels
         if levels is None:
             return frozenset(self.tools)
-        domain = self.domain
-        while len(levels) < left:
-            had = levels[-1]
-            cells = set().union(*(cells_read(domain, domain.tools[n]) for n in had))
-            sorts = {param_sort(p) for n in had for p in domain.tools[n].params.values()}
+        if len(levels) == 1:
+            domain, first = self.domain, levels[0]
+            cells = set().union(*(cells_read(domain, domain.tools[n]) for n in first))
+            sorts = {param_sort(p) for n in first for p in domain.tools[n].params.values()}
             sorts |= {Sort("field", f"{e}.{f}") for r in self.recognize for e, f, _ in r.atoms}
-            grown = had | {
-                n
-                for n in self.tools
-                if cells_written(domain, domain.tools[n]) & cells
-                or revealed_sorts(domain, domain.tools[n]) & sorts
-            }
-            levels.append(frozenset(grown))
-            if grown == had:
-                break
+            levels += [first | lv for lv in relevance_levels(domain, self.tools, cells, sorts)]
+            if len(levels) == 1:
+                levels.append(first)  # nothing more: computed once all the same
         return levels[min(left, len(levels)) - 1]
 
     def key(self, call: Call) -> str:
