@@ -28,7 +28,9 @@ the script prints
   searches that answered and those that gave up (their calls are then spent for
   nothing), building the unrolling's steps, z3's checks, the value-flow slice, and
   the rest. Each part counts its own time only (a part inside another is taken out
-  of it); measured with the parts wrapped, so the totals run a little slower.
+  of it); measured with the parts wrapped, so the totals run a little slower. A second
+  line splits the accepted tasks' wall time by proof, from the times their
+  certificates record, the search for the minimum being what comes before them.
 
 Tasks go to the workers as the generator sends them (:mod:`graphgen.tasks.parcels`):
 each initial state's tables once, not once per task.
@@ -68,6 +70,9 @@ _DOMAIN: Domain | None = None  # the domain of this worker process
 _ENGINE: Engine = "auto"  # who answers the search questions (see Prover)
 _REPEAT = 1  # runs per task, the least time counting (--repeat)
 _PHASES: Phases | None = None  # where certify's CPU goes (--phases)
+
+#: Keys of ``--phases``'s second breakdown: wall ms of accepted tasks by proof.
+BY_PROOF = "proof: "
 
 #: The parts of certify ``--phases`` tells apart, in the order printed ("other" last).
 PHASES = (
@@ -164,6 +169,12 @@ def _certify(parcel: Parcel) -> tuple[float, float, str, dict[str, float]]:
         if _PHASES is not None:
             parts = dict(_PHASES.ms)
             parts["other"] = cpu - sum(parts.values())
+            if not isinstance(got, str) and got.certificate is not None:
+                # the certificate times each proof (wall); the rest of an accepted
+                # task's certify is the search for its minimum, which runs first
+                proofs = {BY_PROOF + p.name: p.ms for p in got.certificate.proofs}
+                parts[BY_PROOF + "the minimum's search"] = ms - sum(proofs.values())
+                parts.update(proofs)
         if best is not None and why != best[2]:
             raise RuntimeError(f"{task.id}: {why or 'accepted'} after {best[2] or 'accepted'}")
         if best is None:
@@ -257,7 +268,8 @@ def bench(
 ) -> dict[str, Any]:
     """All the measures for built-in domain ``name``; ``gen_scales``: table size factors
     at which only candidate generation is measured (no proofs); ``phases``: time the
-    parts of certify (``phases_ms``, summed over the tasks)."""
+    parts of certify (``phases_ms``, summed over the tasks) and the accepted tasks' wall
+    ms by proof (``proofs_ms``)."""
     domain = load_builtin(name)
     tasks, gen_ms, state_s = candidates(domain, n, seed)
     # the tools each task's proofs range over (every unrolling step encodes each one)
@@ -294,7 +306,14 @@ def bench(
         # state's own generation apart), state generation CPU s, tasks
         "scaling": {},
         # CPU ms per part of certify over all the tasks (--phases; {} without)
-        "phases_ms": {k: round(v, 1) for k, v in (parts or {}).items()},
+        "phases_ms": {
+            k: round(v, 1) for k, v in (parts or {}).items() if not k.startswith(BY_PROOF)
+        },
+        "proofs_ms": {
+            k.removeprefix(BY_PROOF): round(v, 1)
+            for k, v in (parts or {}).items()
+            if k.startswith(BY_PROOF)
+        },
     }
     for f in [1, *scales] if scales else []:
         small, gen_f, state_f = candidates(domain, scale_n, seed, f)
@@ -357,6 +376,15 @@ def _print(r: dict[str, Any]) -> None:
             "  where certify's CPU goes (all tasks, parts timed) "
             + ", ".join(
                 f"{k} {v / 1000:.2f} s ({100 * v / total:.0f}%)" for k, v in r["phases_ms"].items()
+            )
+        )
+    if r["proofs_ms"]:
+        whole = sum(r["proofs_ms"].values()) or 1.0
+        print(
+            "  by proof             (accepted tasks, wall) "
+            + ", ".join(
+                f"{k} {v / 1000:.2f} s ({100 * v / whole:.0f}%)"
+                for k, v in sorted(r["proofs_ms"].items(), key=lambda kv: -kv[1])
             )
         )
     if r["scaling"]:

@@ -60,7 +60,8 @@ def test_gen_scales_measure_generation_alone_against_x1() -> None:
 def test_phases_split_certify_cpu_into_its_parts() -> None:
     """``--phases`` splits the certify CPU of all tasks into its parts, which add up to
     it. Mock's small tasks are answered by the explicit search with no z3 at all; with
-    ``--engine z3`` the same tasks go to unrollings and z3 checks instead."""
+    ``--engine z3`` the same tasks go to unrollings and z3 checks instead. A second
+    split, by proof, adds up to the accepted tasks' wall time."""
     auto = _run("--phases")
     parts = auto["phases_ms"]
     assert isinstance(parts, dict)
@@ -83,3 +84,12 @@ def test_phases_split_certify_cpu_into_its_parts() -> None:
     assert z3_only["explicit search, answered"] == 0
     assert z3_only["unrolling steps"] > 0 and z3_only["z3 check"] > 0
     assert _run()["phases_ms"] == {}
+    # the accepted tasks' wall by proof (their certificates' times), the minimum's
+    # search first: the parts add up to the tasks' wall time
+    proofs = auto["proofs_ms"]
+    assert isinstance(proofs, dict)
+    assert {"the minimum's search", "reference_chain", "unique_final_state"} <= set(proofs)
+    mean_ms = auto["mean_ms"]
+    assert isinstance(mean_ms, float)
+    assert abs(sum(proofs.values()) - mean_ms * 4) < 1.0  # four accepted, rounded to 0.1 ms
+    assert all(v >= 0 for v in proofs.values())
