@@ -148,7 +148,8 @@ def _warm(_: int) -> int:
 
 def _certify(parcel: Parcel) -> tuple[float, float, str, dict[str, float]]:
     """(wall ms, CPU ms, "" if accepted else the rejection reason, CPU ms per part of
-    certify with ``--phases`` else {}) for one task, in a worker: the least of
+    certify with ``--phases`` else {}, and then for an accepted task also the wall ms of
+    each proof under keys starting :data:`BY_PROOF`) for one task, in a worker: the least of
     ``--repeat`` runs (the parts those of the run with the least CPU). CPU time is what
     to compare on a shared machine: others' load inflates wall."""
     from graphgen.verify.certify import certify
@@ -230,7 +231,8 @@ def verify_all(
     """Certify ``tasks`` in ``jobs`` processes: (wall seconds, wall ms per task, CPU ms
     per task, outcomes); each task ``repeat`` times, its least times counting, and then
     the wall seconds are the sum of the least wall times over ``jobs``. With a
-    ``phases`` dict, the parts of certify are timed and their CPU ms summed into it."""
+    ``phases`` dict, the parts of certify are timed and their CPU ms summed into it
+    (with the accepted tasks' wall ms per proof, under :data:`BY_PROOF` keys)."""
     timed = phases is not None
     with (
         tempfile.TemporaryDirectory(prefix="bench-states-") as folder,

@@ -350,11 +350,12 @@ def relevant_tools(
     A pure function of the domain and the question: kept on the domain, since every
     proof of a task asks it again and tasks of one kind ask the same.
     """
-    key = ("relevant_tools", frozenset(reads), outputs, frozenset(sorts))
+    cells, wanted = frozenset(reads), frozenset(sorts)
+    key = ("relevant_tools", cells, outputs, wanted)
     memo = domain.derived
     hit = memo.get(key)
     if hit is None:
-        hit = memo[key] = tuple(_relevant_tools(domain, set(key[1]), outputs, set(key[3])))
+        hit = memo[key] = tuple(_relevant_tools(domain, cells, outputs, wanted))
     return list(hit)
 
 
