@@ -61,11 +61,11 @@ def scalars(value: Any) -> list[Any]:
 
 def hedge_answer(domain: Domain, results: Iterable[Any]) -> str:
     """One text naming every enum member and every scalar the reads showed."""
-    words: list[str] = []
+    # A dict keeps the first-seen order and dedups in O(1): a listing of a large table
+    # shows tens of thousands of scalars.
+    words: dict[str, None] = {}
     for v in [*domain_enum_members(domain), *(x for r in results for x in scalars(r))]:
-        w = ("yes" if v else "no") if isinstance(v, bool) else str(v)
-        if w not in words:
-            words.append(w)
+        words.setdefault(("yes" if v else "no") if isinstance(v, bool) else str(v))
     return ", ".join(words)
 
 

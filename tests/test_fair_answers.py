@@ -402,6 +402,23 @@ def test_a_row_was_what_it_passed_through() -> None:
     assert earlier_values(AIRLINE)["cancelled"] == {"booked"}
 
 
+def test_the_hedge_names_each_value_once_in_first_seen_order() -> None:
+    """The hedging answer lists every enum member, then each scalar the reads showed, each
+    once, where it was first seen; a true flag reads "yes"; nulls say nothing."""
+    from graphgen.tasks.shortcuts import domain_enum_members
+
+    members = [str(m) for m in domain_enum_members(RETAIL)]
+    results = [{"id": "o1", "status": "pending", "gift": True}, ["o1", None, 3, "x", 3]]
+    words = hedge_answer(RETAIL, results).split(", ")
+    assert words[: len(members)] == list(dict.fromkeys(members))
+    assert words[len(members) :] == ["o1", "yes", "3", "x"]
+    assert len(words) == len(set(words))
+    # A 10,000-row listing: linear, so this returns at once (a list search took seconds).
+    many = [{"id": f"p{i}", "price": i % 7} for i in range(10_000)]
+    listed = hedge_answer(RETAIL, [many]).split(", ")[len(members) :]
+    assert listed[:4] == ["p0", "0", "p1", "1"] and len(listed) == 10_000 + 7
+
+
 def test_another_rows_value_is_no_contradiction() -> None:
     """ "Your other gift card has $20" is true of another row: numbers are never listed
     as contradicting, and neither is a status another of the user's rows has."""
