@@ -7,12 +7,17 @@ from __future__ import annotations
 
 from collections import Counter
 
+import z3
+
 from graphgen.domains import load_builtin
 from graphgen.knowledge import param_sort
 from graphgen.stategen import generate_state
 from graphgen.tasks.model import Call, Change, Given, Goal
 from graphgen.tasks.taskset import GenOptions, generate
 from graphgen.verify.proofs import Prover
+from graphgen.verify.symstate import exists_at, read_field
+from graphgen.verify.templates import Substitution, substitute_together
+from graphgen.verify.terms import same
 from tests.test_z3_encoding import _task as make_task
 
 
@@ -90,3 +95,71 @@ def test_unchosen_tools_constrain_nothing_through_a_shared_variable() -> None:
     task = make_task(s, chain, goal, [Given(sort="field:Account.email", value=row["email"])])
     got = Prover(d, task, engine="z3").reference_chain()
     assert got.ok and "z3 agrees" in got.detail, got.detail
+
+
+def _retail_unrolling() -> Prover:
+    d = load_builtin("retail")
+    task = next(t for t in generate(d, 6, 1, GenOptions()).tasks if t.kind == "action")
+    return Prover(d, task, engine="z3")
+
+
+def test_templates_take_the_steps_argument_slots_and_share_their_reads() -> None:
+    """A tool's template is built over the same slot variables whichever tool has the
+    parameter, so two tools reading ``Order[order_id].status`` read one term, built once
+    (the universe keeps each column read at a key), and a different column or key is a
+    different read."""
+    p = _retail_unrolling()
+    with p.z3:
+        bmc = p.build(1)
+        assert bmc is not None, p.build_error
+        built = [(tool, bmc.template(j)) for j, tool in enumerate(bmc.tools)]
+        per_slot: dict[str, set[int]] = {}
+        for tool, tpl in built:
+            for name, var in tpl.args.items():
+                per_slot.setdefault(str(param_sort(tool.params[name])), set()).add(var.ast.value)
+        assert per_slot["key:Order"] and all(len(v) <= 2 for v in per_slot.values())
+        assert len(per_slot["key:User"]) == 1  # every user_id of every template: one variable
+        order = next(iter(per_slot["key:Order"]))
+        key = next(v for _, tpl in built for v in tpl.args.values() if v.ast.value == order)
+        pre = bmc.shared_pre()
+        first = read_field(bmc.uni, pre, "Order", key, "status")
+        again = read_field(bmc.uni, pre, "Order", key, "status")
+        other = read_field(bmc.uni, pre, "Order", key, "user_id")
+        assert isinstance(first, z3.ExprRef) and first is again
+        assert not same(first, other)
+        assert exists_at(bmc.uni, pre, "Order", key) is exists_at(bmc.uni, pre, "Order", key)
+        assert not same(exists_at(bmc.uni, pre, "Order", key), exists_at(bmc.uni, pre, "User", key))
+
+
+def test_one_substitution_for_every_template_gives_each_its_own_instance() -> None:
+    """Substituting every template's outputs in one pass yields, per tool, the very
+    terms substituting its own alone does."""
+    p = _retail_unrolling()
+    with p.z3:
+        bmc = p.build(3)
+        assert bmc is not None, p.build_error
+        bmc.ensure(3)
+        st = bmc.states[2]  # after two calls: more tools have knowable arguments
+        cur = st.terms()
+        args = bmc.steps[2].args
+        js = [j for j, tpl in enumerate(bmc.templates) if tpl is not None]
+        assert len(js) > 3
+        pre = bmc.shared_pre().terms()
+        pairs = [(pre[i], cur[i]) for i in bmc._mask]
+        seen: set[int] = set()
+        for j in js:
+            for n, v in bmc.template(j).args.items():
+                if v.ast.value not in seen:
+                    seen.add(v.ast.value)
+                    pairs.append((v, args[j][n]))
+        apps = [bmc.template(j).packed(bmc._extra[j]) for j in js]
+        insts = substitute_together(apps, Substitution(pairs))
+        assert len(insts) == len(js) + 1
+        for j, inst in zip(js, insts[1:], strict=True):
+            tpl = bmc.template(j)
+            ok, post, extra = tpl.unpack(inst, bmc._extra[j], cur)
+            ok1, post1, extra1 = tpl.instantiate(st, args[j], bmc._extra[j], cur)
+            assert same(ok, ok1), bmc.tools[j].name
+            assert all(same(a, b) for a, b in zip(post, post1, strict=True))
+            assert all(same(a, b) for a, b in zip(extra, extra1, strict=True))
+        assert substitute_together([], Substitution(pairs)) == [None]

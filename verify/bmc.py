@@ -58,7 +58,7 @@ from graphgen.verify.calls import creates_per_call
 from graphgen.verify.slicing import Flow, analyze_flow
 from graphgen.verify.strings import TextChoice, TextVal
 from graphgen.verify.symstate import SymState, read_field
-from graphgen.verify.templates import Substitution, ToolTemplate
+from graphgen.verify.templates import Substitution, ToolTemplate, substitute_together
 from graphgen.verify.terms import (
     LIT,
     EncodeError,
@@ -894,6 +894,7 @@ class Bmc:
         self._mask, self._pre = self._pre_state()
         self._pre_terms = self._pre.terms()
         self.templates = [None] * len(self.tools)
+        self._tpl_slots: dict[tuple[Sort, bool, int], Term] = {}  # see _slot_args
         self._site_tpl = [[] for _ in self.tools]
         self._leaf_tpl = [[] for _ in self.tools]
         self._extra = [[] for _ in self.tools]
@@ -938,7 +939,9 @@ class Bmc:
         tpl = self.templates[j]
         if tpl is not None:
             return tpl
-        tpl = ToolTemplate(self.uni, self.tools[j], f"T{j}", self._pre, self._mask)
+        tpl = ToolTemplate(
+            self.uni, self.tools[j], f"T{j}", self._pre, self._mask, self._slot_args(j, "T")
+        )
         if not set(tpl.changed_idx) <= set(self._mask):
             raise EncodeError(
                 f"tool {tpl.tool.name!r} can write cells the value-flow analysis found constant"
@@ -960,6 +963,21 @@ class Bmc:
         ]
         self.templates[j] = tpl
         return tpl
+
+    def _slot_args(self, j: int, tag: str) -> dict[str, Term]:
+        """Tool ``j``'s argument variables named by slot: the ``i``-th parameter of a
+        sort is one variable whichever tool has it (as at every step, :meth:`_step`)."""
+        out: dict[str, Term] = {}
+        taken: Counter[tuple[Sort, bool]] = Counter()
+        for p in self.tools[j].params.values():
+            kind = (param_sort(p), p.ty == PRIMS["bool"])
+            slot = (*kind, taken[kind])
+            taken[kind] += 1
+            var = self._tpl_slots.get(slot)
+            if var is None:
+                var = self._tpl_slots[slot] = self.uni.z3_var(p.ty, f"{tag}.{kind[0]}.{slot[2]}")
+            out[p.name] = var
+        return out
 
     def _domain_of(self, s: Sort) -> list[tuple[Any, Term]] | None:
         """The finite value domain of sort ``s`` as (python key, term) pairs; None for
@@ -1106,10 +1124,18 @@ class Bmc:
         # state, and each template's argument variables to this step's
         pre = self._pre_terms
         pairs = [(pre[i], cur_terms[i]) for i in self._mask]
+        seen: set[int] = set()
         for j, tpl in enumerate(self.templates):
             if tpl is not None and not is_f(knowns[j]):
-                pairs.extend((tpl.args[n], args[j][n]) for n in tpl.args)
-        subst = Substitution(pairs)
+                for name, var in tpl.args.items():
+                    if var.ast.value not in seen:  # tools share slot variables
+                        seen.add(var.ast.value)
+                        pairs.append((var, args[j][name]))
+        callable_ = [j for j in range(len(self.tools)) if not is_f(knowns[j])]
+        insts = substitute_together(
+            [self._template(j).packed(self._extra[j]) for j in callable_], Substitution(pairs)
+        )
+        inst_of = dict(zip(callable_, insts[1:], strict=True))
         for j in range(len(self.tools)):
             ch = chosen[j]
             known = knowns[j]
@@ -1119,8 +1145,7 @@ class Bmc:
                 self._add(not_(ch))
                 posts.append(None)
                 continue
-            tpl = self._template(j)
-            ok, post, subs = tpl.instantiate_with(subst, args[j], self._extra[j], cur_terms)
+            ok, post, subs = self._template(j).unpack(inst_of[j], self._extra[j], cur_terms)
             self._add(implies(ch, and_(ok, known)))
             posts.append(post)
             ns = len(self._site_tpl[j])

@@ -207,7 +207,13 @@ def exists_at(
     if c is not None:
         return col[c] if 0 <= c < len(col) else LIT.FALSE
     idx = uni.live_indices(ent) if candidates is None else candidates
-    return or_(*(and_(eq(key, uni.index_term(i)), col[i]) for i in idx))
+    memo = (id(col), key.ast.value, tuple(idx))
+    hit = uni.reads.get(memo)
+    if hit is not None:
+        return hit[2]
+    out = or_(*(and_(eq(key, uni.index_term(i)), col[i]) for i in idx))
+    uni.reads[memo] = (col, key, out)
+    return out
 
 
 def select(
@@ -221,9 +227,14 @@ def select(
     idx = range(len(col)) if candidates is None else candidates
     if not idx:
         return col[0] if col else uni.index_term(0)
+    memo = (id(col), key.ast.value, tuple(idx))
+    hit = uni.reads.get(memo)
+    if hit is not None:
+        return hit[2]
     out = col[idx[-1]]
     for i in reversed(idx[:-1]):
         out = ite(eq(key, uni.index_term(i)), col[i], out)
+    uni.reads[memo] = (col, key, out)
     return out
 
 

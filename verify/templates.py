@@ -8,6 +8,7 @@ concrete or symbolic state.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import z3
 
@@ -15,9 +16,7 @@ from graphgen.domain import ToolDef
 from graphgen.verify.calls import encode_call
 from graphgen.verify.symstate import SymState
 from graphgen.verify.terms import (
-    DEC_REF,
     GET_APP_ARG,
-    INC_REF,
     LIT,
     SUBSTITUTE,
     Term,
@@ -54,15 +53,21 @@ class ToolTemplate:
         tag: str = "",
         pre: SymState | None = None,
         variables: Sequence[int] | None = None,
+        args: Mapping[str, Term] | None = None,
     ) -> None:
         """``pre``: the pre-state to build over (default: every cell a fresh constant);
         ``variables``: the positions of ``pre`` that are constants to substitute (the
-        others must hold in every state the template is instantiated on)."""
+        others must hold in every state the template is instantiated on); ``args``: the
+        argument variables (default: fresh ones of this template's own)."""
         self.uni = uni
         self.tool = tool
         tag = tag or tool.name
         self.pre = pre if pre is not None else SymState.fresh(uni, f"{tag}.pre")
-        self.args = {p.name: uni.z3_var(p.ty, f"{tag}.{p.name}") for p in tool.params.values()}
+        self.args = (
+            dict(args)
+            if args is not None
+            else {p.name: uni.z3_var(p.ty, f"{tag}.{p.name}") for p in tool.params.values()}
+        )
         self.call = encode_call(uni, self.pre, tool, self.args)
         self._pre_terms = self.pre.terms()
         self._post_terms = self.call.post.terms()
@@ -107,31 +112,26 @@ class ToolTemplate:
         self._keep.append(list(extra))  # ids in the cache key stay valid
         return app, n
 
-    def instantiate_with(
-        self,
-        subst: Substitution,
-        args: Mapping[str, Term],
-        extra: Sequence[Term],
-        cur: Sequence[Term],
+    def packed(self, extra: Sequence[Term]) -> Term:
+        """The application :meth:`unpack` reads: the call's outputs and ``extra`` as the
+        arguments of one term, to substitute in one pass (:func:`substitute_together`)."""
+        return self._packed(extra)[0]
+
+    def unpack(
+        self, inst: Any, extra: Sequence[Term], cur: Sequence[Term]
     ) -> tuple[Term, list[Term], list[Term]]:
-        """:meth:`instantiate` with the state part of the substitution prepared once
-        (:class:`Substitution`, shared by every template over the same pre-state);
-        ``args`` must be among its pairs."""
-        del args  # already in ``subst``
-        app, n = self._packed(extra)
+        """``(ok, post_terms, extra_terms)`` from ``inst``, the AST of :meth:`packed`
+        ``(extra)`` after a substitution sending the template's variables to the state
+        ``cur`` (its terms, in :meth:`SymState.terms` order) and to the arguments."""
+        n = self._packed(extra)[1]
         bools = self._pack_bool[tuple(id(x) for x in extra)]
         ctx = LIT.ctx.ref()
-        inst = made(SUBSTITUTE(ctx, app.ast, subst.n, subst.src, subst.dst))
-        INC_REF(ctx, inst)
-        try:
-            subs = []
-            for i in range(n):
-                a = made(GET_APP_ARG(ctx, inst, i))
-                # Bools by hand (is_t/is_f compare pointers); ints as the cached literal
-                # or through z3, which makes numerals IntNumRefs that int_const recognises
-                subs.append(z3.BoolRef(a, LIT.ctx) if bools[i] else wrap_int(a))
-        finally:
-            DEC_REF(ctx, inst)
+        subs = []
+        for i in range(n):
+            a = made(GET_APP_ARG(ctx, inst, i))
+            # Bools by hand (is_t/is_f compare pointers); ints as the cached literal
+            # or through z3, which makes numerals IntNumRefs that int_const recognises
+            subs.append(z3.BoolRef(a, LIT.ctx) if bools[i] else wrap_int(a))
         idx = self.changed_idx
         post = list(cur)
         for i, t in zip(idx, subs[1 : 1 + len(idx)], strict=True):
@@ -164,3 +164,25 @@ class ToolTemplate:
         for i, t in zip(idx, subs[1 : 1 + len(idx)], strict=True):
             post[i] = t
         return subs[0], post, subs[1 + len(idx) :]
+
+
+def substitute_together(apps: Sequence[Term], subst: Substitution) -> list[Any]:
+    """The ASTs of ``apps`` after ``subst``, all in one pass of z3's substitution, whose
+    cache then serves the subterms they share (the templates of one unrolling read the
+    same cells at the same argument slots). Each AST is the caller's until the next
+    call here in this context: it is kept alive by the returned holder's first item."""
+    if not apps:
+        return [None]
+    ctx = LIT.ctx.ref()
+    n = len(apps)
+    dom = (z3.Sort * n)()
+    arr = (z3.Ast * n)()
+    bool_sort = z3.BoolSort(LIT.ctx).ast
+    for i, a in enumerate(apps):
+        dom[i] = bool_sort
+        arr[i] = a.ast
+    name = z3.Z3_mk_string_symbol(ctx, f"together.{n}")
+    fd = z3.Z3_mk_func_decl(ctx, name, n, dom, bool_sort)
+    whole = z3.BoolRef(z3.Z3_mk_app(ctx, fd, n, arr), LIT.ctx)
+    inst = z3.BoolRef(made(SUBSTITUTE(ctx, whole.ast, subst.n, subst.src, subst.dst)), LIT.ctx)
+    return [inst, *(made(GET_APP_ARG(ctx, inst.ast, i)) for i in range(n))]
