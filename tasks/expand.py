@@ -988,7 +988,15 @@ class Expander:
                     unseen = True
                 continue
             wrong = contradicting(
-                self.domain, initial, planner.know, values, text, principal, [tool], planner.chain
+                self.domain,
+                initial,
+                planner.know,
+                values,
+                text,
+                principal,
+                [tool],
+                planner.chain,
+                explained=values,
             )
             if not wrong and soft is None:
                 # Nothing a careful agent would never say: a hedge naming every value

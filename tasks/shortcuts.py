@@ -174,9 +174,29 @@ def rule_words(domain: Domain, tool: ToolDef) -> set[str]:
     entities = {humanize(e).lower() for e in domain.entities}
     words = [w for w in tool.name.split("_") if w not in entities and len(w) > 2]
     stems = [rf"\b{re.escape(w.removesuffix('e'))}{_INFLECTED}\b" for w in words]
-    keys = [_policy_pattern(v) for v in lits] + stems
     members = domain_enum_members(domain)
     out = {m for m in members if m in lits}
+    return out | _named_with(domain, [_policy_pattern(v) for v in lits] + stems)
+
+
+def reason_words(domain: Domain, values: Iterable[Any]) -> set[str]:
+    """Enum members a careful agent may say when it explains ``values`` (the reasons or
+    the answer): every member named in a policy rule that names one of them. Told that
+    an exchanged order cannot be cancelled, an agent explains what "exchanged" means
+    with the rule it comes from: "after a return or exchange the order is closed", so
+    it "can no longer be cancelled, returned or exchanged"."""
+    members = set(domain_enum_members(domain))
+    keys = [_policy_pattern(v) for v in values if isinstance(v, str) and v in members]
+    return _named_with(domain, keys)
+
+
+def _named_with(domain: Domain, keys: list[str]) -> set[str]:
+    """The enum members named in the policy rules that match one of the patterns
+    ``keys``."""
+    members = domain_enum_members(domain)
+    out: set[str] = set()
+    if not keys:
+        return out
     for rule in policy_rules(domain):
         if any(re.search(k, rule) for k in keys):
             out.update(m for m in members if re.search(_policy_pattern(m), rule))
@@ -307,6 +327,7 @@ def contradicting(
     principal: tuple[str, str] | None,
     tools: Iterable[ToolDef] = (),
     chain: Iterable[Call] = (),
+    explained: Iterable[Any] = (),
 ) -> list[str]:
     """Enum members a careful, truthful agent would never assert here: ``answer_not``.
 
@@ -314,18 +335,20 @@ def contradicting(
     its current value (:func:`visible_values`, :func:`earlier_values`: saying it would
     be false of everything the agent could be talking about), the user
     did not say it, no field or tool is named with it (:func:`interface_words`: "economy
-    price"), it is none of ``values`` (the right answer or reasons), and no rule
-    of ``tools`` names it (:func:`rule_words`: the refused call, or the tool a question
-    asks). Numbers, dates and names are never listed: any value the agent was shown is
-    true of some row ("your other gift card has $20"), and a hedge only says values it
-    was shown. When nothing qualifies, a hedge passes and the gate rejects the task.
+    price"), it is none of ``values`` (the right answer or reasons), no rule of
+    ``tools`` names it (:func:`rule_words`: the refused call, or the tool a question
+    asks), and no rule naming one of ``explained`` names it (:func:`reason_words`: a
+    refusal's reasons, which an agent explains with the rule they come from). Numbers,
+    dates and names are never listed: any value the agent was shown is true of some row
+    ("your other gift card has $20"), and a hedge only says values it was shown. When
+    nothing qualifies, a hedge passes and the gate rejects the task.
     """
     seen = visible_values(domain, st, principal, know, chain_rows(domain, chain))
     names = interface_words(domain)
     history = earlier_values(domain)
     # A row's earlier statuses are true of it too ("it was delivered, then returned").
     seen |= {p for v in seen | {str(x) for x in values} for p in history.get(v, set())}
-    rules: set[str] = set()
+    rules = reason_words(domain, explained)
     for t in tools:
         rules |= rule_words(domain, t)
     out: list[str] = []
@@ -347,6 +370,7 @@ __all__ = [
     "hedge_answer",
     "interface_words",
     "policy_rules",
+    "reason_words",
     "rule_words",
     "said",
     "scalars",

@@ -26,7 +26,7 @@ from graphgen import ir
 from graphgen.domain import Domain, Intent, ToolDef
 from graphgen.domains import load_builtin
 from graphgen.errors import ToolError
-from graphgen.grading import grade
+from graphgen.grading import grade, mention_pattern
 from graphgen.interp import call_tool, check_args, evaluate
 from graphgen.state import State
 from graphgen.stategen import generate_state
@@ -46,6 +46,8 @@ from graphgen.tasks.shortcuts import (
     earlier_values,
     echo_answer,
     hedge_answer,
+    policy_rules,
+    reason_words,
     rule_words,
     said,
 )
@@ -253,6 +255,13 @@ def careful_refusals(d: Domain, t: Task) -> list[tuple[Any, str]]:
                     "which does not help either."
                 )
         texts.append(f'You asked: "{t.instruction}" I can\'t, because the {what} is {val}.')
+        # what the reason means, in the policy's words: the rule that names it
+        if isinstance(v, str):
+            texts += [
+                f'It is {val}. Our policy says: "{rule}"'
+                for rule in policy_rules(d)
+                if re.search(mention_pattern(v), rule)
+            ]
         if str(v) in SUGGESTIONS:
             texts.append(f"It is {val}, so no. {SUGGESTIONS[str(v)]}")
         texts.append(" ".join(texts))  # all of it at once
@@ -394,6 +403,35 @@ def test_rule_words_of_a_refused_tool() -> None:
     assert {"regular", "silver", "gold", "flown"} <= rule_words(
         AIRLINE, AIRLINE.tools["update_membership"]
     )
+
+
+def test_a_reason_is_explained_with_the_rule_it_comes_from() -> None:
+    """A blind agent refused to cancel an exchanged order with "an order that
+    has been delivered and then exchanged is closed, and it can no longer be cancelled,
+    returned or exchanged again" and was failed for stating 'returned'. The rule about
+    exchanged orders names 'returned', so a refusal whose reason is 'exchanged' never
+    counts it as a contradiction, and that answer passes; naming a payment kind no row
+    shown has still fails."""
+    assert {"returned", "delivered"} <= reason_words(RETAIL, ["exchanged"])
+    assert reason_words(RETAIL, [5, True]) == set()
+    refusals = [
+        t
+        for t in _tasks("retail", 13)
+        if t.kind == "refusal" and ["exchanged"] in t.goal.answer_any
+    ]
+    assert refusals
+    for t in refusals:
+        assert "returned" not in t.goal.answer_not, t.id
+        s0, g = t.initial_state, t.goal.model_dump()
+        said_so = (
+            "I'm sorry, but I can't do that: the order has the status exchanged. An order "
+            "that has been delivered and then exchanged is closed, and it can no longer be "
+            "cancelled, returned or exchanged again. No changes have been made."
+        )
+        assert grade(s0, s0, g, said_so)["success"], (t.id, grade(s0, s0, g, said_so))
+        for wrong in t.goal.answer_not:
+            hedge = f"{said_so} It was paid by {wrong.replace('_', ' ')}."
+            assert not grade(s0, s0, g, hedge)["success"], (t.id, wrong)
 
 
 def test_a_row_was_what_it_passed_through() -> None:

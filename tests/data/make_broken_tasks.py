@@ -87,7 +87,7 @@ OUTPUTS = (EXPECTED.name, *(f"{kind}_{name}.jsonl" for kind in ("broken", "good"
 POOLS: dict[str, list[tuple[int, int, bool]]] = {
     "mock": [(1, 40, True), (2, 40, True), (3, 40, True)],
     "retail": [(0, 30, False), (1, 60, False), (6, 13, False), (73, 50, False),
-               (13, 9, False), (58, 15, False)],
+               (13, 9, False), (58, 15, False), (76, 22, False)],
     "airline": [(0, 20, False)],
 }
 
