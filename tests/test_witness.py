@@ -82,14 +82,14 @@ def test_shortened_leaves_out_what_the_chain_can_do_without() -> None:
 
 def _retail_tasks(ids: set[str]) -> list[Task]:
     d = load_builtin("retail")
-    return [t for t in generate(d, 41, 0, GenOptions()).tasks if t.id in ids]
+    return [t for t in generate(d, 115, 0, GenOptions()).tasks if t.id in ids]
 
 
 def test_downward_search_finds_the_minimum_below_a_long_witness() -> None:
     """Retail tasks of seed 0 whose reference chain cannot be shortened call by call to
     a shortest one (the minimum needs a call the reference does not make)."""
     d = load_builtin("retail")
-    tasks = _retail_tasks({"retail-0-00020", "retail-0-00025", "retail-0-00028", "retail-0-00040"})
+    tasks = _retail_tasks({"retail-0-00042", "retail-0-00062", "retail-0-00099", "retail-0-00114"})
     assert len(tasks) == 4
     for t in tasks:
         p = Prover(d, t)
