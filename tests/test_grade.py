@@ -226,6 +226,25 @@ def test_a_denied_value_is_not_stated() -> None:
     assert not grade(S0, S0, goal, "no, 4, scheduled, cancelled")["success"]
 
 
+def test_denying_the_answer_does_not_give_it() -> None:
+    """A value mentioned only to be denied is not the answer: "your order is not
+    exchanged" fails a question whose answer is 'exchanged', and a refusal that denies
+    its only reason gives none. A mention outside the denial still counts, and so do a
+    rule or a plan ("it can be exchanged", "scheduled to depart")."""
+    goal = {"changes": [], "answer": ["exchanged"], "answer_not": ["returned"]}
+    assert not grade(S0, S0, goal, "Your order is not exchanged.")["success"]
+    assert not grade(S0, S0, goal, "It has never been exchanged or returned.")["success"]
+    assert grade(S0, S0, goal, "It was exchanged; it has not been exchanged twice.")["success"]
+    assert grade(S0, S0, goal, "It is exchanged, so it can no longer be changed.")["success"]
+    refusal = {"changes": [], "answer_any": [["departed"], [0]]}
+    assert not grade(S0, S0, refusal, "Sorry, the flight has not departed.")["success"]
+    assert grade(S0, S0, refusal, "Sorry, the flight has departed.")["success"]
+    plan = {"changes": [], "answer": ["scheduled"], "answer_not": ["delayed"]}
+    assert grade(S0, S0, plan, "It is scheduled to depart at 10:05.")["success"]
+    flag = {"changes": [], "answer": [False]}
+    assert grade(S0, S0, flag, "No, it has not.")["success"]
+
+
 def test_old_format_goal_grades_the_same() -> None:
     """A task file written before answer_any/answer_not existed reads and grades as
     before, and a goal without them writes no new keys."""

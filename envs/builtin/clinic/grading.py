@@ -124,6 +124,17 @@ def _mentions(text: str, value: Any) -> bool:
     return re.search(mention_pattern(value), text) is not None
 
 
+def _affirms(text: str, value: Any) -> bool:
+    """Does the text mention ``value`` other than to deny it? "It is not exchanged"
+    does not say that the order is exchanged; "it can be returned" and "scheduled to
+    depart" still say what they name. A flag is never read as denied."""
+    if isinstance(value, bool):
+        return _mentions(text, value)
+    return any(
+        not _NEGATED.search(text[: m.start()]) for m in re.finditer(mention_pattern(value), text)
+    )
+
+
 def _asserts(text: str, value: Any) -> bool:
     """Does the text state ``value`` as a fact? Not when it denies it ("it hasn't been
     cancelled"), states a rule or a prospect with it ("only a pending order can be
@@ -144,9 +155,10 @@ def _asserts(text: str, value: Any) -> bool:
 def answer_items(goal: dict[str, Any], answer: str | None) -> list[GradeItem]:
     """The answer checks of :func:`grade`.
 
-    ``goal["answer"]``: every value must be mentioned. ``goal["answer_any"]``: groups
-    (each one true reason or answer); the values of at least one group must all be
-    mentioned. ``goal["answer_not"]``: values that contradict the right answer (another
+    ``goal["answer"]``: every value must be mentioned, and not only denied ("it is not
+    exchanged" does not answer "exchanged"). ``goal["answer_any"]``: groups (each one
+    true reason or answer); the values of at least one group must all be mentioned so.
+    ``goal["answer_not"]``: values that contradict the right answer (another
     status, another row's value of the same field); asserting any of them fails, so an
     answer that lists every candidate does not pass.
     """
@@ -155,11 +167,11 @@ def answer_items(goal: dict[str, Any], answer: str | None) -> list[GradeItem]:
     items: list[GradeItem] = []
     for v in goal.get("answer", []):
         items.append(
-            {"check": f"answer mentions {v!r}", "ok": _mentions(text, v), "detail": missing}
+            {"check": f"answer mentions {v!r}", "ok": _affirms(text, v), "detail": missing}
         )
     groups = goal.get("answer_any") or []
     if groups:
-        ok = any(all(_mentions(text, v) for v in g) for g in groups)
+        ok = any(all(_affirms(text, v) for v in g) for g in groups)
         shown = " | ".join(" + ".join(repr(v) for v in g) for g in groups)
         items.append({"check": f"answer mentions one of {shown}", "ok": ok, "detail": missing})
     wrong = goal.get("answer_not") or []
