@@ -940,7 +940,7 @@ class Bmc:
         if tpl is not None:
             return tpl
         tpl = ToolTemplate(
-            self.uni, self.tools[j], f"T{j}", self._pre, self._mask, self._slot_args(j, "T")
+            self.uni, self.tools[j], f"T{j}", self._pre, self._mask, self._slot_args(j)
         )
         if not set(tpl.changed_idx) <= set(self._mask):
             raise EncodeError(
@@ -964,7 +964,7 @@ class Bmc:
         self.templates[j] = tpl
         return tpl
 
-    def _slot_args(self, j: int, tag: str) -> dict[str, Term]:
+    def _slot_args(self, j: int) -> dict[str, Term]:
         """Tool ``j``'s argument variables named by slot: the ``i``-th parameter of a
         sort is one variable whichever tool has it (as at every step, :meth:`_step`)."""
         out: dict[str, Term] = {}
@@ -975,7 +975,7 @@ class Bmc:
             taken[kind] += 1
             var = self._tpl_slots.get(slot)
             if var is None:
-                var = self._tpl_slots[slot] = self.uni.z3_var(p.ty, f"{tag}.{kind[0]}.{slot[2]}")
+                var = self._tpl_slots[slot] = self.uni.z3_var(p.ty, f"T.{kind[0]}.{slot[2]}")
             out[p.name] = var
         return out
 
@@ -1124,14 +1124,13 @@ class Bmc:
         # state, and each template's argument variables to this step's
         pre = self._pre_terms
         pairs = [(pre[i], cur_terms[i]) for i in self._mask]
-        seen: set[int] = set()
-        for j, tpl in enumerate(self.templates):
-            if tpl is not None and not is_f(knowns[j]):
-                for name, var in tpl.args.items():
-                    if var.ast.value not in seen:  # tools share slot variables
-                        seen.add(var.ast.value)
-                        pairs.append((var, args[j][name]))
         callable_ = [j for j in range(len(self.tools)) if not is_f(knowns[j])]
+        seen: set[int] = set()
+        for j in callable_:
+            for name, var in self._template(j).args.items():
+                if var.ast.value not in seen:  # tools share slot variables
+                    seen.add(var.ast.value)
+                    pairs.append((var, args[j][name]))
         insts = substitute_together(
             [self._template(j).packed(self._extra[j]) for j in callable_], Substitution(pairs)
         )

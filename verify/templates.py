@@ -169,8 +169,9 @@ class ToolTemplate:
 def substitute_together(apps: Sequence[Term], subst: Substitution) -> list[Any]:
     """The ASTs of ``apps`` after ``subst``, all in one pass of z3's substitution, whose
     cache then serves the subterms they share (the templates of one unrolling read the
-    same cells at the same argument slots). Each AST is the caller's until the next
-    call here in this context: it is kept alive by the returned holder's first item."""
+    same cells at the same argument slots): the list's first item is the substituted
+    whole, which keeps the others alive while the caller holds it; ``[None]`` for no
+    ``apps``."""
     if not apps:
         return [None]
     ctx = LIT.ctx.ref()
