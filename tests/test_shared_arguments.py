@@ -18,6 +18,7 @@ from graphgen.verify.proofs import Prover
 from graphgen.verify.symstate import exists_at, read_field
 from graphgen.verify.templates import Substitution, substitute_together
 from graphgen.verify.terms import same
+from graphgen.verify.values import ListVal
 from tests.test_z3_encoding import _task as make_task
 
 
@@ -127,6 +128,10 @@ def test_templates_take_the_steps_argument_slots_and_share_their_reads() -> None
         other = read_field(bmc.uni, pre, "Order", key, "user_id")
         assert isinstance(first, z3.ExprRef) and first is again
         assert not same(first, other)
+        items = read_field(bmc.uni, pre, "Order", key, "items")
+        again_items = read_field(bmc.uni, pre, "Order", key, "items")
+        assert isinstance(items, ListVal) and isinstance(again_items, ListVal) and items.items
+        assert all(a[0] is b[0] for a, b in zip(items.items, again_items.items, strict=True))
         assert exists_at(bmc.uni, pre, "Order", key) is exists_at(bmc.uni, pre, "Order", key)
         assert not same(exists_at(bmc.uni, pre, "Order", key), exists_at(bmc.uni, pre, "User", key))
 

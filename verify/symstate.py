@@ -217,10 +217,16 @@ def exists_at(
 
 
 def select(
-    uni: Universe, col: Sequence[Term], key: Term, candidates: Sequence[int] | None = None
+    uni: Universe,
+    col: Sequence[Term],
+    key: Term,
+    candidates: Sequence[int] | None = None,
+    keep: bool = True,
 ) -> Term:
     """``col[key]``; an arbitrary value when ``key`` is none of ``candidates`` (default: every
-    position), which callers flag as an error (the row does not exist)."""
+    position), which callers flag as an error (the row does not exist). ``keep``: keep
+    it in ``uni.reads`` for the next read of this column at this key (not for a column
+    the caller builds afresh each time, which no later read would find)."""
     c = int_const(key)
     if c is not None:
         return col[c] if 0 <= c < len(col) else col[0] if col else uni.index_term(0)
@@ -228,13 +234,14 @@ def select(
     if not idx:
         return col[0] if col else uni.index_term(0)
     memo = (id(col), key.ast.value, tuple(idx))
-    hit = uni.reads.get(memo)
+    hit = uni.reads.get(memo) if keep else None
     if hit is not None:
         return hit[2]
     out = col[idx[-1]]
     for i in reversed(idx[:-1]):
         out = ite(eq(key, uni.index_term(i)), col[i], out)
-    uni.reads[memo] = (col, key, out)
+    if keep:
+        uni.reads[memo] = (col, key, out)
     return out
 
 
@@ -260,7 +267,14 @@ def read_field(
         if c is not None:
             mem = col[c] if 0 <= c < len(col) else [LIT.FALSE] * n
         else:
-            mem = [select(uni, [row[j] for row in col], key, idx) for j in range(n)]
+            memo = (id(col), key.ast.value, tuple(idx))
+            hit = uni.reads.get(memo)
+            if hit is not None:
+                mem = hit[2]
+            else:
+                # one read per item position, each of a column made here: kept whole
+                mem = [select(uni, [row[j] for row in col], key, idx, keep=False) for j in range(n)]
+                uni.reads[memo] = (col, key, mem)
         return ListVal([(mem[j], terms[j]) for j in range(n)])
     if not col:
         return LIT.FALSE if fd.ty == BOOL else uni.index_term(0)

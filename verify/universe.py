@@ -117,7 +117,7 @@ class Universe:
     str_tables: dict[Any, list[tuple[tuple[int, ...], Any]]] = field(default_factory=dict)
     # graphgen.verify.symstate: a column read at a key term, kept per (column, key,
     # candidates) with the column and key it was read from (their ids stay theirs)
-    reads: dict[tuple[int, int, Any], tuple[Any, Term, Term]] = field(default_factory=dict)
+    reads: dict[tuple[int, int, Any], tuple[Any, Term, Any]] = field(default_factory=dict)
     # The state's today (graphgen.today; None: the default date), a constant here: no
     # call changes it, so one value serves every step of a chain.
     today: str | None = None
