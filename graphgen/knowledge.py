@@ -23,7 +23,6 @@ values an output shows, which recognising a described row needs.
 
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass
 from typing import Any, assert_never
@@ -493,14 +492,32 @@ class Reveal:
     (:func:`facts_of_result`), in one fixed order, and the cells of particular rows it
     shows (:func:`shown_cells`). Each is computed when first asked for."""
 
-    __slots__ = ("_by_sort", "_cells", "_fact_set", "_facts", "args", "domain", "tool", "value")
+    __slots__ = (
+        "_by_sort",
+        "_cells",
+        "_fact_set",
+        "_facts",
+        "_groups",
+        "_raw",
+        "args",
+        "domain",
+        "tool",
+        "value",
+    )
 
     def __init__(self, domain: Domain, tool: ToolDef, args: dict[str, Any], value: Any) -> None:
         self.domain, self.tool, self.args, self.value = domain, tool, dict(args), value
+        self._raw: set[Fact] | None = None
+        self._groups: list[tuple[Sort, list[Any]]] | None = None
         self._facts: tuple[Fact, ...] | None = None
         self._cells: frozenset[Cell] | None = None
         self._by_sort: tuple[tuple[Sort, tuple[Any, ...]], ...] | None = None
         self._fact_set: frozenset[Fact] | None = None
+
+    def _found(self) -> set[Fact]:
+        if self._raw is None:
+            self._raw = facts_of_result(self.domain, self.tool, self.value)
+        return self._raw
 
     @property
     def facts(self) -> tuple[Fact, ...]:
@@ -508,25 +525,43 @@ class Reveal:
         follows string hashing (per process), and the order facts are learned in feeds
         argument pools, so it must not depend on it."""
         if self._facts is None:
-            got = facts_of_result(self.domain, self.tool, self.value)
-            self._facts = tuple(sorted(got, key=lambda f: (f[0], repr(f[1]))))
+            self._facts = tuple((s, v) for s, vals in self._sorted() for v in vals)
         return self._facts
+
+    def _sorted(self) -> list[tuple[Sort, list[Any]]]:
+        """The values per sort, sorts in order and each one's values by ``repr``: the
+        order of :attr:`facts`. Sorting each sort's values on its own compares strings
+        only; one listing shows tens of thousands of values of a few sorts."""
+        if self._groups is not None:
+            return self._groups
+        groups: dict[Sort, list[Any]] = {}
+        for s, v in self._found():
+            got = groups.get(s)
+            if got is None:
+                groups[s] = [v]
+            else:
+                got.append(v)
+        out = sorted(groups.items(), key=lambda kv: (kv[0].kind, kv[0].name))
+        for _, vals in out:
+            vals.sort(key=repr)
+        self._groups = out
+        return out
 
     @property
     def by_sort(self) -> tuple[tuple[Sort, tuple[Any, ...]], ...]:
         """:attr:`facts` grouped by sort, each value hashable (a list as a tuple)."""
         if self._by_sort is None:
             self._by_sort = tuple(
-                (s, tuple(hashable(v) for _, v in group))
-                for s, group in itertools.groupby(self.facts, key=lambda f: f[0])
+                (s, tuple(hashable(v) for v in vals)) for s, vals in self._sorted()
             )
         return self._by_sort
 
     @property
     def fact_set(self) -> frozenset[Fact]:
-        """The facts as a set of (sort, hashable value) pairs."""
+        """The facts as a set of (sort, hashable value) pairs (no order needed, so none
+        is made: asking whether an output shows a value is most of what this is for)."""
         if self._fact_set is None:
-            self._fact_set = frozenset((s, v) for s, vals in self.by_sort for v in vals)
+            self._fact_set = frozenset((s, hashable(v)) for s, v in self._found())
         return self._fact_set
 
     @property

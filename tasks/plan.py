@@ -122,7 +122,14 @@ class Knowledge:
         already keeps its origin). One listing can reveal tens of thousands."""
         for s, vals in shown.by_sort:
             known = self.facts.setdefault(s, {})
-            known.update({v: origin for v in vals if v not in known})
+            if len(vals) > 4 * len(known):
+                # a listing: the new values in their order, in C, less the few known
+                add = dict.fromkeys(vals, origin)
+                for v in known:
+                    add.pop(v, None)
+                known.update(add)
+            else:
+                known.update({v: origin for v in vals if v not in known})
 
     def origin(self, s: Sort, v: Any) -> int | None:
         return self.facts.get(s, {}).get(_hashable(v))

@@ -17,6 +17,7 @@ from graphgen.interp import call_tool
 from graphgen.knowledge import facts_of_result, reveal, shown_cells
 from graphgen.state import State, call_key
 from graphgen.stategen import generate_state
+from graphgen.tablebase import hashable
 from graphgen.tasks.plan import Knowledge
 from graphgen.tasks.referring import FEW_ROWS, _shared, describe
 
@@ -75,6 +76,7 @@ def test_reveal_is_kept_for_reads_and_made_afresh_for_writes() -> None:
         facts_of_result(retail, tool, value), key=lambda f: (f[0], repr(f[1]))
     )
     assert [(s_, v) for s_, vs in shown.by_sort for v in vs] == list(shown.facts)
+    assert shown.fact_set == frozenset((s_, hashable(v)) for s_, v in shown.facts)
     assert shown.cells == frozenset(shown_cells(retail, tool, {}, value))
     # another domain object (a variant of the same name) is not served what this one
     # computed
@@ -94,15 +96,20 @@ def test_reveal_is_kept_for_reads_and_made_afresh_for_writes() -> None:
     assert reveal(retail, s, write, {}, "ok") is not reveal(retail, s, write, {}, "ok")
 
 
-def test_learning_a_reveal_keeps_what_was_known_and_adds_in_its_order() -> None:
+@pytest.mark.parametrize("known_share", [0.0, 0.5])
+def test_learning_a_reveal_keeps_what_was_known_and_adds_in_its_order(known_share: float) -> None:
+    """A listing learned by a knowledge that knows little (a pass in C) or much of it
+    already (one by one): either way the known values keep their origins and places and
+    the new ones follow in the listing's order."""
     retail = load_builtin("retail")
     s = generate_state(retail, 0)
     tool = retail.tools["list_products"]
     shown = reveal(retail, s, tool, {}, call_tool(retail, s, "list_products", {}))
     one, other = Knowledge(), Knowledge()
-    s0, v0 = shown.facts[3]
+    known = [shown.facts[3], *shown.facts[: int(len(shown.facts) * known_share)][::-1]]
     for k in (one, other):
-        k.add(s0, v0, -1)
+        for fs, fv in known:
+            k.add(fs, fv, -1)
     one.learn(shown, 4)
     for fs, fv in shown.facts:
         other.add(fs, fv, 4)
@@ -110,7 +117,10 @@ def test_learning_a_reveal_keeps_what_was_known_and_adds_in_its_order() -> None:
     assert [list(d.items()) for d in one.facts.values()] == [
         list(d.items()) for d in other.facts.values()
     ]
-    assert one.origin(s0, v0) == -1
+    assert all(one.origin(fs, fv) == -1 for fs, fv in known)
+    assert sum(1 for d in one.facts.values() for o in d.values() if o == 4) == len(
+        set(shown.facts) - set(known)
+    )
 
 
 def test_listing_a_fields_values_builds_no_index() -> None:
