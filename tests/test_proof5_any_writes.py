@@ -52,3 +52,43 @@ def test_the_stronger_claim_still_rejects_a_chain_that_ends_elsewhere(
         assert "whichever they are" in got.detail and "more than 0" in got.detail
     else:
         assert got.status is ProofStatus.REFUTED and "too open" in got.detail
+
+
+@pytest.mark.parametrize("gave_up", [False, True])
+def test_the_stronger_claim_gets_a_share_of_the_limit_after_z3_gave_up(
+    gave_up: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After z3 gave up on proof 5's own queries the stronger claim, which is harder, is
+    asked within a share of the time limit; when ``W`` was only too long, within all of
+    it. The claim's answer on retail-0-00003 (it holds) is the same either way."""
+    task = _candidate("retail-0-00003", 80)
+    p = _prover(task)
+    assert p.build() is not None and p.bmc is not None
+    limits: list[int] = []
+    check = type(p.bmc).check
+
+    def recorded(self: object, assumptions: object, timeout_ms: int = 0, **kw: object) -> object:
+        limits.append(timeout_ms)
+        return check(self, assumptions, timeout_ms, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(p.bmc), "check", recorded)
+    with p.z3:  # the prover's own z3 context, which its public proofs enter
+        got = p._any_writes_end_alike(p.horizon, "why", gave_up=gave_up)
+    assert got is not None and got.status is ProofStatus.PROVED, got
+    want = p.timeout_ms // proofs_module.AFTER_GIVE_UP if gave_up else p.timeout_ms
+    assert limits and limits[-1] == want, limits
+
+
+def test_certify_stops_at_the_first_failed_proof() -> None:
+    """A task whose proof 5 fails (retail-0-00037: a solution ends elsewhere) is rejected
+    for it without running the proofs after it; ``graphgen verify``'s full run reports
+    every proof and the same first failure."""
+    task = _candidate("retail-0-00037", 80)
+    stopped = _prover(task).all(stop_on_failure=True)
+    full = _prover(task).all()
+    names = [r.name for r in stopped]
+    assert names[-1] == "unique_final_state" and stopped[-1].status is ProofStatus.REFUTED
+    assert "reference_chain" not in names  # proof 1 runs last
+    assert len(full) > len(stopped) and full[0].name == "reference_chain"
+    failed = [r.name for r in full if r.status is not ProofStatus.PROVED]
+    assert failed[0] == "unique_final_state", failed

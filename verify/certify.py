@@ -59,7 +59,8 @@ def certify(
             return rejection_reason([found])
         task = task.model_copy(update={"min_calls": found})
         prover.task = task
-    results = prover.all()
+    # a failed proof rejects the task: the proofs after it would change nothing
+    results = prover.all(stop_on_failure=True)
     why = rejection_reason(results)
     if why:
         return why
