@@ -67,7 +67,6 @@ from graphgen.verify.terms import (
     compare,
     eq,
     fresh_bool,
-    fresh_int,
     implies,
     int_const,
     int_val,
@@ -1159,16 +1158,18 @@ class Bmc:
             if pj is not None and tj is not None:
                 for i in tj.changed_idx:
                     writers.setdefault(i, []).append(j)
+        # A written cell's next value is the term itself, not a fresh constant equated
+        # to it: the incremental solver takes its assumptions only during search, so it
+        # cannot eliminate such definitions as a one-shot solver's preprocessing does,
+        # and carried every cell of every step as a variable of its own. z3's terms are
+        # shared DAGs, so the nested if-then-elses do not grow with the chain.
         for i in sorted(writers):
-            old = cur_terms[i]
-            v = fresh_bool("x") if isinstance(old, z3.BoolRef) else fresh_int("x")
-            val = old
+            val = cur_terms[i]
             for j in reversed(writers[i]):
                 pj = posts[j]
                 assert pj is not None
                 val = ite(chosen[j], pj[i], val)
-            self._add(eq(v, val))
-            nxt[i] = v
+            nxt[i] = val
         self.states.append(cur.rebuild(nxt))
         for g, s, v in new_sites:
             self.sites.setdefault(s, []).append((t, g, v))
