@@ -1108,8 +1108,8 @@ class Prover:
         if isinstance(writes, ProofResult):
             # too many minimal writes, or z3 gave up listing them
             if writes.cause:
-                gave_up = self._any_writes_end_alike(h, "z3 gave up listing them", gave_up=True)
-                return gave_up or writes
+                stronger = self._any_writes_end_alike(h, "z3 gave up listing them", gave_up=True)
+                return stronger or writes
             return self._any_writes_end_alike(h, f"more than {MAX_MINIMAL_WRITES}") or writes
         times, total = self._write_bounds(writes)
         if self.engine == "auto":
