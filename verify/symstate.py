@@ -207,11 +207,21 @@ def exists_at(
     if c is not None:
         return col[c] if 0 <= c < len(col) else LIT.FALSE
     idx = uni.live_indices(ent) if candidates is None else candidates
+    return _kept(
+        uni, col, key, idx, lambda: or_(*(and_(eq(key, uni.index_term(i)), col[i]) for i in idx))
+    )
+
+
+def _kept(uni: Universe, col: Sequence[Any], key: Term, idx: Sequence[int], read: Any) -> Any:
+    """``read()``, the read of column ``col`` at ``key`` over the rows ``idx``, built once
+    per universe (:attr:`Universe.reads`): the tools of one unrolling read the same
+    cells at the same argument slots. The column and key are kept with it, so that the
+    ids in the memo's key stay theirs."""
     memo = (id(col), key.ast.value, tuple(idx))
     hit = uni.reads.get(memo)
     if hit is not None:
         return hit[2]
-    out = or_(*(and_(eq(key, uni.index_term(i)), col[i]) for i in idx))
+    out = read()
     uni.reads[memo] = (col, key, out)
     return out
 
@@ -233,16 +243,14 @@ def select(
     idx = range(len(col)) if candidates is None else candidates
     if not idx:
         return col[0] if col else uni.index_term(0)
-    memo = (id(col), key.ast.value, tuple(idx))
-    hit = uni.reads.get(memo) if keep else None
-    if hit is not None:
-        return hit[2]
-    out = col[idx[-1]]
-    for i in reversed(idx[:-1]):
-        out = ite(eq(key, uni.index_term(i)), col[i], out)
-    if keep:
-        uni.reads[memo] = (col, key, out)
-    return out
+
+    def read() -> Term:
+        out = col[idx[-1]]
+        for i in reversed(idx[:-1]):
+            out = ite(eq(key, uni.index_term(i)), col[i], out)
+        return out
+
+    return _kept(uni, col, key, idx, read) if keep else read()
 
 
 def read_field(
@@ -267,14 +275,16 @@ def read_field(
         if c is not None:
             mem = col[c] if 0 <= c < len(col) else [LIT.FALSE] * n
         else:
-            memo = (id(col), key.ast.value, tuple(idx))
-            hit = uni.reads.get(memo)
-            if hit is not None:
-                mem = hit[2]
-            else:
-                # one read per item position, each of a column made here: kept whole
-                mem = [select(uni, [row[j] for row in col], key, idx, keep=False) for j in range(n)]
-                uni.reads[memo] = (col, key, mem)
+            # one read per item position, each of a column made here: kept whole
+            mem = _kept(
+                uni,
+                col,
+                key,
+                idx,
+                lambda: [
+                    select(uni, [row[j] for row in col], key, idx, keep=False) for j in range(n)
+                ],
+            )
         return ListVal([(mem[j], terms[j]) for j in range(n)])
     if not col:
         return LIT.FALSE if fd.ty == BOOL else uni.index_term(0)

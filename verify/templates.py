@@ -83,7 +83,9 @@ class ToolTemplate:
 
     def pairs(self, st: SymState, args: Mapping[str, Term]) -> list[tuple[Term, Term]]:
         """The substitution sending the template's variables to ``st`` and ``args``."""
-        cur = st.terms()
+        return self._pairs(st.terms(), args)
+
+    def _pairs(self, cur: Sequence[Term], args: Mapping[str, Term]) -> list[tuple[Term, Term]]:
         pre = self._pre_terms
         out = [(pre[i], cur[i]) for i in self._vars]
         out.extend((self.args[n], args[n]) for n in self.args)
@@ -150,20 +152,8 @@ class ToolTemplate:
         ``extra`` (other terms over the template's variables) substituted likewise.
         ``terms``: ``st.terms()`` if the caller has them."""
         cur = st.terms() if terms is None else terms
-        pre = self._pre_terms
-        pairs = [(pre[i], cur[i]) for i in self._vars]
-        pairs.extend((self.args[n], args[n]) for n in self.args)
-        idx = self.changed_idx
-        app, n = self._packed(extra)
-        inst = substitute_all([app], pairs)[0]
-        ctx = LIT.ctx.ref()
-        subs = [
-            z3.z3._to_expr_ref(z3.Z3_get_app_arg(ctx, inst.as_ast(), i), LIT.ctx) for i in range(n)
-        ]
-        post = list(cur)
-        for i, t in zip(idx, subs[1 : 1 + len(idx)], strict=True):
-            post[i] = t
-        return subs[0], post, subs[1 + len(idx) :]
+        inst = substitute_all([self.packed(extra)], self._pairs(cur, args))[0]
+        return self.unpack(inst.as_ast(), extra, cur)
 
 
 def substitute_together(apps: Sequence[Term], subst: Substitution) -> list[Any]:
