@@ -52,7 +52,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from graphgen.domain import Domain, ToolDef
 from graphgen.errors import ToolError
@@ -123,11 +123,10 @@ class _Written:
 @dataclass(frozen=True)
 class _Gain:
     """What one call's output adds to a node (:meth:`Space._gain`): the facts at the
-    sorts the allowed tools take, the scalars it shows, the recognition atoms it shows
-    and the indexes of the goal's answers among those scalars."""
+    sorts the allowed tools take, the recognition atoms it shows and the indexes of the
+    goal's answers among the scalars it shows."""
 
     facts: frozenset[tuple[Any, Any]]
-    new: list[Any]
     atoms: frozenset[tuple[str, Any]]
     answered: frozenset[int]
 
@@ -137,7 +136,6 @@ class _Node:
     state: State
     # what the agent knows (see :attr:`know`); None until first asked for
     known: Knowledge | None
-    shown: list[Any]
     chain: list[Call]
     # the (field sort name, value) pairs recognising a target rests on that outputs showed
     seen: frozenset[tuple[str, Any]] = frozenset()
@@ -166,6 +164,17 @@ class _Node:
             self.known.learn(shown, origin)
             self.pending = None
         return self.known
+
+
+class Outcome(NamedTuple):
+    """A successful call made at ``node`` (:meth:`Space.outcomes`): its tool, the call,
+    its result and, for a write, what it did (its state, output and tables' text)."""
+
+    node: _Node
+    tool: ToolDef
+    call: Call
+    result: Any
+    written: _Written | None = None
 
 
 def moves(domain: Domain, know: Knowledge, tools: Sequence[str] | None = None) -> Iterator[Call]:
@@ -268,6 +277,17 @@ class Space:
         # place (a write runs on a copy). None: the write fails there.
         self._writes: dict[tuple[str, str, tuple[Any, ...]], _Written | None] = {}
         self._gains: dict[int, tuple[Reveal, _Gain]] = {}
+        # Whether the goal's changes hold is a function of the writable tables (the
+        # others never change), whose text a node carries: worked out once per state.
+        # The answers a given already shows hold at every node; the others are those
+        # an output showed (a node's ``answered``), not a scan of all it was shown,
+        # which a listing of a large table makes long.
+        self._held: dict[str, bool] = {}
+        self._given_answers = frozenset(
+            i
+            for i, a in enumerate(self.want.answers)
+            if any(same_value(g.value, a) for g in self.givens)
+        )
 
     def within(self, left: int) -> frozenset[str]:
         """The tools a call of a shortest solution can have when ``left`` calls remain,
@@ -302,7 +322,7 @@ class Space:
         know = Knowledge.from_givens(self.givens)
         st = self._copy(self.initial)
         facts = frozenset((s, _hashable(v)) for s, v in know.facts_items() if s in self.sorts)
-        return _Node(st, know, [], [], tables=self._tables_text(st), facts=facts)
+        return _Node(st, know, [], tables=self._tables_text(st), facts=facts)
 
     def _copy(self, st: State) -> State:
         return st.copy()  # rows are shared until a call writes them
@@ -313,9 +333,21 @@ class Space:
         )
 
     def goal(self, node: _Node) -> bool:
-        from graphgen.verify.proofs import goal_holds  # proofs may use this module
+        """The goal holds at ``node``: its changes on the node's state, and each of its
+        answers given or shown by an output on the way."""
+        if not self.node_changes_hold(node):
+            return False
+        return len(self._given_answers | node.answered) == len(self.want.answers)
 
-        return goal_holds(self.want, node.state, node.shown, self.givens, self.initial)
+    def node_changes_hold(self, node: _Node) -> bool:
+        """:meth:`changes_hold` on a node's state, once per state."""
+        return self._held_at(node.tables, node.state)
+
+    def _held_at(self, tables: str, st: State) -> bool:
+        held = self._held.get(tables)
+        if held is None:
+            held = self._held[tables] = self.changes_hold(st)
+        return held
 
     def changes_hold(self, st: State) -> bool:
         """The goal's state part (its changes, answers aside) holds on ``st``: a
@@ -324,16 +356,16 @@ class Space:
 
         return goal_holds(self.changes, st, [], self.givens, self.initial)
 
-    def children(
+    def outcomes(
         self,
         node: _Node,
-        depth: int,
         allow: Callable[[ToolDef, Call, _Node], bool] | None = None,
         tools: Sequence[str] | None = None,
-    ) -> Iterator[_Node]:
-        """Every node one successful call away, by a call of ``tools`` (default: all the
-        space's); ``allow`` may veto a call first. Each call made counts in
-        :attr:`calls_run`."""
+    ) -> Iterator[Outcome]:
+        """Every successful call at ``node`` by ``tools`` (default: all the space's),
+        with its result and, for a write, its outcome; ``allow`` may veto a call first.
+        Each call made counts in :attr:`calls_run`. :meth:`make` turns one into the
+        node it leads to."""
         for call in moves(self.domain, node.know, self.tools if tools is None else tools):
             tool = self.domain.tools[call.tool]
             if not _recognised(tool, call, self.recognize, node.seen):
@@ -345,14 +377,48 @@ class Space:
                 done = self._write(node, call)
                 if done is None:
                     continue  # a failing call changes nothing and shows nothing
-                yield self._child(tool, node, call, done.result, depth, done)
+                yield Outcome(node, tool, call, done.result, done)
                 continue
             # a read has no effects: it runs on the node's own state, which it cannot change
             try:
                 result = self.run(self.domain, node.state, call.tool, dict(call.args))
             except ToolError:
                 continue
-            yield self._child(tool, node, call, result, depth)
+            yield Outcome(node, tool, call, result)
+
+    def children(
+        self,
+        node: _Node,
+        depth: int,
+        allow: Callable[[ToolDef, Call, _Node], bool] | None = None,
+        tools: Sequence[str] | None = None,
+    ) -> Iterator[_Node]:
+        """Every node one successful call away (:meth:`outcomes`, made)."""
+        for out in self.outcomes(node, allow, tools):
+            yield self.make(out, depth)
+
+    def make(self, out: Outcome, depth: int) -> _Node:
+        """The node ``out`` leads to, its call the ``depth``-th of its chain."""
+        return self._child(out.tool, out.node, out.call, out.result, depth, out.written)
+
+    def reaches(self, out: Outcome) -> bool:
+        """Is the node ``out`` leads to a goal node? :meth:`goal` of that node, without
+        making it: most nodes of a layer are not, and a layer holding a goal is the
+        search's last."""
+        at = out.node if out.written is None else out.written
+        if not self._held_at(at.tables, at.state):
+            return False
+        missing = [
+            a
+            for i, a in enumerate(self.want.answers)
+            if i not in self._given_answers and i not in out.node.answered
+        ]
+        if not missing:
+            return True
+        if out.tool.returns is None:
+            return False
+        new = scalars(out.result)
+        return all(any(same_value(x, a) for x in new) for a in missing)
 
     def follow(self, chain: Sequence[Call]) -> _Node | None:
         """The node ``chain`` leads to from the root, or None when the agent cannot make
@@ -446,7 +512,6 @@ class Space:
         child = _Node(
             st,
             None,
-            node.shown + gain.new if gain.new else node.shown,
             [*node.chain, call],
             node.seen | gain.atoms if gain.atoms else node.seen,
             node.writes,
@@ -471,18 +536,15 @@ class Space:
         if hit is not None and hit[0] is shown:
             return hit[1]
         facts = shown.fact_set
-        new = tuple(scalars(result)) if tool.returns is not None else ()
+        answers = self.want.answers
+        new = tuple(scalars(result)) if answers and tool.returns is not None else ()
         atoms: frozenset[tuple[str, Any]] = frozenset()
         if self.atoms:
             shows = [(s.name, v) for s, v in facts if s.kind == "field"]
             shows += [(n, _hashable(v)) for n, v in search_facts(tool, call.args, result)]
             atoms = frozenset(a for a in shows if a in self.atoms)
-        answered = frozenset(
-            i for i, a in enumerate(self.want.answers) if any(same_value(x, a) for x in new)
-        )
-        gain = _Gain(
-            frozenset((s, v) for s, v in facts if s in self.sorts), list(new), atoms, answered
-        )
+        answered = frozenset(i for i, a in enumerate(answers) if any(same_value(x, a) for x in new))
+        gain = _Gain(frozenset((s, v) for s, v in facts if s in self.sorts), atoms, answered)
         # the output is kept with its gain, so that its id names it while the entry lives
         self._gains[id(shown)] = (shown, gain)
         return gain
@@ -510,6 +572,7 @@ def minimum(
     max_calls: int | None = None,
     whole_layer: bool = True,
     within: int | None = None,
+    witness_pass_calls: int = 0,
 ) -> Minimum:
     """The shortest chain of at most ``upto`` calls reaching the goal. Breadth first:
     every node at depth ``j`` ends some chain of ``j`` successful calls, so the first
@@ -534,7 +597,13 @@ def minimum(
     most ``within - d + 1`` calls left, its call at ``d`` included, and only the tools
     :meth:`Space.within` that many levels from the goal are called there. The minimum
     and the writes found are the same; the layers nearest the witness's length make
-    fewer calls."""
+    fewer calls.
+
+    ``witness_pass_calls``: calls beyond ``max_calls`` the first pass at depth
+    ``within`` may make. A goal node is met there (the witness's, or one like it), so
+    the search ends with that pass: it only tests each call's outcome for the goal and
+    makes no node to expand, and its cost is the count it is checked against. When a
+    listing shows thousands of ids, that pass is wide but its work stays linear."""
     root = space.root()
     if space.goal(root):
         return Minimum(0, [], True, 1)
@@ -542,14 +611,14 @@ def minimum(
     layer = [root]
     expanded = 0
 
-    def unaffordable(work: Iterable[tuple[_Node, list[str]]]) -> bool:
+    def unaffordable(work: Iterable[tuple[_Node, list[str]]], cap: int | None) -> bool:
         """Would a pass making each node's calls of its tools (``work``) make more
         calls than the budget leaves? The search would then give up inside it after
         spending all that is left: it gives up before it. The calls are counted, not
         made (:meth:`Space.calls_at`), and the count is the same on every machine."""
-        if max_calls is None:
+        if cap is None:
             return False
-        left = max_calls - space.calls_run
+        left = cap - space.calls_run
         for node, tools in work:
             left -= space.calls_at(node, tools)
             if left < 0:
@@ -557,24 +626,40 @@ def minimum(
         return False
 
     def grow(
-        node: _Node, tools: list[str], depth: int, nxt: dict[tuple[Any, ...], _Node]
+        node: _Node,
+        tools: list[str],
+        depth: int,
+        nxt: dict[tuple[Any, ...], _Node],
+        cap: int | None,
+        later: list[Outcome] | None = None,
     ) -> _Node | bool:
         """Add the node's children by calls of ``tools`` to ``nxt``: False when the call
-        budget ran out, a goal node when one is enough (not ``whole_layer``), else True."""
-        for child in space.children(node, depth, tools=tools):
-            if max_calls is not None and space.calls_run > max_calls:
+        budget ran out, a goal node when one is enough (not ``whole_layer``), else True.
+        With ``later``, only the goal nodes are made; the other calls' outcomes are put
+        there, in order, to be made only if the layer holds no goal (when it does, the
+        search ends with it)."""
+        for out in space.outcomes(node, tools=tools):
+            if cap is not None and space.calls_run > cap:
                 return False
-            fp = space.fingerprint(child)
-            if fp in nxt:
-                # another chain of the same length ends here: its writes count too
-                nxt[fp].writes |= child.writes
+            if later is not None and not space.reaches(out):
+                later.append(out)
                 continue
-            if fp in seen:
-                continue
-            seen.add(fp)
-            nxt[fp] = child
-            if not whole_layer and space.goal(child):
+            child = space.make(out, depth)
+            if keep(child, nxt) and not whole_layer and space.goal(child):
                 return child
+        return True
+
+    def keep(child: _Node, nxt: dict[tuple[Any, ...], _Node]) -> bool:
+        """Put ``child`` in ``nxt`` unless a node like it is known; is it new?"""
+        fp = space.fingerprint(child)
+        if fp in nxt:
+            # another chain of the same length ends here: its writes count too
+            nxt[fp].writes |= child.writes
+            return False
+        if fp in seen:
+            return False
+        seen.add(fp)
+        nxt[fp] = child
         return True
 
     for depth in range(1, upto + 1):
@@ -587,35 +672,47 @@ def minimum(
             return tools if fit is None else [n for n in tools if n in fit]
 
         # per node of the layer: is the goal's state part there already?
-        ready = [space.changes_hold(node.state) for node in layer]
+        ready = [space.node_changes_hold(node) for node in layer]
         first = [
             (node, only(space.tools if whole else space.goal_writes))
             for node, whole in zip(layer, ready, strict=True)
         ]
-        if unaffordable(first):
+        # the witness's depth: the search ends with this pass (see the docstring)
+        last = depth == within
+        cap = max_calls + witness_pass_calls if last and max_calls is not None else max_calls
+        if unaffordable(first, cap):
             return Minimum(None, None, False, expanded)
+        later: list[Outcome] = []
         for node, tools in first:
             expanded += 1
             if expanded > max_nodes:
                 return Minimum(None, None, False, expanded)
-            got = grow(node, tools, depth, nxt)
+            got = grow(node, tools, depth, nxt, cap, later)
             if got is False:
                 return Minimum(None, None, False, expanded)
             if isinstance(got, _Node):
                 return Minimum(depth, got.chain, True, expanded)
-        goals = [n for n in nxt.values() if space.goal(n)]
+        # only goal nodes are in ``nxt`` so far: the first made is the first a search
+        # making every node would have met (none before it had its fingerprint)
+        goals = list(nxt.values())
         if goals:
             keys = sorted(set().union(*(n.writes for n in goals)))
             calls = [space.calls[k] for k in keys]
             return Minimum(depth, goals[0].chain, True, expanded, calls)
         if depth == upto:
             break  # no deeper layer: its reads would reach nothing
+        if last and witness_pass_calls:
+            # no goal where the witness was: never expected, and what the pass spent
+            # beyond the budget must not go on to a deeper layer
+            return Minimum(None, None, False, expanded)
+        for out in later:
+            keep(space.make(out, depth), nxt)
         rest = [node for node, whole in zip(layer, ready, strict=True) if not whole]
         others = only(space.other_calls)
-        if unaffordable((node, others) for node in rest):
+        if unaffordable(((node, others) for node in rest), max_calls):
             return Minimum(None, None, False, expanded)
         for node in rest:
-            if grow(node, others, depth, nxt) is False:
+            if grow(node, others, depth, nxt, max_calls) is False:
                 return Minimum(None, None, False, expanded)
         layer = list(nxt.values())
         if not layer:

@@ -124,6 +124,10 @@ AFTER_GIVE_UP = 4
 #: Calls the explicit searches of one task may make (``engine="auto"``) before its
 #: questions go to z3: a count, not a time, so the choice is the same on every machine.
 EXPLICIT_CALLS = 1_000
+#: Calls beyond :data:`EXPLICIT_CALLS` the explicit search's pass at the witness's
+#: length may make: it meets the goal there and only tests calls' outcomes (see
+#: :func:`~graphgen.verify.explicit.minimum`), so its work is linear in the count.
+WITNESS_PASS_CALLS = 5_000
 #: The time limit (as z3 resource units, see :meth:`Bmc.check`) within which proof 1
 #: asks the incremental solver before a one-shot solver built for pinned chains.
 PINNED_TRY_MS = 40
@@ -567,6 +571,7 @@ class Prover:
                     self.horizon,
                     max_calls=self._max_calls,
                     within=None if known is None else len(known),
+                    witness_pass_calls=WITNESS_PASS_CALLS,
                 )
                 self._minimum = got if got.complete else None
         return self._minimum
