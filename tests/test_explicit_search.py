@@ -698,3 +698,20 @@ def test_the_witness_pass_may_go_past_the_budget() -> None:
         if found == 2:
             break
     assert found == 2
+
+
+def test_a_goal_of_two_answers_one_output_shows_in_the_other_order() -> None:
+    """Each answer is looked for among all the values an output shows: with the goal
+    asking first for an account's status and then for its owner, which its details
+    show the other way round, the details' read is a goal (found at 2 calls: find the
+    account, read it), whether its node is made or only its outcome tested."""
+    d, s, email, key, _ = _mock_status_goal("locked")
+    row = s.tables["Account"][key]
+    ask = Goal(answer=[row["status"], row["owner"]])
+    got = minimum(Space(d, s, email, ask), 3)
+    assert got.complete and got.min_calls == 2
+    assert got.chain is not None and got.chain[-1].tool == "get_account"
+    space = Space(d, s, email, ask)
+    found = _child(space, space.root(), "find_account", 1)
+    read = next(o for o in space.outcomes(found) if o.call.tool == "get_account")
+    assert space.reaches(read) and space.goal(space.make(read, 2))

@@ -409,16 +409,20 @@ class Space:
         if not self._held_at(at.tables, at.state):
             return False
         missing = [
-            a
-            for i, a in enumerate(self.want.answers)
+            i
+            for i in range(len(self.want.answers))
             if i not in self._given_answers and i not in out.node.answered
         ]
-        if not missing:
-            return True
-        if out.tool.returns is None:
-            return False
-        new = scalars(out.result)
-        return all(any(same_value(x, a) for x in new) for a in missing)
+        return len(self._answers_shown(out.tool, out.result, missing)) == len(missing)
+
+    def _answers_shown(self, tool: ToolDef, result: Any, among: Iterable[int]) -> frozenset[int]:
+        """Which of the goal's answers (by index, of ``among``) an output shows."""
+        answers = self.want.answers
+        among = list(among)
+        if not among or tool.returns is None:
+            return frozenset()
+        new = list(scalars(result))  # each answer looks through all of them
+        return frozenset(i for i in among if any(same_value(x, answers[i]) for x in new))
 
     def follow(self, chain: Sequence[Call]) -> _Node | None:
         """The node ``chain`` leads to from the root, or None when the agent cannot make
@@ -536,14 +540,12 @@ class Space:
         if hit is not None and hit[0] is shown:
             return hit[1]
         facts = shown.fact_set
-        answers = self.want.answers
-        new = tuple(scalars(result)) if answers and tool.returns is not None else ()
         atoms: frozenset[tuple[str, Any]] = frozenset()
         if self.atoms:
             shows = [(s.name, v) for s, v in facts if s.kind == "field"]
             shows += [(n, _hashable(v)) for n, v in search_facts(tool, call.args, result)]
             atoms = frozenset(a for a in shows if a in self.atoms)
-        answered = frozenset(i for i, a in enumerate(answers) if any(same_value(x, a) for x in new))
+        answered = self._answers_shown(tool, result, range(len(self.want.answers)))
         gain = _Gain(frozenset((s, v) for s, v in facts if s in self.sorts), atoms, answered)
         # the output is kept with its gain, so that its id names it while the entry lives
         self._gains[id(shown)] = (shown, gain)
