@@ -453,7 +453,9 @@ class State:
                     raise ValueError(f"table {e}: {exc}") from None
             else:
                 rows = {k: SharedRow(r) for k, r in t.items()}
-            tables[e] = dict(sorted(rows.items()))  # type: ignore[type-var]
+            # the keys alone: a list of one key type sorts with its fast comparison,
+            # pairs by the generic one (on 128,000 airline rows at x1000: 14 ms, 138 ms)
+            tables[e] = {k: rows[k] for k in sorted(rows)}  # type: ignore[type-var]
         today = None if m.today is None else check_today(m.today)
         return cls(tables, dict(m.counters), today)
 

@@ -355,3 +355,21 @@ def test_list_items_are_found_by_a_pass_then_by_an_index() -> None:
     bad = tablebase.Base({"a": {"l": [["x"]]}})
     with pytest.raises(TypeError):
         bad.holding("l", "x")
+
+
+def test_a_read_state_holds_each_tables_rows_in_key_order() -> None:
+    """Rows are kept in the order of their keys, whatever order the form lists them in:
+    strings by text, and an int-keyed table's ids (written "10", "9", "100") as
+    numbers."""
+    form = {
+        "tables": {
+            "Note": {"b": {"x": 1}, "a": {"x": 2}, "c": {"x": 3}},
+            "Ticket": {"10": {"n": 1}, "9": {"n": 2}, "100": {"n": 3}},
+        },
+        "counters": {},
+        "int_keys": ["Ticket"],
+    }
+    s = State.from_dict(form)
+    assert list(s.tables["Note"]) == ["a", "b", "c"]
+    assert list(s.tables["Ticket"]) == [9, 10, 100]
+    assert s.tables["Ticket"][9] == {"n": 2} and isinstance(s.tables["Ticket"][9], SharedRow)
