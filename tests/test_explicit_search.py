@@ -614,9 +614,9 @@ def test_a_write_is_run_once_per_state_it_meets() -> None:
 
 def test_a_calls_outcome_is_tested_for_the_goal_as_its_node_would_be() -> None:
     """``Space.reaches`` decides whether a call leads to a goal node without making the
-    node: on every outcome of the first two layers of retail tasks with changes and
-    with answers to show (some given, some shown by reads), it says what ``goal`` says
-    of the node made, and some outcomes of each kind are goals."""
+    node: on every outcome from the first 40 nodes of each of three layers, on a retail
+    action task (changes to make) and an information task (answers to show), it says
+    what ``goal`` says of the node made; many outcomes are not goals and some are."""
     d = load_builtin("retail")
     tasks = generate(d, 20, 0).tasks
     picked = [next(t for t in tasks if t.kind == k) for k in ("action", "information")]
@@ -670,8 +670,8 @@ def test_the_witness_pass_may_go_past_the_budget() -> None:
     """At the witness's length a goal node is met, so that pass ends the search and may
     make ``witness_pass_calls`` calls beyond the budget: on the first airline tasks
     whose budgeted search gives up only there, the search with the allowance finishes
-    within budget plus allowance and finds what the unbudgeted search finds. Without
-    the allowance they give up, and certify's answer is the same either way."""
+    within budget plus allowance and finds what the unbudgeted search finds, which is
+    z3's minimum. Without the allowance they give up."""
     d = load_builtin("airline")
     budget, extra = proofs_module.EXPLICIT_CALLS, proofs_module.WITNESS_PASS_CALLS
     found = 0

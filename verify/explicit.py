@@ -335,9 +335,15 @@ class Space:
     def goal(self, node: _Node) -> bool:
         """The goal holds at ``node``: its changes on the node's state, and each of its
         answers given or shown by an output on the way."""
-        if not self.node_changes_hold(node):
-            return False
-        return len(self._given_answers | node.answered) == len(self.want.answers)
+        return self.node_changes_hold(node) and not self._missing(node.answered)
+
+    def _missing(self, answered: frozenset[int]) -> list[int]:
+        """The goal's answers (by index) neither given nor among ``answered``."""
+        return [
+            i
+            for i in range(len(self.want.answers))
+            if i not in self._given_answers and i not in answered
+        ]
 
     def node_changes_hold(self, node: _Node) -> bool:
         """:meth:`changes_hold` on a node's state, once per state."""
@@ -408,11 +414,7 @@ class Space:
         at = out.node if out.written is None else out.written
         if not self._held_at(at.tables, at.state):
             return False
-        missing = [
-            i
-            for i in range(len(self.want.answers))
-            if i not in self._given_answers and i not in out.node.answered
-        ]
+        missing = self._missing(out.node.answered)
         return len(self._answers_shown(out.tool, out.result, missing)) == len(missing)
 
     def _answers_shown(self, tool: ToolDef, result: Any, among: Iterable[int]) -> frozenset[int]:
