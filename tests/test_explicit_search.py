@@ -29,6 +29,7 @@ from graphgen.verify.explicit import (
     minimum,
     moves,
     other_final_state,
+    output_sources,
     shortest_chain,
     task_shortest,
     to_recognise,
@@ -526,7 +527,8 @@ def test_a_read_showing_nothing_a_later_call_takes_leads_back_to_its_parent() ->
     # the read did show values (the agent learnt them), yet it is the same node
     assert len(list(read.know.facts_items())) > len(list(found.know.facts_items()))
     assert space.fingerprint(read) == space.fingerprint(found)
-    assert minimum(space, 3) == Minimum(None, None, True, 2)  # 2 nodes: root, found
+    # 2 nodes: root, found (the forward bound makes no call: nothing shows an amount)
+    assert minimum(space, 3, forward=False) == Minimum(None, None, True, 2)
     wider = _wallet_space(["buy_card", "find_account", "get_account", "set_status"])
     found = _child(wider, wider.root(), "find_account", 1)
     read = _child(wider, found, "get_account", 2)
@@ -671,7 +673,8 @@ def test_the_witness_pass_may_go_past_the_budget() -> None:
     make ``witness_pass_calls`` calls beyond the budget: on the first airline tasks
     whose budgeted search gives up only there, the search with the allowance finishes
     within budget plus allowance and finds what the unbudgeted search finds, which is
-    z3's minimum. Without the allowance they give up."""
+    z3's minimum. Without the allowance they give up. (Without the forward bound too,
+    which lets these searches finish within the budget.)"""
     d = load_builtin("airline")
     budget, extra = proofs_module.EXPLICIT_CALLS, proofs_module.WITNESS_PASS_CALLS
     found = 0
@@ -683,16 +686,18 @@ def test_the_witness_pass_may_go_past_the_budget() -> None:
         if known is None:
             continue
         u, horizon = len(known), prover.horizon
-        tight = minimum(prover._search_space(), horizon, max_calls=budget, within=u)
+        tight = minimum(prover._search_space(), horizon, max_calls=budget, within=u, forward=False)
         if tight.complete:
             continue
         space = Prover(d, task)._search_space()
-        wide = minimum(space, horizon, max_calls=budget, within=u, witness_pass_calls=extra)
+        wide = minimum(
+            space, horizon, max_calls=budget, within=u, witness_pass_calls=extra, forward=False
+        )
         if not wide.complete:
             continue
         found += 1
         assert space.calls_run <= budget + extra
-        free = minimum(Prover(d, task)._search_space(), horizon, within=u)
+        free = minimum(Prover(d, task)._search_space(), horizon, within=u, forward=False)
         assert (wide.min_calls, wide.writes) == (free.min_calls, free.writes), task.id
         assert wide.min_calls == _z3_min(d, task, len(task.chain)), task.id
         if found == 2:
@@ -715,3 +720,102 @@ def test_a_goal_of_two_answers_one_output_shows_in_the_other_order() -> None:
     found = _child(space, space.root(), "find_account", 1)
     read = next(o for o in space.outcomes(found) if o.call.tool == "get_account")
     assert space.reaches(read) and space.goal(space.make(read, 2))
+
+
+def test_the_forward_bound_drops_a_call_only_when_the_calls_left_cannot_reach_the_goal() -> None:
+    """A retail gift card bought with the user's card (email given): the card needs the
+    user's id and one of their payment method ids, so a chain buying it needs at least
+    3 calls, and one beginning with a catalogue listing, which shows neither, at least
+    4. From the start the listing is dropped with 3 calls left and kept with 4; finding
+    the user is kept with 3 and dropped with 2. Along a shortest chain (found without
+    the bound), each call is kept with exactly the calls its chain has left."""
+    d = load_builtin("retail")
+    task = next(t for t in generate(d, 10, 0).tasks if t.chain[-1].tool == "add_gift_card")
+    prover = Prover(d, task)
+    space = prover._search_space()
+    root = space.root()
+    assert "list_products" not in space.useful(root, space.tools, 3)
+    assert "list_products" in space.useful(root, space.tools, 4)
+    find = ["find_user_id_by_email"]
+    assert space.useful(root, find, 3) == find and space.useful(root, find, 2) == []
+    got = minimum(space, prover.horizon, forward=False)
+    assert got.complete and got.min_calls is not None and got.chain is not None
+    node = root
+    for j, call in enumerate(got.chain):
+        assert space.useful(node, [call.tool], got.min_calls - j) == [call.tool]
+        followed = space.follow(got.chain[: j + 1])
+        assert followed is not None
+        node = followed
+
+
+def test_the_forward_bound_keeps_every_shortest_solution() -> None:
+    """The bound only drops calls no shortest chain makes: on the first candidates of
+    every built-in domain, the search with it finds the same minimum and the same
+    writes of every shortest chain as the search without, in no more calls. Its premise
+    is checked on every output met: the sorts a call made known are among those its
+    tool can reveal (:func:`~graphgen.verify.bmc.revealed_sorts`), and an output that
+    shows one of the goal's answers is of a tool the bound counts as able to."""
+    from graphgen.domains import builtin_names
+    from graphgen.verify.bmc import revealed_sorts
+
+    compared = 0
+    for name in builtin_names():
+        d = load_builtin(name)
+        for task in generate(d, 8, 0).tasks:
+            if task.kind not in ("action", "information"):
+                continue
+            prover = Prover(d, task)
+            known = prover.witness()
+            within = None if known is None else len(known)
+            plain = prover._search_space()
+            without = minimum(plain, prover.horizon, max_calls=20_000, within=within, forward=False)
+            if not without.complete:
+                continue
+            space = Prover(d, task)._search_space()
+            gain = space._gain
+
+            def checked(
+                tool: Any,
+                call: Call,
+                result: Any,
+                shown: Any,
+                gain: Any = gain,
+                space: Any = space,
+                d: Domain = d,
+                name: str = name,
+            ) -> Any:
+                made = {s for s, _ in shown.fact_set}
+                assert made <= set(revealed_sorts(d, tool)), (name, tool.name)
+                got = gain(tool, call, result, shown)
+                for i in got.answered:
+                    assert tool.name in space._showing[i], (name, tool.name)
+                return got
+
+            space._gain = checked  # type: ignore[method-assign]
+            bounded = minimum(space, prover.horizon, max_calls=20_000, within=within)
+            assert bounded.complete, task.id
+            assert (bounded.min_calls, bounded.writes) == (without.min_calls, without.writes)
+            assert space.calls_run <= plain.calls_run, task.id
+            compared += 1
+    assert compared >= 50
+
+
+def test_which_tools_can_show_an_answer() -> None:
+    """An answer needs an output that shows it: asked an item's price, the catalogue
+    listing (product ids and names) and a user's details cannot show it, the item's
+    details can; a count can show any number, so a tool that counts (airline's free
+    seats) can too."""
+    d = load_builtin("retail")
+    task = next(
+        t
+        for t in generate(d, 40, 0).tasks
+        if t.kind == "information" and t.chain[-1].tool == "get_item_details"
+    )
+    space = Prover(d, task)._search_space()
+    (showing,) = space._showing
+    assert "get_item_details" in showing
+    assert not {"list_products", "get_user_details", "find_user_id_by_email"} & showing
+    fields, computed, _ = output_sources(d, d.tools["list_products"])
+    assert not computed and ("Product", "name") in fields and ("Item", "price") not in fields
+    airline = load_builtin("airline")
+    assert output_sources(airline, airline.tools["count_available_seats"])[1]

@@ -16,8 +16,10 @@ values per parameter) to the power of the depth. Nodes reached by calls in anoth
 order are one node (two reads in either order show the same values; two writes that
 commute end in the same state), and so are nodes that differ only in what no later call,
 target or answer can use (:meth:`Space.fingerprint`): the reductions that keep it small.
-The deepest layer makes only the calls that can reach the goal (:func:`minimum`). It is
-exact on small tasks and gives up, saying so, past ``max_nodes``: it never guesses.
+The deepest layer makes only the calls that can reach the goal (:func:`minimum`), and
+no layer makes a call that cannot begin a chain reaching it in the calls left, by a
+lower bound on what must still be learnt and done (:meth:`Space.useful`). It is exact
+on small tasks and gives up, saying so, past ``max_nodes``: it never guesses.
 
 Besides the shortest length, one breadth-first pass also yields what proof 5 needs: every
 write call some shortest solution makes (:func:`minimum` keeps, per node, the writes of
@@ -54,19 +56,21 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from graphgen.domain import Domain, ToolDef
+from graphgen import ir
+from graphgen.domain import Domain, ToolDef, per_tool
 from graphgen.errors import ToolError
-from graphgen.footprint import cells_read, cells_written
+from graphgen.footprint import COUNTER, ROWS, FieldRef, cells_read, cells_written
 from graphgen.interp import call_or_fail
 from graphgen.knowledge import Reveal, Sort, param_sort, reveal
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Task
 from graphgen.tasks.plan import Executor, Knowledge
-from graphgen.types import OptT, RefT
+from graphgen.types import ListT, OptT, RefT, RowT, Ty, strip_opt
 from graphgen.verify.bmc import (
     ChangesGoal,
     Recognition,
     relevance_levels,
+    revealed_sorts,
     same_value,
     scalars,
 )
@@ -288,6 +292,48 @@ class Space:
             for i, a in enumerate(self.want.answers)
             if any(same_value(g.value, a) for g in self.givens)
         )
+        # The forward bound (:meth:`useful`): per allowed tool, the sorts of the
+        # arguments it cannot do without and the sorts its output can make known (of
+        # those some allowed tool takes); per change of an existing row's field, the
+        # tools that write that field.
+        tool_defs = [domain.tools[n] for n in self.tools]
+        self._needs = {
+            t.name: frozenset(
+                param_sort(p) for p in t.params.values() if not isinstance(p.ty, OptT)
+            )
+            for t in tool_defs
+        }
+        self._shows = {t.name: revealed_sorts(domain, t) & self.sorts for t in tool_defs}
+        written = frozenset(
+            (c.entity, domain.entities[c.entity].key if c.field == COUNTER else c.field)
+            for t in tool_defs
+            for c in cells_written(domain, t)
+        )
+        self._showing = [
+            frozenset(t.name for t in tool_defs if self._may_show(t, a, written))
+            for a in self.want.answers
+        ]
+        self._field_changes = [
+            (
+                c.entity,
+                c.key,
+                c.field,
+                c.after,
+                frozenset(
+                    t.name
+                    for t in tool_defs
+                    if FieldRef(c.entity, c.field) in cells_written(domain, t)
+                ),
+            )
+            for c in self.want.changes
+            if c.field != ROWS and c.key in initial.tables.get(c.entity, {})
+        ]
+        self._pending: dict[str, tuple[frozenset[str], ...]] = {}
+        self._sorts_known: dict[frozenset[tuple[Any, Any]], frozenset[Sort]] = {}
+        self._bounds: dict[
+            tuple[frozenset[Sort], tuple[frozenset[str], ...]], dict[str, float]
+        ] = {}
+        self._ready: dict[frozenset[Sort], dict[str, int]] = {}
 
     def within(self, left: int) -> frozenset[str]:
         """The tools a call of a shortest solution can have when ``left`` calls remain,
@@ -312,6 +358,117 @@ class Space:
             if len(levels) == 1:
                 levels.append(first)  # nothing more: computed once all the same
         return levels[min(left, len(levels)) - 1]
+
+    def useful(self, node: _Node, tools: Sequence[str], left: int) -> list[str]:
+        """The tools of ``tools`` a call of which at ``node`` can begin a chain of at most
+        ``left`` calls (itself included) that reaches the goal.
+
+        A lower bound on the calls after it, from what the node knows and what is still
+        to happen, each a call some tool must still make: a field of an existing row the
+        goal changes holds another value, and only a tool writing that field can give
+        it; the goal's changes do not hold, and only one of its writes
+        (:attr:`goal_writes`) can change that; an answer has not been shown, and only a
+        tool whose output can show it (:meth:`_may_show`) will. Such a call needs its
+        required arguments known. Relaxed (every call succeeds, and each tool shows
+        every sort it ever can, :func:`~graphgen.verify.bmc.revealed_sorts`), a sort is
+        known after as few calls as its first revealing tool needs plus one, and the
+        call that meets a need comes after its tool's sorts are known. The relaxation
+        only makes things sooner, so the bound is never above the real number: a tool
+        dropped here is in no chain of ``left`` calls that reaches the goal."""
+        pending = self._pending_at(node)
+        if not pending:
+            return list(tools)
+        facts = node.facts
+        known = self._sorts_known.get(facts)
+        if known is None:
+            known = self._sorts_known[facts] = frozenset(s for s, _ in facts)
+        after = self._bounds.get((known, pending))
+        if after is None:
+            after = self._bounds[(known, pending)] = {}
+        out = []
+        for t in tools:
+            need = after.get(t)
+            if need is None:
+                shows = self._shows[t]
+                todo = [r for r in pending if t not in r]
+                need = after[t] = self._calls_needed(
+                    known if shows <= known else known | shows, todo
+                )
+            if 1 + need <= left:
+                out.append(t)
+        return out
+
+    def _pending_at(self, node: _Node) -> tuple[frozenset[str], ...]:
+        """What is still to happen at ``node``, each as the tools that can make it
+        happen (see :meth:`useful`); the state's part worked out once per state."""
+        todo = self._pending.get(node.tables)
+        if todo is None:
+            parts: list[frozenset[str]] = []
+            if not self._held_at(node.tables, node.state):
+                parts.append(frozenset(self.goal_writes))
+                tables = node.state.tables
+                for entity, key, name, after, writers in self._field_changes:
+                    row = tables.get(entity, {}).get(key)
+                    if row is None or row.get(name) != after:
+                        parts.append(writers)
+            todo = self._pending[node.tables] = tuple(parts)
+        missing = self._missing(node.answered)
+        if missing:
+            return (*todo, *(self._showing[i] for i in missing))
+        return todo
+
+    def _may_show(self, tool: ToolDef, answer: Any, written: frozenset[tuple[str, str]]) -> bool:
+        """Can an output of ``tool`` show ``answer`` among its scalars, on some state
+        the space can reach? Yes when it computes a value (a count, a sum, an argument
+        echoed) or a literal like it, or shows a field that holds a value like it in
+        the space's rows or that an allowed tool writes (``written``; a created row's id
+        as its key field). Loosely alike (equal, or the same text), so as to be never
+        wrongly no."""
+        fields, computed, lits = output_sources(self.domain, tool)
+        if computed or any(_alike(x, answer) for x in lits):
+            return True
+        domain = self.domain
+        for entity, name in fields:
+            if (entity, name) in written:
+                return True
+            edef, rows = domain.entities[entity], self.initial.tables.get(entity, {})
+            if name == edef.key:
+                if any(_alike(k, answer) for k in rows):
+                    return True
+                continue
+            if any(_alike(x, answer) for row in rows.values() for x in scalars(row.get(name))):
+                return True
+        return False
+
+    def _calls_needed(self, known: frozenset[Sort], todo: Sequence[frozenset[str]]) -> float:
+        """The least calls that make every one of ``todo`` happen, relaxed (see
+        :meth:`useful`): infinite when some cannot."""
+        if not todo:
+            return 0
+        ready = self._ready.get(known)
+        if ready is None:
+            ready = self._ready[known] = self._ready_after(known)
+        most = 0
+        for tools in todo:
+            soonest = min((ready[t] for t in tools if t in ready), default=None)
+            if soonest is None:
+                return float("inf")
+            most = max(most, soonest + 1)
+        return most
+
+    def _ready_after(self, known: frozenset[Sort]) -> dict[str, int]:
+        """Per tool, the least calls after which all its required arguments' sorts can
+        be known, relaxed (see :meth:`useful`); a tool that never can is left out."""
+        have, level = set(known), 0
+        ready: dict[str, int] = {}
+        while True:
+            new = [t for t in self.tools if t not in ready and self._needs[t] <= have]
+            if not new:
+                return ready
+            for t in new:
+                ready[t] = level
+                have |= self._shows[t]
+            level += 1
 
     def key(self, call: Call) -> str:
         k = call_key(self.domain, call)
@@ -577,6 +734,7 @@ def minimum(
     whole_layer: bool = True,
     within: int | None = None,
     witness_pass_calls: int = 0,
+    forward: bool = True,
 ) -> Minimum:
     """The shortest chain of at most ``upto`` calls reaching the goal. Breadth first:
     every node at depth ``j`` ends some chain of ``j`` successful calls, so the first
@@ -607,13 +765,23 @@ def minimum(
     ``within`` may make. A goal node is met there (the witness's, or one like it), so
     the search ends with that pass: it only tests each call's outcome for the goal and
     makes no node to expand, and its cost is the count it is checked against. When a
-    listing shows thousands of ids, that pass is wide but its work stays linear."""
+    listing shows thousands of ids, that pass is wide but its work stays linear.
+
+    ``forward``: make only the calls that can begin a chain of the calls left (to
+    ``within``, else ``upto``) reaching the goal (:meth:`Space.useful`). A catalogue
+    listing early in a search then adds its ids to the nodes after it, but no call
+    branches on them unless one can still lead to the goal in time. The minimum and the
+    writes found are the same; with ``within``, a search that meets no goal by then
+    gives up (the witness would have been one)."""
     root = space.root()
     if space.goal(root):
         return Minimum(0, [], True, 1)
     seen = {space.fingerprint(root)}
     layer = [root]
     expanded = 0
+    # no chain longer than this is looked for: a call that cannot start a chain of the
+    # calls left to it reaching the goal (:meth:`Space.useful`) is not made
+    longest = upto if within is None else min(upto, within)
 
     def unaffordable(work: Iterable[tuple[_Node, list[str]]], cap: int | None) -> bool:
         """Would a pass making each node's calls of its tools (``work``) make more
@@ -667,6 +835,10 @@ def minimum(
         return True
 
     for depth in range(1, upto + 1):
+        if depth > longest:
+            # past the witness's length with no goal met: the witness was not one, and
+            # the bound dropped the calls of longer chains
+            return Minimum(None, None, False, expanded)
         nxt: dict[tuple[Any, ...], _Node] = {}
         # the calls a shortest solution can make at this depth, when one of ``within``
         # calls is known
@@ -675,10 +847,16 @@ def minimum(
         def only(tools: list[str], fit: frozenset[str] | None = fit) -> list[str]:
             return tools if fit is None else [n for n in tools if n in fit]
 
+        # calls a chain through this depth's call may still make, that call included
+        left = longest - depth + 1
+
+        def fits(node: _Node, tools: list[str], left: int = left) -> list[str]:
+            return space.useful(node, tools, left) if forward else tools
+
         # per node of the layer: is the goal's state part there already?
         ready = [space.node_changes_hold(node) for node in layer]
         first = [
-            (node, only(space.tools if whole else space.goal_writes))
+            (node, fits(node, only(space.tools if whole else space.goal_writes)))
             for node, whole in zip(layer, ready, strict=True)
         ]
         # the witness's depth: the search ends with this pass (see the docstring)
@@ -711,12 +889,16 @@ def minimum(
             return Minimum(None, None, False, expanded)
         for out in later:
             keep(space.make(out, depth), nxt)
-        rest = [node for node, whole in zip(layer, ready, strict=True) if not whole]
         others = only(space.other_calls)
-        if unaffordable(((node, others) for node in rest), max_calls):
+        rest = [
+            (node, fits(node, others))
+            for node, whole in zip(layer, ready, strict=True)
+            if not whole
+        ]
+        if unaffordable(rest, max_calls):
             return Minimum(None, None, False, expanded)
-        for node in rest:
-            if grow(node, others, depth, nxt, max_calls) is False:
+        for node, tools in rest:
+            if grow(node, tools, depth, nxt, max_calls) is False:
                 return Minimum(None, None, False, expanded)
         layer = list(nxt.values())
         if not layer:
@@ -912,6 +1094,67 @@ def _recognised(
             if named and any((f"{e}.{f}", _hashable(x)) not in seen for e, f, x in r.atoms):
                 return False
     return True
+
+
+@per_tool
+def output_sources(
+    domain: Domain, tool: ToolDef
+) -> tuple[frozenset[tuple[str, str]], bool, tuple[Any, ...]]:
+    """Where the scalars an output of ``tool`` shows come from: the (entity, field)
+    pairs whose cells it shows (an id as the entity's key field), whether it also shows
+    values it computes (counts, sums, comparisons, arguments echoed: anything else),
+    and the literals it may show."""
+    fields: set[tuple[str, str]] = set()
+    lits: list[Any] = []
+
+    def of_type(t: Ty) -> bool:
+        t = strip_opt(t)
+        if isinstance(t, ListT):
+            return of_type(t.elem)
+        if isinstance(t, RefT):
+            fields.add((t.entity, domain.entities[t.entity].key))
+            return False
+        if isinstance(t, RowT):
+            row(t.entity)
+            return False
+        return True
+
+    def row(entity: str) -> None:
+        edef = domain.entities[entity]
+        fields.add((entity, edef.key))
+        fields.update((entity, f) for f in edef.fields)
+
+    def walk(e: ir.Expr) -> bool:
+        match e:
+            case ir.FieldOf(entity=ent, field=f):
+                fields.add((ent, f))
+                return False
+            case ir.RowOf(entity=ent):
+                row(ent)
+                return False
+            case ir.Comp(proj=p) | ir.Index(operand=p) | ir.Old(operand=p):
+                return walk(p)
+            case ir.DictComp(comp=c):
+                fields.add((c.entity, domain.entities[c.entity].key))
+                return walk(c.proj)
+            case ir.DictLit(values=vs) | ir.ListLit(items=vs):
+                return any([walk(v) for v in vs])
+            case ir.IfExp(then=a, orelse=b):
+                return any([walk(a), walk(b)])
+            case ir.Lit(value=v):
+                lits.append(v)
+                return False
+            case ir.Var(ty=t):
+                return of_type(t)
+            case _:
+                return True
+
+    computed = tool.returns is not None and walk(tool.returns)
+    return frozenset(fields), computed, tuple(lits)
+
+
+def _alike(shown: Any, answer: Any) -> bool:
+    return bool(shown == answer) or str(shown) == str(answer)
 
 
 class _Omit:
