@@ -313,26 +313,46 @@ class Space:
             frozenset(t.name for t in tool_defs if self._may_show(t, a, written))
             for a in self.want.answers
         ]
-        self._field_changes = [
-            (
-                c.entity,
-                c.key,
-                c.field,
-                c.after,
-                frozenset(
-                    t.name
-                    for t in tool_defs
-                    if FieldRef(c.entity, c.field) in cells_written(domain, t)
-                ),
+        # Per field of an existing row the goal changes: its after value, the tools
+        # that can write it (a create makes a new row, never this one), and what such a
+        # call needs first when every one of them names the row by an argument: the
+        # row's id known (the tools that can show ids of that sort) and, for a target
+        # the agent must recognise, each value of its description shown (the tools
+        # reading that field: an output showing it, or a search filtered on it).
+        targets = {(r.entity, _hashable(r.key)): r for r in self.recognize}
+        self._field_changes: list[_FieldNeed] = []
+        for c in self.want.changes:
+            if c.field == ROWS or c.key not in initial.tables.get(c.entity, {}):
+                continue
+            target = targets.get((c.entity, _hashable(c.key)))
+            needs: list[tuple[str, Any, tuple[tuple[tuple[str, Any], frozenset[str]], ...]]] = []
+            for t in tool_defs:
+                how = _names_row(t, c.entity, c.field)
+                if how is None:
+                    continue
+                if how == _NOT_NAMED:  # which row it writes is the state's to say
+                    needs.append((t.name, None, ()))
+                    continue
+                sort = param_sort(t.params[how])
+                revealers = frozenset(n for n, shows in self._shows.items() if sort in shows)
+                described = target.atoms if target is not None and self.picky[t.name] else ()
+                atoms = tuple(
+                    (
+                        (f"{e}.{f}", _hashable(x)),
+                        frozenset(
+                            u.name for u in tool_defs if FieldRef(e, f) in cells_read(domain, u)
+                        ),
+                    )
+                    for e, f, x in described
+                )
+                needs.append((t.name, (sort, revealers), atoms))
+            writers = frozenset(n for n, _, _ in needs)
+            self._field_changes.append(
+                _FieldNeed(c.entity, c.key, c.field, c.after, writers, needs)
             )
-            for c in self.want.changes
-            if c.field != ROWS and c.key in initial.tables.get(c.entity, {})
-        ]
-        self._pending: dict[str, tuple[frozenset[str], ...]] = {}
+        self._pending: dict[str, tuple[int, ...]] = {}
         self._sorts_known: dict[frozenset[tuple[Any, Any]], frozenset[Sort]] = {}
-        self._bounds: dict[
-            tuple[frozenset[Sort], tuple[frozenset[str], ...]], dict[str, float]
-        ] = {}
+        self._bounds: dict[tuple[frozenset[Sort], tuple[_Need, ...]], dict[str, float]] = {}
         self._ready: dict[frozenset[Sort], dict[str, int]] = {}
 
     def within(self, left: int) -> frozenset[str]:
@@ -390,7 +410,12 @@ class Space:
             need = after.get(t)
             if need is None:
                 shows = self._shows[t]
-                todo = [r for r in pending if t not in r]
+                # a call of ``t`` may meet a need, or one of what it needs first
+                todo = [
+                    (r, tuple((w, tuple(m for m in ms if t not in m)) for w, ms in first))
+                    for r, first in pending
+                    if t not in r
+                ]
                 need = after[t] = self._calls_needed(
                     known if shows <= known else known | shows, todo
                 )
@@ -398,24 +423,40 @@ class Space:
                 out.append(t)
         return out
 
-    def _pending_at(self, node: _Node) -> tuple[frozenset[str], ...]:
-        """What is still to happen at ``node``, each as the tools that can make it
-        happen (see :meth:`useful`); the state's part worked out once per state."""
-        todo = self._pending.get(node.tables)
-        if todo is None:
-            parts: list[frozenset[str]] = []
+    def _pending_at(self, node: _Node) -> tuple[_Need, ...]:
+        """What is still to happen at ``node``, each as the tools that can make it happen
+        and, per thing it needs first, the tools that can give it (see :meth:`useful`).
+        Which goal fields are still to be written is worked out once per state."""
+        fields = self._pending.get(node.tables)
+        if fields is None:
+            fields = ()
             if not self._held_at(node.tables, node.state):
-                parts.append(frozenset(self.goal_writes))
                 tables = node.state.tables
-                for entity, key, name, after, writers in self._field_changes:
-                    row = tables.get(entity, {}).get(key)
-                    if row is None or row.get(name) != after:
-                        parts.append(writers)
-            todo = self._pending[node.tables] = tuple(parts)
-        missing = self._missing(node.answered)
-        if missing:
-            return (*todo, *(self._showing[i] for i in missing))
-        return todo
+                fields = tuple(
+                    i
+                    for i, f in enumerate(self._field_changes)
+                    if (row := tables.get(f.entity, {}).get(f.key)) is None
+                    or row.get(f.field) != f.after
+                )
+                fields = (-1, *fields)
+            self._pending[node.tables] = fields
+        todo: list[_Need] = []
+        for i in fields:
+            if i < 0:
+                todo.append((frozenset(self.goal_writes), ()))
+                continue
+            f = self._field_changes[i]
+            first: list[tuple[str, tuple[frozenset[str], ...]]] = []
+            for tool, key_need, atoms in f.needs:
+                open_: list[frozenset[str]] = []
+                if key_need is not None and (key_need[0], _hashable(f.key)) not in node.facts:
+                    open_.append(key_need[1])
+                open_ += [tools for atom, tools in atoms if atom not in node.seen]
+                if open_:
+                    first.append((tool, tuple(open_)))
+            todo.append((f.writers, tuple(first)))
+        todo += [(self._showing[i], ()) for i in self._missing(node.answered)]
+        return tuple(todo)
 
     def _may_show(self, tool: ToolDef, answer: Any, written: frozenset[tuple[str, str]]) -> bool:
         """Can an output of ``tool`` show ``answer`` among its scalars, on some state
@@ -440,21 +481,48 @@ class Space:
                 return True
         return False
 
-    def _calls_needed(self, known: frozenset[Sort], todo: Sequence[frozenset[str]]) -> float:
+    def _calls_needed(self, known: frozenset[Sort], todo: Sequence[_Need]) -> float:
         """The least calls that make every one of ``todo`` happen, relaxed (see
-        :meth:`useful`): infinite when some cannot."""
+        :meth:`useful`): infinite when some cannot.
+
+        Two lower bounds, the larger counting. Each need is met by a call after what it
+        needs first was given, each a call after its tool's sorts can be known: one
+        more than the latest of those. And needs met, or things needed first given,
+        only by tools of disjoint sets take distinct calls: the size of such a family
+        (picked smallest first)."""
         if not todo:
             return 0
         ready = self._ready.get(known)
         if ready is None:
             ready = self._ready[known] = self._ready_after(known)
         most = 0
-        for tools in todo:
-            soonest = min((ready[t] for t in tools if t in ready), default=None)
-            if soonest is None:
-                return float("inf")
-            most = max(most, soonest + 1)
-        return most
+        family: list[frozenset[str]] = []
+        for tools, first in todo:
+            before = dict(first)
+            soonest = float("inf")
+            for t in tools:
+                if t not in ready:
+                    continue
+                at = float(ready[t])
+                for m in before.get(t, ()):
+                    given = min((ready[u] for u in m if u in ready), default=None)
+                    at = float("inf") if given is None else max(at, given + 1)
+                soonest = min(soonest, at)
+            if soonest == float("inf"):
+                return soonest
+            most = max(most, int(soonest) + 1)
+            family.append(tools)
+            # what every one of its tools needs first is needed, whichever makes it
+            if all(before.get(t) for t in tools):
+                common = set.intersection(*(set(before[t]) for t in tools))
+                family.extend(common or [frozenset().union(*(m for _, ms in first for m in ms))])
+        taken: set[str] = set()
+        apart = 0
+        for tools in sorted(set(family), key=lambda m: (len(m), sorted(m))):
+            if not tools & taken:
+                taken |= tools
+                apart += 1
+        return max(most, apart)
 
     def _ready_after(self, known: frozenset[Sort]) -> dict[str, int]:
         """Per tool, the least calls after which all its required arguments' sorts can
@@ -1151,6 +1219,50 @@ def output_sources(
 
     computed = tool.returns is not None and walk(tool.returns)
     return frozenset(fields), computed, tuple(lits)
+
+
+#: :func:`_names_row` of a tool that writes the field in some other way.
+_NOT_NAMED = ""
+
+#: A need at a node: the tools that can meet it, and per such tool with something to
+#: do first (an id known, a value of a target's description shown) the tools that can
+#: do each of those.
+_Need = tuple[frozenset[str], tuple[tuple[str, tuple[frozenset[str], ...]], ...]]
+
+
+@dataclass(frozen=True)
+class _FieldNeed:
+    """A field of an existing row the goal changes (see :meth:`Space._pending_at`): its
+    after value, the tools that can write it, and per such tool what its call needs
+    first. A tool that names the row by an id parameter needs that id known (the tools
+    that can show ids of its sort) and, for a target the agent must recognise, each
+    value of the target's description shown (the tools that read that field: an output
+    showing it, or a search filtered on it). A tool that writes the field of a row the
+    state names needs neither."""
+
+    entity: str
+    key: Any
+    field: str
+    after: Any
+    writers: frozenset[str]
+    # (tool, (id sort, tools showing it) or None, ((atom, tools showing it), ...))
+    needs: list[tuple[str, Any, tuple[tuple[tuple[str, Any], frozenset[str]], ...]]]
+
+
+def _names_row(tool: ToolDef, entity: str, field: str) -> str | None:
+    """How ``tool`` writes ``entity.field`` of an existing row: None if it never does,
+    the parameter whose row it writes if every such effect writes ``entity[param]``
+    (a plain id parameter), else :data:`_NOT_NAMED`. A create writes a new row only."""
+    named: set[str] = set()
+    for stmt in tool.effects:
+        e = stmt.effect
+        if isinstance(e, ir.Assign | ir.ListEdit) and (e.entity, e.field) == (entity, field):
+            p = tool.params.get(e.key.name) if isinstance(e.key, ir.Var) else None
+            ok = p is not None and isinstance(p.ty, RefT) and p.ty.entity == entity
+            named.add(p.name if ok and p is not None else _NOT_NAMED)
+    if not named:
+        return None
+    return named.pop() if len(named) == 1 else _NOT_NAMED
 
 
 def _alike(shown: Any, answer: Any) -> bool:
