@@ -313,19 +313,15 @@ class Space:
             frozenset(t.name for t in tool_defs if self._may_show(t, a, written))
             for a in self.want.answers
         ]
-        # Per field of an existing row the goal changes: its after value, the tools
-        # that can write it (a create makes a new row, never this one), and what such a
-        # call needs first when every one of them names the row by an argument: the
-        # row's id known (the tools that can show ids of that sort) and, for a target
-        # the agent must recognise, each value of its description shown (the tools
-        # reading that field: an output showing it, or a search filtered on it).
+        # Per field of an existing row the goal changes, the tools that can write it
+        # and what each of them needs first (:class:`_FieldNeed`).
         targets = {(r.entity, _hashable(r.key)): r for r in self.recognize}
         self._field_changes: list[_FieldNeed] = []
         for c in self.want.changes:
             if c.field == ROWS or c.key not in initial.tables.get(c.entity, {}):
                 continue
             target = targets.get((c.entity, _hashable(c.key)))
-            needs: list[tuple[str, Any, tuple[tuple[tuple[str, Any], frozenset[str]], ...]]] = []
+            needs: list[_WriterNeeds] = []
             for t in tool_defs:
                 how = _names_row(t, c.entity, c.field)
                 if how is None:
@@ -348,9 +344,10 @@ class Space:
                 needs.append((t.name, (sort, revealers), atoms))
             writers = frozenset(n for n, _, _ in needs)
             self._field_changes.append(
-                _FieldNeed(c.entity, c.key, c.field, c.after, writers, needs)
+                _FieldNeed(c.entity, c.key, c.field, c.after, writers, tuple(needs))
             )
-        self._pending: dict[str, tuple[int, ...]] = {}
+        # per state: do the goal's changes hold, and which of its fields are unwritten
+        self._pending: dict[str, tuple[bool, tuple[int, ...]]] = {}
         self._sorts_known: dict[frozenset[tuple[Any, Any]], frozenset[Sort]] = {}
         self._bounds: dict[tuple[frozenset[Sort], tuple[_Need, ...]], dict[str, float]] = {}
         self._ready: dict[frozenset[Sort], dict[str, int]] = {}
@@ -389,12 +386,14 @@ class Space:
         it; the goal's changes do not hold, and only one of its writes
         (:attr:`goal_writes`) can change that; an answer has not been shown, and only a
         tool whose output can show it (:meth:`_may_show`) will. Such a call needs its
-        required arguments known. Relaxed (every call succeeds, and each tool shows
-        every sort it ever can, :func:`~graphgen.verify.bmc.revealed_sorts`), a sort is
-        known after as few calls as its first revealing tool needs plus one, and the
-        call that meets a need comes after its tool's sorts are known. The relaxation
-        only makes things sooner, so the bound is never above the real number: a tool
-        dropped here is in no chain of ``left`` calls that reaches the goal."""
+        required arguments known; a write that names a goal row by an id needs that id
+        known and, for a target, its description shown (:class:`_FieldNeed`). Relaxed
+        (every call succeeds, and each tool shows every sort it ever can,
+        :func:`~graphgen.verify.bmc.revealed_sorts`), a sort is known after as few calls
+        as its first revealing tool needs plus one, and the call that meets a need comes
+        after its tool's sorts are known. The relaxation only makes things sooner, so
+        the bound is never above the real number: a tool dropped here is in no chain of
+        ``left`` calls that reaches the goal."""
         pending = self._pending_at(node)
         if not pending:
             return list(tools)
@@ -427,24 +426,22 @@ class Space:
         """What is still to happen at ``node``, each as the tools that can make it happen
         and, per thing it needs first, the tools that can give it (see :meth:`useful`).
         Which goal fields are still to be written is worked out once per state."""
-        fields = self._pending.get(node.tables)
-        if fields is None:
-            fields = ()
-            if not self._held_at(node.tables, node.state):
-                tables = node.state.tables
-                fields = tuple(
-                    i
-                    for i, f in enumerate(self._field_changes)
-                    if (row := tables.get(f.entity, {}).get(f.key)) is None
+        got = self._pending.get(node.tables)
+        if got is None:
+            held, tables = self._held_at(node.tables, node.state), node.state.tables
+            unwritten = tuple(
+                i
+                for i, f in enumerate(self._field_changes)
+                if not held
+                and (
+                    (row := tables.get(f.entity, {}).get(f.key)) is None
                     or row.get(f.field) != f.after
                 )
-                fields = (-1, *fields)
-            self._pending[node.tables] = fields
-        todo: list[_Need] = []
-        for i in fields:
-            if i < 0:
-                todo.append((frozenset(self.goal_writes), ()))
-                continue
+            )
+            got = self._pending[node.tables] = (held, unwritten)
+        held, unwritten = got
+        todo: list[_Need] = [] if held else [(frozenset(self.goal_writes), ())]
+        for i in unwritten:
             f = self._field_changes[i]
             first: list[tuple[str, tuple[frozenset[str], ...]]] = []
             for tool, key_need, atoms in f.needs:
@@ -1230,6 +1227,14 @@ _NOT_NAMED = ""
 _Need = tuple[frozenset[str], tuple[tuple[str, tuple[frozenset[str], ...]], ...]]
 
 
+#: A writer of a goal field: its tool, (the sort of the row's id, the tools that can
+#: show ids of that sort) when it names the row (None when the state picks it), and per
+#: value of a target's description it must have seen, (the atom, the tools showing it).
+_WriterNeeds = tuple[
+    str, tuple[Sort, frozenset[str]] | None, tuple[tuple[tuple[str, Any], frozenset[str]], ...]
+]
+
+
 @dataclass(frozen=True)
 class _FieldNeed:
     """A field of an existing row the goal changes (see :meth:`Space._pending_at`): its
@@ -1245,8 +1250,7 @@ class _FieldNeed:
     field: str
     after: Any
     writers: frozenset[str]
-    # (tool, (id sort, tools showing it) or None, ((atom, tools showing it), ...))
-    needs: list[tuple[str, Any, tuple[tuple[tuple[str, Any], frozenset[str]], ...]]]
+    needs: tuple[_WriterNeeds, ...]
 
 
 def _names_row(tool: ToolDef, entity: str, field: str) -> str | None:
