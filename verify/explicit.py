@@ -297,7 +297,7 @@ class Space:
         # those some allowed tool takes); per change of an existing row's field, the
         # tools that write that field.
         tool_defs = [domain.tools[n] for n in self.tools]
-        self._needs = {
+        self._takes = {
             t.name: frozenset(
                 param_sort(p) for p in t.params.values() if not isinstance(p.ty, OptT)
             )
@@ -527,7 +527,7 @@ class Space:
         have, level = set(known), 0
         ready: dict[str, int] = {}
         while True:
-            new = [t for t in self.tools if t not in ready and self._needs[t] <= have]
+            new = [t for t in self.tools if t not in ready and self._takes[t] <= have]
             if not new:
                 return ready
             for t in new:
