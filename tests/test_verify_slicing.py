@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import random
 from typing import Any
 
@@ -761,3 +762,36 @@ def test_a_tool_whose_inputs_did_not_grow_is_not_run_again(
     runs[0] = 0
     assert slices() == skipping
     assert 0 < skipped_runs < runs[0], (skipped_runs, runs[0])
+
+
+@pytest.mark.parametrize(
+    ("name", "used"),
+    [
+        ("retail", {"slice-column", "slice-holders", "slice-passes"}),
+        ("airline", {"slice-column", "slice-passes"}),
+    ],
+)
+def test_what_the_state_keeps_for_slices_gives_the_row_by_row_slice(
+    name: str, used: set[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the analysis keeps in a state's memo for every task on the state (a field's
+    values over every row, the rows holding one of them, a fixed check's verdict per
+    argument) gives each task the slice that scanning row by row gives on a fresh copy
+    of its state, where nothing was kept yet."""
+    from graphgen.verify import slicing
+
+    d = load_builtin(name)
+    tasks = generate(d, 8, 0).tasks
+    shared = []
+    for t in tasks:
+        p = Prover(d, t)
+        shared.append(_flow_text(p._flow(p.horizon)))
+    kept = {k[0] for k in Prover(d, tasks[0]).initial.memo() if isinstance(k, tuple)}
+    assert used <= kept, kept
+    monkeypatch.setattr(slicing._Flow, "_every_row", lambda self, ent, keys: False)
+    monkeypatch.setattr(slicing._Flow, "_every_value", lambda self, ent, f, want: False)
+    for t, text in zip(tasks, shared, strict=True):
+        fresh = t.model_copy(update={"initial_state": json.loads(json.dumps(t.initial_state))})
+        p = Prover(d, fresh)
+        assert not any(isinstance(k, tuple) and k[0].startswith("slice-") for k in p.initial.memo())
+        assert _flow_text(p._flow(p.horizon)) == text

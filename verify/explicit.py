@@ -309,6 +309,7 @@ class Space:
             for t in tool_defs
             for c in cells_written(domain, t)
         )
+        self._columns: dict[tuple[str, str], _Column] = {}
         self._showing = [
             frozenset(t.name for t in tool_defs if self._may_show(t, a, written))
             for a in self.want.answers
@@ -465,18 +466,33 @@ class Space:
         fields, computed, lits = output_sources(self.domain, tool)
         if computed or any(_alike(x, answer) for x in lits):
             return True
-        domain = self.domain
         for entity, name in fields:
             if (entity, name) in written:
                 return True
-            edef, rows = domain.entities[entity], self.initial.tables.get(entity, {})
-            if name == edef.key:
-                if any(_alike(k, answer) for k in rows):
-                    return True
-                continue
-            if any(_alike(x, answer) for row in rows.values() for x in scalars(row.get(name))):
+            same, texts, odd = self._column(entity, name)
+            if str(answer) in texts or (_is_hashable(answer) and answer in same):
+                return True  # equal values hash alike: ``in`` finds every equal one
+            if any(_alike(x, answer) for x in odd):
                 return True
         return False
+
+    def _column(self, entity: str, name: str) -> _Column:
+        """The values field ``name`` of ``entity`` holds in the space's rows (the keys,
+        for its key field), as themselves and as text: what :meth:`_may_show` looks an
+        answer up in, once per field, not once per tool showing it."""
+        got = self._columns.get((entity, name))
+        if got is None:
+            rows = self.initial.tables.get(entity, {})
+            if name == self.domain.entities[entity].key:
+                vals: list[Any] = list(rows)
+            else:
+                vals = [x for row in rows.values() for x in scalars(row.get(name))]
+            got = self._columns[(entity, name)] = (
+                frozenset(x for x in vals if _is_hashable(x)),
+                frozenset(str(x) for x in vals),
+                tuple(x for x in vals if not _is_hashable(x)),
+            )
+        return got
 
     def _calls_needed(self, known: frozenset[Sort], todo: Sequence[_Need]) -> float:
         """The least calls that make every one of ``todo`` happen, relaxed (see
@@ -1267,6 +1283,18 @@ def _names_row(tool: ToolDef, entity: str, field: str) -> str | None:
     if not named:
         return None
     return named.pop() if len(named) == 1 else _NOT_NAMED
+
+
+#: A field's values in a space's rows: the hashable ones, every one as text, the others.
+_Column = tuple[frozenset[Any], frozenset[str], tuple[Any, ...]]
+
+
+def _is_hashable(v: Any) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
 
 
 def _alike(shown: Any, answer: Any) -> bool:

@@ -108,6 +108,11 @@ def _atom(v: object) -> TypeGuard[Any]:
     return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
 
 
+def _items(v: object) -> Iterable[object]:
+    """A list field's items, or a scalar field's one value."""
+    return v if isinstance(v, list) else (v,)
+
+
 def _mentions(e: ir.Expr, var: str) -> bool:
     return any(isinstance(n, ir.Var) and n.name == var for n in ir.walk(e))
 
@@ -312,7 +317,6 @@ class _Flow:
             if isinstance(s.effect, ir.Assign | ir.ListEdit)
         }
         self._fixed: dict[str, dict[str, list[ir.Expr]]] = {}
-        self._passed: dict[tuple[int, str], bool] = {}
         self.param_values: dict[tuple[str, str], set[Key]] = {}  # filtered arguments
         self.deleted = {
             s.effect.entity
@@ -322,6 +326,8 @@ class _Flow:
         }
         self.total = self._total_refs()
         self.tables = {e: state.tables.get(e, {}) for e in domain.entities}
+        # what is worked out from the state's rows alone, shared by every task on it
+        self.memo = state.memo()
         self.created: dict[str, list[Key]] = {}
         made = {
             s.effect.entity
@@ -686,8 +692,10 @@ class _Flow:
     def include(self, ent: str, keys: Iterable[Key]) -> None:
         kept = self.kept_rows[ent]
         table = self.tables[ent]
-        for k in keys:
-            if k not in kept and k in table:
+        # the set difference first: the same large sets come back on every pass
+        new = (keys if isinstance(keys, set | frozenset) else set(keys)) - kept
+        for k in new:
+            if k in table:
                 kept.add(k)
                 self.changed = True
 
@@ -726,20 +734,65 @@ class _Flow:
         elem = ty.elem if isinstance(ty, ListT) else ty
         if not _stringish(elem):
             return AList(None) if is_list else None
-        out: set[Key] = set()
         table = self.tables[ent]
-        for k in keys:
-            row = table.get(k)
-            if row is not None:
-                v = row.get(f)
-                if isinstance(v, list):
-                    out.update(x for x in v if _atom(x))
-                elif _atom(v):
-                    out.add(v)
+        if self._every_row(ent, keys):
+            # once a listing made a whole table known, its scans ask this again and again
+            out = set(self._column(ent, f))
+        else:
+            out = set()
+            for k in keys:
+                row = table.get(k)
+                if row is not None:
+                    v = row.get(f)
+                    if isinstance(v, list):
+                        out.update(x for x in v if _atom(x))
+                    elif _atom(v):
+                        out.add(v)
         wk = self.written_keys.get((ent, f))
         if wk and not wk.isdisjoint(keys):
             out |= self.written_values.get((ent, f), set())
         return AList(out) if is_list else out
+
+    def _every_row(self, ent: str, keys: set[Key]) -> bool:
+        """Do ``keys`` name every row of ``ent``'s table?"""
+        table = self.tables[ent]
+        return len(keys) >= len(table) and keys.issuperset(table.keys())
+
+    def _every_value(self, ent: str, f: str, want: set[Key]) -> bool:
+        """Is ``want`` every value field ``f`` of ``ent`` holds (:meth:`_column`)?"""
+        col = self._column(ent, f)
+        return len(want) >= len(col) and want.issuperset(col)
+
+    def _column(self, ent: str, f: str) -> frozenset[Key]:
+        """The tracked values of field ``f`` over all of ``ent``'s rows: a function of
+        the state's rows alone, kept in the state's memo for every task on that state."""
+        memo = self.memo
+        key = ("slice-column", id(self.domain), ent, f)
+        got = memo.get(key)
+        if got is None:
+            vals: set[Key] = set()
+            for row in self.tables[ent].values():
+                v = row.get(f)
+                if isinstance(v, list):
+                    vals.update(x for x in v if _atom(x))
+                elif _atom(v):
+                    vals.add(v)
+            got = memo[key] = frozenset(vals)
+        return got
+
+    def _holders(self, ent: str, f: str) -> frozenset[Key]:
+        """The keys of ``ent``'s rows whose field ``f`` holds a tracked value (one of
+        :meth:`_column`), kept in the state's memo as that is."""
+        memo = self.memo
+        key = ("slice-holders", id(self.domain), ent, f)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = frozenset(
+                k
+                for k, row in self.tables[ent].items()
+                if any(_atom(x) for x in _items(row.get(f)))
+            )
+        return got
 
     # ------------------------------------------------------------ evaluation
 
@@ -884,9 +937,12 @@ class _Flow:
     def _holding(self, ent: str, f: str, want: set[Key]) -> set[Key]:
         """The rows (state rows and created ones) whose field ``f`` (an item of it, for
         a list) can be one of ``want``: now, or after a write."""
-        rows: set[Key] = set()
-        for v in want:
-            rows.update(self.keys_with(ent, f, v))
+        if self._every_value(ent, f, want):
+            rows = set(self._holders(ent, f))
+        else:
+            rows = set()
+            for v in want:
+                rows.update(self.keys_with(ent, f, v))
         # a written row can hold any value written there
         wk = self.written_keys.get((ent, f))
         if wk and not self.written_values.get((ent, f), set()).isdisjoint(want):
@@ -1055,16 +1111,28 @@ class _Flow:
             case _:
                 _unmodelled(n)
 
-    def _passes(self, c: ir.Expr, name: str, v: str) -> bool:
-        key = (id(c), v)
-        hit = self._passed.get(key)
-        if hit is None:
-            try:
-                hit = evaluate(c, self.state, {name: v}, self.domain) is not False
-            except (ToolError, KeyError, TypeError, IndexError):
-                hit = True
-            self._passed[key] = hit
-        return hit
+    def _passing(self, c: ir.Expr, name: str, vals: set[Key]) -> set[Key]:
+        """The arguments of ``vals`` for which the fixed check ``c`` on ``name`` is not
+        false on the state (or raises). A function of the state's rows, the check and
+        the argument: kept in the state's memo for every task on that state, the check
+        with its answers, so that its id names it while the entry lives."""
+        key = ("slice-passes", id(c), name)
+        entry = self.memo.get(key)
+        if entry is None or entry[0] is not c:
+            entry = self.memo[key] = (c, {})
+        passed: dict[Key, bool] = entry[1]
+        out: set[Key] = set()
+        for v in vals:
+            hit = passed.get(v)
+            if hit is None:
+                try:
+                    hit = evaluate(c, self.state, {name: v}, self.domain) is not False
+                except (ToolError, KeyError, TypeError, IndexError):
+                    hit = True
+                passed[v] = hit
+            if hit:
+                out.add(v)
+        return out
 
     def tool(self, t: ToolDef) -> None:
         env: dict[str, Any] = {}
@@ -1072,7 +1140,8 @@ class _Flow:
         for p in t.params.values():
             v = self.param_value(p)
             if p.name in fixed and isinstance(v, set):
-                v = {x for x in v if all(self._passes(c, p.name, x) for c in fixed[p.name])}
+                for c in fixed[p.name]:
+                    v = self._passing(c, p.name, v)
                 self._add(self.param_values, (t.name, p.name), v)
             env[p.name] = v
             if isinstance(p.ty, RefT):
@@ -1282,7 +1351,8 @@ def analyze_flow(
             state.copy(), None, None, whole=True, callable=frozenset(t.name for t in chosen)
         )
     tables = {
-        e: {k: dict(state.tables[e][k]) for k in sorted(analysis.kept_rows[e])}
+        # a state never changes a row in place: the slice shares the rows it keeps
+        e: {k: state.tables[e][k] for k in sorted(analysis.kept_rows[e])}
         for e in domain.entities
         if e in state.tables
     }
