@@ -874,7 +874,8 @@ def invariant_violations(
     for ent, edef in domain.entities.items():
         for inv in edef.invariants:
             narrows = _narrowings(inv.expr, ent, partial(_is_ref, domain))
-            for key in state.tables.get(ent, {}) if rows is None else rows.get(ent, ()):
+            every = state.sorted_keys(ent) if ent in state.tables else ()
+            for key in every if rows is None else rows.get(ent, ()):
                 env = {"x": key}
                 st = state
                 error = ""
