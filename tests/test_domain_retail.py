@@ -60,9 +60,24 @@ def _state() -> State:
                 },
             },
             "PaymentMethod": {
-                "PM0001": {"user_id": "U0001", "kind": "gift_card", "balance": 50},
-                "PM0002": {"user_id": "U0001", "kind": "credit_card", "balance": 0},
-                "PM0003": {"user_id": "U0002", "kind": "gift_card", "balance": 500},
+                "PM0001": {
+                    "user_id": "U0001",
+                    "kind": "gift_card",
+                    "balance": 50,
+                    "funded_by": None,
+                },
+                "PM0002": {
+                    "user_id": "U0001",
+                    "kind": "credit_card",
+                    "balance": 0,
+                    "funded_by": None,
+                },
+                "PM0003": {
+                    "user_id": "U0002",
+                    "kind": "gift_card",
+                    "balance": 500,
+                    "funded_by": None,
+                },
             },
             "Product": {"PR001": {"name": "Trail Shoe"}, "PR002": {"name": "Desk Lamp"}},
             "Item": {
@@ -313,4 +328,49 @@ def test_gift_card_and_new_order_get_deterministic_ids(dom: Domain) -> None:
             st,
             "add_gift_card",
             {"user_id": "U0001", "funding_method_id": "PM0002", "amount": 10},
+        )
+
+
+def test_a_gift_card_records_what_paid_for_it_and_grading_checks_it(dom: Domain) -> None:
+    """A request for "a gift card paid with my credit card" is graded on the method that
+    paid: the new card records it (``funded_by``), so the same card bought with the
+    customer's PayPal account instead fails the grade. Another gift card still cannot
+    pay for one."""
+    from graphgen.grading import grade
+
+    st = _state()
+    st.put_row(
+        "PaymentMethod",
+        "PM0009",
+        {"user_id": "U0001", "kind": "paypal", "balance": 0, "funded_by": None},
+    )
+    by_card, by_paypal = st.copy(), st.copy()
+    card = call_tool(
+        dom,
+        by_card,
+        "add_gift_card",
+        {"user_id": "U0001", "funding_method_id": "PM0002", "amount": 60},
+    )
+    assert by_card.tables["PaymentMethod"][card]["funded_by"] == "PM0002"
+    call_tool(
+        dom,
+        by_paypal,
+        "add_gift_card",
+        {"user_id": "U0001", "funding_method_id": "PM0009", "amount": 60},
+    )
+    after = by_card.tables["PaymentMethod"][card]
+    goal = {
+        "changes": [
+            {"entity": "PaymentMethod", "key": card, "field": "*", "before": None, "after": after}
+        ]
+    }
+    initial = st.to_dict()
+    assert grade(initial, by_card.to_dict(), goal)["success"]
+    assert not grade(initial, by_paypal.to_dict(), goal)["success"]
+    with pytest.raises(ToolError, match="cannot be bought with another gift card"):
+        call_tool(
+            dom,
+            st,
+            "add_gift_card",
+            {"user_id": "U0001", "funding_method_id": "PM0001", "amount": 60},
         )

@@ -78,8 +78,18 @@ def _state(extra_orders: int = 0) -> State:
                     "U0002": {**user, "email": "bo@example.com", "first_name": "Bo"},
                 },
                 "PaymentMethod": {
-                    "PM0001": {"user_id": "U0001", "kind": "paypal", "balance": 0},
-                    "PM0002": {"user_id": "U0002", "kind": "paypal", "balance": 0},
+                    "PM0001": {
+                        "user_id": "U0001",
+                        "kind": "paypal",
+                        "balance": 0,
+                        "funded_by": None,
+                    },
+                    "PM0002": {
+                        "user_id": "U0002",
+                        "kind": "paypal",
+                        "balance": 0,
+                        "funded_by": None,
+                    },
                 },
                 "Product": {"PR001": {"name": "Wireless Earbuds"}},
                 "Item": {k: {**v, "available": True} for k, v in items.items()},
