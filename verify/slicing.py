@@ -1113,10 +1113,10 @@ class _Flow:
 
     def _passing(self, c: ir.Expr, name: str, vals: set[Key]) -> set[Key]:
         """The arguments of ``vals`` for which the fixed check ``c`` on ``name`` is not
-        false on the state (or raises). A function of the state's rows, the check and
-        the argument: kept in the state's memo for every task on that state, the check
-        with its answers, so that its id names it while the entry lives."""
-        key = ("slice-passes", id(c), name)
+        false on the state (or raises). A function of the state's rows and date, the
+        check and the argument: kept in the state's memo for every task on that state,
+        the check with its answers, so that its id names it while the entry lives."""
+        key = ("slice-passes", id(c), name, self.state.today)
         entry = self.memo.get(key)
         if entry is None or entry[0] is not c:
             entry = self.memo[key] = (c, {})
