@@ -29,7 +29,7 @@ from graphgen.analysis import Report
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
 from graphgen.envs.agent import GREEDY_MAX_ORDERS, Episode
-from graphgen.envs.play import Outcome, render_grade
+from graphgen.envs.play import Outcome, PlayError, Session, render_grade
 from graphgen.envs.trials import request_stop_on_signals
 from graphgen.errors import DomainError, GraphgenError, StateGenError
 from graphgen.files import OutputError
@@ -1140,17 +1140,21 @@ def play(
     Start with FILE --task ID: prints the policy, the instruction and the tool schemas
     (nothing else) and writes the session file. Then --call makes one call and prints only
     its observation; --answer ends the episode and prints the grade. The episode is
-    replayed from the session's calls each time, so it is deterministic.
+    replayed from the session's calls each time, so it is deterministic. FILE --task ID
+    may be repeated with --call and --answer: the session must then be of that task.
     """
-    if tasks_file is not None:
-        if task is None or call is not None or answer is not None:
-            raise _fail("start a session with FILE --task ID (then --call / --answer)", 2)
+    if tasks_file is not None and task is None:
+        raise _fail("start a session with FILE --task ID (then --call / --answer)", 2)
+    if tasks_file is not None and task is not None and call is None and answer is None:
         with _errors_exit():
             screen = pl.play_start(tasks_file, task, session, domain)
         sys.stdout.write(screen)
         return
     if (call is None) == (answer is None):
         raise _fail("give one of --call or --answer (or FILE --task ID to start)", 2)
+    if task is not None:
+        with _errors_exit():
+            _same_session(session, tasks_file, task)
     with _errors_exit():
         res = (
             pl.play_call(session, call)
@@ -1158,6 +1162,23 @@ def play(
             else pl.play_answer(session, answer or "")
         )
     _print_outcome(res)
+
+
+def _same_session(session: Path, tasks_file: Path | None, task: str) -> None:
+    """Refuse a --call or --answer naming another task (or task set) than ``session``
+    plays: the call would land in that other episode."""
+    if not session.exists():
+        start = f"{tasks_file or 'FILE'} --task {task}"
+        raise PlayError(f"no session {session} yet: start it with {start} alone")
+    got = Session.load(session)
+    if got.task_id != task or (
+        tasks_file is not None and Path(got.tasks_file) != tasks_file.resolve()
+    ):
+        raise PlayError(
+            f"session {session} plays {got.task_id} of {got.tasks_file}, not {task}"
+            + ("" if tasks_file is None else f" of {tasks_file.resolve()}")
+            + f": start a session with {tasks_file or 'FILE'} --task {task}"
+        )
 
 
 def _print_outcome(res: Outcome) -> None:

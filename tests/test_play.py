@@ -187,3 +187,46 @@ def test_call_parser_reads_literals() -> None:
     assert parse_call("t()") == ("t", {})
     call = {"type": "function", "function": {"name": "t", "arguments": '{"a": 1}'}}
     assert parse_call(json.dumps(call)) == ("t", {"a": 1})
+
+
+def test_file_and_task_may_be_repeated_with_each_call(
+    mock_set: tuple[Path, list[Task]], tmp_path: Path
+) -> None:
+    """FILE --task ID (or --task ID alone) given again with --call and --answer
+    continues that task's session; naming another task, or a session not started, is
+    refused and changes nothing."""
+    path, tasks = mock_set
+    task, other = _pick(tasks, "action"), next(t for t in tasks if t.kind == "information")
+    session = tmp_path / "s.json"
+    code, output = _play(str(path), "--task", task.id, "--session", str(session), "--call", "x()")
+    assert code == 1 and "no session" in output and not session.exists()
+    assert _play(str(path), "--task", task.id, "--session", str(session))[0] == 0
+    first = task.chain[0]
+    code, output = _play(
+        str(path),
+        "--task",
+        task.id,
+        "--session",
+        str(session),
+        "--call",
+        _short(first.tool, first.args),
+    )
+    assert code == 0 and not output.startswith("Error"), output
+    assert len(Session.load(session).calls) == 1
+    code, output = _play(
+        str(path),
+        "--task",
+        other.id,
+        "--session",
+        str(session),
+        "--call",
+        _short(first.tool, first.args),
+    )
+    assert code == 1 and f"plays {task.id}" in output, output
+    assert len(Session.load(session).calls) == 1
+    code, output = _play("--session", str(session), "--task", other.id, "--answer", "x")
+    assert code == 1 and f"plays {task.id}" in output, output
+    assert not Session.load(session).over
+    code, output = _play("--session", str(session), "--task", task.id, "--answer", "x")
+    assert code == 0 and "success" in output, output
+    assert Session.load(session).over
