@@ -370,7 +370,8 @@ def check(
             "--strict",
             help="Also report what will hurt task quality (tools no task can reach, unused "
             "fields, writes that can never be refused, unreachable enum members, entities "
-            "without a search tool), each with a fix; exit 1 if there is any.",
+            "without a search tool, write parameters no effect records), each with a fix; "
+            "exit 1 if there is any.",
         ),
     ] = False,
 ) -> None:

@@ -44,6 +44,7 @@ __all__ = [
     "missing_search_tools",
     "strict_findings",
     "task_unreachable_tools",
+    "ungraded_parameters",
     "unmentioned_fields",
     "unreachable_enum_members",
     "writes_without_refusal",
@@ -451,13 +452,56 @@ def missing_search_tools(domain: Domain, g: nx.MultiDiGraph | None = None) -> li
     return out
 
 
+def ungraded_parameters(domain: Domain) -> list[Finding]:
+    """Parameters of write tools that no effect and no case condition reads, and that no
+    check pins to one value (``x == param``, as an owner's id is pinned by the row it
+    owns): the final state does not show which value was passed, so the grader cannot
+    tell a task's requested value from any other the checks allow. "A gift card paid
+    with my PayPal account" would pass with the customer's credit card.
+
+    >>> from graphgen.domains import load_builtin
+    >>> ungraded_parameters(load_builtin("retail"))
+    []
+    """
+    where = _Where(domain)
+    out: list[Finding] = []
+    for tool in sorted(domain.write_tools, key=lambda t: t.name):
+        read: set[str] = set()
+        exprs = [x for s in tool.effects for x in ir.effect_exprs(s.effect)]
+        exprs += [c.when for c in tool.cases if c.when is not None]
+        for e in exprs:
+            read.update(n.name for n in ir.walk(e) if isinstance(n, ir.Var))
+        for chk in tool.requires:
+            for c in ir.conjuncts(chk.expr):
+                if isinstance(c, ir.Compare) and c.op == "==":
+                    for side, other in ((c.left, c.right), (c.right, c.left)):
+                        if isinstance(side, ir.Var) and side.name not in ir.free_vars(other):
+                            read.add(side.name)
+        for p in tool.params:
+            if p in read:
+                continue
+            out.append(
+                _finding(
+                    domain,
+                    "ungraded parameter",
+                    where.tool(tool.name),
+                    f"parameter {p!r} is read only by checks, not by any effect, so the "
+                    "final state does not show which value was passed: a task that asks "
+                    "for one value is graded as if it asked for any the checks allow",
+                    f"record it in a field an effect writes (as a gift card records the "
+                    f"method that paid for it), or drop {p!r}",
+                )
+            )
+    return out
+
+
 # ------------------------------------------------------------------ all
 
 
 def strict_findings(domain: Domain, g: nx.MultiDiGraph | None = None) -> list[Finding]:
     """Every finding of ``graphgen check --strict``, in a fixed order: unreachable tools,
     unmentioned fields, writes without a refusal path, unreachable enum members,
-    entities without a search tool.
+    entities without a search tool, ungraded parameters.
 
     >>> from graphgen.domains import load_builtin
     >>> strict_findings(load_builtin("mock"))
@@ -470,4 +514,5 @@ def strict_findings(domain: Domain, g: nx.MultiDiGraph | None = None) -> list[Fi
         *writes_without_refusal(domain),
         *unreachable_enum_members(domain),
         *missing_search_tools(domain, g),
+        *ungraded_parameters(domain),
     ]

@@ -18,6 +18,7 @@ from graphgen.quality import (
     missing_search_tools,
     strict_findings,
     task_unreachable_tools,
+    ungraded_parameters,
     unmentioned_fields,
     unreachable_enum_members,
     writes_without_refusal,
@@ -264,3 +265,25 @@ def test_cli_strict_exit_codes(tmp_path: Path) -> None:
     res = runner.invoke(app, ["check", "--strict", str(bad / "cards.yaml")])
     assert res.exit_code == 1
     assert "entity without a search tool" in res.output and "fix:" in res.output
+
+
+def test_a_parameter_only_checks_read_is_ungraded(tmp_path: Path) -> None:
+    """Closing a card "and moving its balance to my other card": the other card is
+    checked (the member's own) but no effect records it, so any card of the member would
+    pass the grade. Recording it in a field clears the finding; an owner's id pinned by
+    ``Card[card_id].member_id == member_id`` is never one."""
+    spec = _spec()
+    close = spec["tools"]["close_card"]
+    close["params"]["move_to"] = {"type": "Card"}
+    close["requires"].append(
+        {"check": "Card[move_to].member_id == member_id", "message": "not your card"}
+    )
+    got = ungraded_parameters(_domain(tmp_path, spec))
+    assert _where(got) == ["tool 'close_card'"]
+    assert "'move_to'" in got[0].message and "record it" in got[0].fix
+    strict = strict_findings(_domain(tmp_path, spec))
+    assert [f for f in strict if f.check == "ungraded parameter"] == got
+    spec["entities"]["Card"]["fields"]["moved_to"] = {"type": "Card | None"}
+    spec["entities"]["Card"].setdefault("generate", {})["derive"] = {"moved_to": "None"}
+    close["effects"].append("Card[card_id].moved_to = move_to")
+    assert ungraded_parameters(_domain(tmp_path, spec)) == []
