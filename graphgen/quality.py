@@ -457,7 +457,8 @@ def ungraded_parameters(domain: Domain) -> list[Finding]:
     check pins to one value (``x == param``, as an owner's id is pinned by the row it
     owns): the final state does not show which value was passed, so the grader cannot
     tell a task's requested value from any other the checks allow. "A gift card paid
-    with my PayPal account" would pass with the customer's credit card.
+    with my PayPal account" would pass with the customer's credit card. (Two such
+    parameters checked equal to each other pin each other: a pair is not found.)
 
     >>> from graphgen.domains import load_builtin
     >>> ungraded_parameters(load_builtin("retail"))
@@ -485,9 +486,10 @@ def ungraded_parameters(domain: Domain) -> list[Finding]:
                     domain,
                     "ungraded parameter",
                     where.tool(tool.name),
-                    f"parameter {p!r} is read only by checks, not by any effect, so the "
-                    "final state does not show which value was passed: a task that asks "
-                    "for one value is graded as if it asked for any the checks allow",
+                    f"no effect or case condition reads parameter {p!r} and no check pins "
+                    "it, so the final state does not show which value was passed: a task "
+                    "that asks for one value is graded as if it asked for any the checks "
+                    "allow",
                     f"record it in a field an effect writes (as a gift card records the "
                     f"method that paid for it), or drop {p!r}",
                 )
