@@ -14,6 +14,7 @@ import pytest
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.interp import call_or_fail
+from graphgen.knowledge import Sort
 from graphgen.load import loads_domain
 from graphgen.state import State
 from graphgen.stategen import generate_state
@@ -27,6 +28,7 @@ from graphgen.verify.explicit import (
     Minimum,
     Space,
     _names_row,
+    _puts,
     minimum,
     moves,
     other_final_state,
@@ -729,21 +731,29 @@ def test_a_goal_of_two_answers_one_output_shows_in_the_other_order() -> None:
 
 
 def test_the_forward_bound_drops_a_call_only_when_the_calls_left_cannot_reach_the_goal() -> None:
-    """A retail gift card bought with the user's card (email given): the card needs the
-    user's id and one of their payment method ids, so a chain buying it needs at least
-    3 calls, and one beginning with a catalogue listing, which shows neither, at least
-    4. From the start the listing is dropped with 3 calls left and kept with 4; finding
-    the user is kept with 3 and dropped with 2. Along a shortest chain (found without
-    the bound), each call is kept with exactly the calls its chain has left."""
+    """A retail gift card bought with the user's PayPal account (email given): the card
+    needs the user's id and the account's id, known, and the account told apart from
+    the user's other methods by its kind, shown, so a chain buying it needs at least 4
+    calls, and one beginning with a catalogue listing, which does none of that, at
+    least 5. Both ids are values the goal's new row holds that the create takes from
+    its arguments (:class:`_ValueNeed`): without them, the bound would see only that
+    some write must make the card. From the start the listing is dropped with 4 calls
+    left and kept with 5; finding the user is kept with 4 and dropped with 3. Along a
+    shortest chain (found without the bound), each call is kept with exactly the calls
+    its chain has left."""
     d = load_builtin("retail")
     task = next(t for t in generate(d, 10, 0).tasks if t.chain[-1].tool == "add_gift_card")
+    assert "PayPal" in task.instruction
     prover = Prover(d, task)
     space = prover._search_space()
     root = space.root()
-    assert "list_products" not in space.useful(root, space.tools, 3)
-    assert "list_products" in space.useful(root, space.tools, 4)
+    card = task.chain[-1].args
+    placed = {(v.field, v.value) for v in space._values}
+    assert placed == {("user_id", card["user_id"]), ("funded_by", card["funding_method_id"])}
+    assert "list_products" not in space.useful(root, space.tools, 4)
+    assert "list_products" in space.useful(root, space.tools, 5)
     find = ["find_user_id_by_email"]
-    assert space.useful(root, find, 3) == find and space.useful(root, find, 2) == []
+    assert space.useful(root, find, 4) == find and space.useful(root, find, 3) == []
     got = minimum(space, prover.horizon, forward=False)
     assert got.complete and got.min_calls is not None and got.chain is not None
     node = root
@@ -838,6 +848,75 @@ def test_which_row_a_write_names() -> None:
     assert _names_row(d.tools["add_gift_card"], "PaymentMethod", "balance") is None
 
 
+def test_which_parameter_puts_a_value_in_a_field() -> None:
+    """A create setting a field to a parameter (or a list member to one) puts that
+    parameter's value there, and so does a plain assignment; a field set to a literal
+    or a computed value, by ``-=``, or by two effects may get its value otherwise."""
+    d = load_builtin("retail")
+    place, pay = d.tools["place_order"], d.tools["modify_pending_order_payment"]
+    assert _puts(place, "Order", "items", 0).name == "item_id"
+    assert _puts(place, "Order", "items", 1) is None  # the list has one member
+    assert _puts(place, "Order", "payment_method_id", None).name == "payment_method_id"
+    assert _puts(place, "Order", "total", None) is None  # the item's price
+    assert _puts(pay, "Order", "payment_method_id", None).name == "payment_method_id"
+    assert _puts(pay, "PaymentMethod", "balance", None) is None  # two effects, -= and +=
+    assert _puts(d.tools["return_delivered_order"], "Order", "status", None) is None
+
+
+def test_an_order_placed_needs_its_item_and_payment_known_until_one_is_made() -> None:
+    """An order of an item the user describes, paid with a payment method they
+    describe: the new order's item and payment method are values only the create's
+    arguments can put there, each needing its id known and its description shown
+    first, and the bound counts them. Once an order is made, even of another item, they
+    are no longer counted: the row may be there. A row count or id counter that moved
+    says a row may have been made; in a domain that deletes rows, a key the initial
+    state lacks does too."""
+    d = load_builtin("retail")
+    checked = 0
+    for task in generate(d, 80, 0).tasks:
+        writes = [c.tool for c in task.chain if d.tools[c.tool].is_write]
+        if task.kind != "action" or writes != ["place_order"] or len(task.targets) != 2:
+            continue
+        order = task.chain[-1].args
+        space = Prover(d, task)._search_space()
+        placed = {(v.field, v.value): v for v in space._values}
+        assert {
+            ("items", order["item_id"]),
+            ("payment_method_id", order["payment_method_id"]),
+        } <= set(placed)
+        root = space.root()
+        item = placed[("items", order["item_id"])]
+        (first,) = [f for tools, f in space._pending_at(root) if tools == item.writers and f]
+        assert dict(first)["place_order"]  # its id, and its description, to see first
+        assert not space._made_rows(root.state, "Order")
+        before = space.follow(task.chain[:-1])
+        assert before is not None
+        for other in sorted(set(before.know.values(Sort("key", "Item"))) - {order["item_id"]}):
+            call = Call(tool="place_order", args={**order, "item_id": other})
+            wrong = space.follow([*task.chain[:-1], call])
+            if wrong is None:
+                continue  # out of stock, or past the card's balance
+            assert not space.node_changes_hold(wrong) and space._made_rows(wrong.state, "Order")
+            assert [tools for tools, _ in space._pending_at(wrong)] == [
+                frozenset(space.goal_writes)
+            ]
+            checked += 1
+    assert checked >= 1
+
+    banking = load_builtin("banking")
+    st = generate_state(banking, 0)
+    payees = sorted(st.tables["Payee"])
+    after = st.copy()
+    after.tables["Payee"] = dict(st.tables["Payee"])
+    row = after.tables["Payee"].pop(payees[0])
+    after.tables["Payee"]["P-new"] = row  # same count, same counter, a new key
+    free = Space(banking, st, [], Goal(), sorted(banking.tools))
+    assert "Payee" in free._deletes and free._made_rows(after, "Payee")
+    free._deletes.discard("Payee")  # with no delete, count and counter say it all
+    assert not free._made_rows(after, "Payee")
+    assert not free._made_rows(st.copy(), "Payee")
+
+
 def test_a_write_naming_a_target_needs_its_id_and_its_description_shown_first() -> None:
     """Returning an order whose date the user gives: every tool that can set its status
     names it, so needs its id known and its date shown first. From the start that is
@@ -861,14 +940,14 @@ def test_a_write_naming_a_target_needs_its_id_and_its_description_shown_first() 
 
     def bound(node: Any) -> float:
         known = frozenset(s for s, _ in node.facts)
-        return space._calls_needed(known, list(space._pending_at(node)))
+        return space._relaxed.quick(known, list(space._pending_at(node)))
 
     root = space.root()
     assert all(len(ms) == 1 + 2 for _, ms in status_needs(root))  # the id, two values
     pending = space._pending_at(root)
     sorts_only = [(tools, ()) for tools, _ in pending]
     known = frozenset(s for s, _ in root.facts)
-    assert (bound(root), space._calls_needed(known, sorts_only)) == (4, 3)
+    assert (bound(root), space._relaxed.quick(known, sorts_only)) == (4, 3)
     listed = space.follow(task.chain[:2])
     assert listed is not None
     assert all(len(ms) == 1 for _, ms in status_needs(listed))  # the date only

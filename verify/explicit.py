@@ -59,7 +59,7 @@ from typing import Any, NamedTuple
 from graphgen import ir
 from graphgen.domain import Domain, ToolDef, per_tool
 from graphgen.errors import ToolError
-from graphgen.footprint import COUNTER, ROWS, FieldRef, cells_read, cells_written
+from graphgen.footprint import COUNTER, ROWS, FieldRef, cells_read, cells_written, effect_writes
 from graphgen.interp import call_or_fail
 from graphgen.knowledge import Reveal, Sort, param_sort, reveal
 from graphgen.state import State
@@ -74,6 +74,7 @@ from graphgen.verify.bmc import (
     same_value,
     scalars,
 )
+from graphgen.verify.relaxed import Need, Relaxed
 
 #: Distinct nodes a search may expand before it gives up (``complete`` false).
 MAX_NODES = 20_000
@@ -315,13 +316,18 @@ class Space:
             for a in self.want.answers
         ]
         # Per field of an existing row the goal changes, the tools that can write it
-        # and what each of them needs first (:class:`_FieldNeed`).
-        targets = {(r.entity, _hashable(r.key)): r for r in self.recognize}
+        # and what each of them needs first (:class:`_FieldNeed`); per value the goal
+        # puts in a row it creates, the same (:class:`_ValueNeed`).
+        self._targets = {(r.entity, _hashable(r.key)): r for r in self.recognize}
         self._field_changes: list[_FieldNeed] = []
+        self._values: list[_ValueNeed] = []
         for c in self.want.changes:
-            if c.field == ROWS or c.key not in initial.tables.get(c.entity, {}):
+            if c.field == ROWS:
+                if c.before is None and isinstance(c.after, dict):
+                    self._values += self._placed(c.entity, c.key, c.after, tool_defs)
                 continue
-            target = targets.get((c.entity, _hashable(c.key)))
+            if c.key not in initial.tables.get(c.entity, {}):
+                continue
             needs: list[_WriterNeeds] = []
             for t in tool_defs:
                 how = _names_row(t, c.entity, c.field)
@@ -330,28 +336,94 @@ class Space:
                 if how == _NOT_NAMED:  # which row it writes is the state's to say
                     needs.append((t.name, None, ()))
                     continue
-                sort = param_sort(t.params[how])
-                revealers = frozenset(n for n, shows in self._shows.items() if sort in shows)
-                described = target.atoms if target is not None and self.picky[t.name] else ()
-                atoms = tuple(
-                    (
-                        (f"{e}.{f}", _hashable(x)),
-                        frozenset(
-                            u.name for u in tool_defs if FieldRef(e, f) in cells_read(domain, u)
-                        ),
-                    )
-                    for e, f, x in described
-                )
-                needs.append((t.name, (sort, revealers), atoms))
+                needs.append(self._writer_needs(t, t.params[how], c.entity, c.key))
             writers = frozenset(n for n, _, _ in needs)
             self._field_changes.append(
                 _FieldNeed(c.entity, c.key, c.field, c.after, writers, tuple(needs))
             )
-        # per state: do the goal's changes hold, and which of its fields are unwritten
-        self._pending: dict[str, tuple[bool, tuple[int, ...]]] = {}
+            # the id it sets there, when a writer can only take it from an argument
+            self._values += self._placed(
+                c.entity, c.key, {c.field: c.after}, tool_defs, len(self._field_changes) - 1
+            )
+        # the entities a tool of the space deletes rows of (see :meth:`_pending_at`)
+        self._deletes = {
+            st.effect.entity
+            for t in tool_defs
+            for st in t.effects
+            if isinstance(st.effect, ir.Delete)
+        }
+        self._relaxed = Relaxed(self.tools, self._takes, self._shows)
+        # per state: do the goal's changes hold, which of its fields are unwritten, and
+        # which values of rows it creates may still be to place
+        self._pending: dict[str, tuple[bool, tuple[int, ...], tuple[int, ...]]] = {}
         self._sorts_known: dict[frozenset[tuple[Any, Any]], frozenset[Sort]] = {}
-        self._bounds: dict[tuple[frozenset[Sort], tuple[_Need, ...]], dict[str, float]] = {}
-        self._ready: dict[frozenset[Sort], dict[str, int]] = {}
+        self._bounds: dict[
+            tuple[frozenset[Sort], tuple[Need, ...]], dict[str | None, tuple[int, int | None]]
+        ] = {}
+
+    def _writer_needs(self, tool: ToolDef, param: Any, entity: str, value: Any) -> _WriterNeeds:
+        """What a call of ``tool`` passing ``value`` as ``param`` (an id of ``entity``)
+        needs first: the value known (the tools that can show ids of its sort) and, when
+        it names a target the agent must recognise, each value of the target's
+        description shown (the tools that read that field)."""
+        domain, tool_defs = self.domain, [self.domain.tools[n] for n in self.tools]
+        sort = param_sort(param)
+        revealers = frozenset(n for n, shows in self._shows.items() if sort in shows)
+        target = self._targets.get((entity, _hashable(value)))
+        described = target.atoms if target is not None and self.picky[tool.name] else ()
+        atoms = tuple(
+            (
+                (f"{e}.{f}", _hashable(x)),
+                frozenset(u.name for u in tool_defs if FieldRef(e, f) in cells_read(domain, u)),
+            )
+            for e, f, x in described
+        )
+        return (tool.name, (sort, revealers), atoms)
+
+    def _placed(
+        self,
+        entity: str,
+        key: Any,
+        after: dict[str, Any],
+        tool_defs: list[ToolDef],
+        change: int | None = None,
+    ) -> list[_ValueNeed]:
+        """The values the goal puts in fields of a row (``after``: a created row's
+        fields, or ``change``, the index of the field change it sets) that are ids of
+        rows the state holds, each with the tools that can write its field and what a
+        call putting it there from an argument needs first (:class:`_ValueNeed`)."""
+        out: list[_ValueNeed] = []
+        for name, held in sorted(after.items()):
+            values = held if isinstance(held, list) else [held]
+            writers = [
+                t for t in tool_defs if FieldRef(entity, name) in cells_written(self.domain, t)
+            ]
+            for at, value in enumerate(values):
+                if not _is_hashable(value):
+                    continue
+                needs: list[_WriterNeeds] = []
+                for t in writers:
+                    param = _puts(t, entity, name, at if isinstance(held, list) else None)
+                    ty = None if param is None else param.ty
+                    if not (
+                        isinstance(ty, RefT) and value in self.initial.tables.get(ty.entity, {})
+                    ):
+                        needs.append((t.name, None, ()))  # it may put the value there otherwise
+                        continue
+                    needs.append(self._writer_needs(t, param, ty.entity, value))
+                if any(n[1] is not None for n in needs):
+                    out.append(
+                        _ValueNeed(
+                            entity,
+                            key,
+                            name,
+                            value,
+                            frozenset(n for n, _, _ in needs),
+                            tuple(needs),
+                            change,
+                        )
+                    )
+        return out
 
     def within(self, left: int) -> frozenset[str]:
         """The tools a call of a shortest solution can have when ``left`` calls remain,
@@ -384,17 +456,18 @@ class Space:
         A lower bound on the calls after it, from what the node knows and what is still
         to happen, each a call some tool must still make: a field of an existing row the
         goal changes holds another value, and only a tool writing that field can give
-        it; the goal's changes do not hold, and only one of its writes
+        it; the goal creates a row no call has made yet, and each id it puts in the row
+        that a create can only take from an argument must be known by the call that puts
+        it there; the goal's changes do not hold, and only one of its writes
         (:attr:`goal_writes`) can change that; an answer has not been shown, and only a
         tool whose output can show it (:meth:`_may_show`) will. Such a call needs its
-        required arguments known; a write that names a goal row by an id needs that id
-        known and, for a target, its description shown (:class:`_FieldNeed`). Relaxed
-        (every call succeeds, and each tool shows every sort it ever can,
-        :func:`~graphgen.verify.bmc.revealed_sorts`), a sort is known after as few calls
-        as its first revealing tool needs plus one, and the call that meets a need comes
-        after its tool's sorts are known. The relaxation only makes things sooner, so
-        the bound is never above the real number: a tool dropped here is in no chain of
-        ``left`` calls that reaches the goal."""
+        required arguments known; a write that names a goal row or passes a goal value
+        by an id needs that id known and, for a target, its description shown
+        (:class:`_FieldNeed`). Relaxed (every call succeeds, and each tool shows every
+        sort it ever can, :func:`~graphgen.verify.bmc.revealed_sorts`), the least number
+        of calls that does all that is never above the real number
+        (:meth:`~graphgen.verify.relaxed.Relaxed.fits`): a tool dropped here is in no
+        chain of ``left`` calls that reaches the goal."""
         pending = self._pending_at(node)
         if not pending:
             return list(tools)
@@ -402,31 +475,49 @@ class Space:
         known = self._sorts_known.get(facts)
         if known is None:
             known = self._sorts_known[facts] = frozenset(s for s, _ in facts)
-        after = self._bounds.get((known, pending))
-        if after is None:
-            after = self._bounds[(known, pending)] = {}
+        fits = self._bounds.get((known, pending))
+        if fits is None:
+            fits = self._bounds[(known, pending)] = {}
+        # With ``j`` calls enough from here, they are enough after any first call (it
+        # only adds to what is known and done): every tool is kept. With ``left`` too
+        # few, no tool is. Only with exactly ``left`` does each tool's call count.
+        if self._fits(fits, None, known, pending, left - 1):
+            return list(tools)
+        if not self._fits(fits, None, known, pending, left):
+            return []
         out = []
         for t in tools:
-            need = after.get(t)
-            if need is None:
-                shows = self._shows[t]
-                # a call of ``t`` may meet a need, or one of what it needs first
-                todo = [
-                    (r, tuple((w, tuple(m for m in ms if t not in m)) for w, ms in first))
-                    for r, first in pending
-                    if t not in r
-                ]
-                need = after[t] = self._calls_needed(
-                    known if shows <= known else known | shows, todo
-                )
-            if 1 + need <= left:
+            then, todo = self._relaxed.after(known, pending, t)
+            if self._fits(fits, t, then, todo, left - 1):
                 out.append(t)
         return out
 
-    def _pending_at(self, node: _Node) -> tuple[_Need, ...]:
+    def _fits(
+        self,
+        kept: dict[str | None, tuple[int, int | None]],
+        key: str | None,
+        known: frozenset[Sort],
+        todo: tuple[Need, ...],
+        calls: int,
+    ) -> bool:
+        """:meth:`~graphgen.verify.relaxed.Relaxed.fits`, kept in ``kept`` under ``key``
+        as the most calls found too few and the fewest found enough."""
+        short, enough = kept.get(key, (-1, None))
+        if calls <= short:
+            return False
+        if enough is not None and enough <= calls:
+            return True
+        if self._relaxed.fits(known, todo, calls):
+            kept[key] = (short, calls)
+            return True
+        kept[key] = (calls, enough)
+        return False
+
+    def _pending_at(self, node: _Node) -> tuple[Need, ...]:
         """What is still to happen at ``node``, each as the tools that can make it happen
         and, per thing it needs first, the tools that can give it (see :meth:`useful`).
-        Which goal fields are still to be written is worked out once per state."""
+        Which goal fields are still to be written, and whether the rows the goal creates
+        may have been made, is worked out once per state."""
         got = self._pending.get(node.tables)
         if got is None:
             held, tables = self._held_at(node.tables, node.state), node.state.tables
@@ -439,22 +530,55 @@ class Space:
                     or row.get(f.field) != f.after
                 )
             )
-            got = self._pending[node.tables] = (held, unwritten)
-        held, unwritten = got
-        todo: list[_Need] = [] if held else [(frozenset(self.goal_writes), ())]
+            made = {
+                v.entity
+                for v in self._values
+                if v.change is None and self._made_rows(node.state, v.entity)
+            }
+            unmade = tuple(
+                i
+                for i, v in enumerate(self._values)
+                if not held
+                and (v.entity not in made if v.change is None else v.change in unwritten)
+            )
+            got = self._pending[node.tables] = (held, unwritten, unmade)
+        held, unwritten, unmade = got
+        todo: list[Need] = [] if held else [(frozenset(self.goal_writes), ())]
         for i in unwritten:
             f = self._field_changes[i]
-            first: list[tuple[str, tuple[frozenset[str], ...]]] = []
-            for tool, key_need, atoms in f.needs:
-                open_: list[frozenset[str]] = []
-                if key_need is not None and (key_need[0], _hashable(f.key)) not in node.facts:
-                    open_.append(key_need[1])
-                open_ += [tools for atom, tools in atoms if atom not in node.seen]
-                if open_:
-                    first.append((tool, tuple(open_)))
-            todo.append((f.writers, tuple(first)))
+            todo.append((f.writers, self._first(node, f.key, f.needs)))
+        for i in unmade:
+            v = self._values[i]
+            todo.append((v.writers, self._first(node, v.value, v.needs)))
         todo += [(self._showing[i], ()) for i in self._missing(node.answered)]
         return tuple(todo)
+
+    def _first(
+        self, node: _Node, value: Any, needs: tuple[_WriterNeeds, ...]
+    ) -> tuple[tuple[str, tuple[frozenset[str], ...]], ...]:
+        """Per writer, what it still needs first at ``node`` to pass ``value``: the tools
+        that can show it when it is not known, and those that can show each value of a
+        target's description not seen yet."""
+        first: list[tuple[str, tuple[frozenset[str], ...]]] = []
+        for tool, key_need, atoms in needs:
+            open_: list[frozenset[str]] = []
+            if key_need is not None and (key_need[0], _hashable(value)) not in node.facts:
+                open_.append(key_need[1])
+            open_ += [tools for atom, tools in atoms if atom not in node.seen]
+            if open_:
+                first.append((tool, tuple(open_)))
+        return tuple(first)
+
+    def _made_rows(self, st: State, entity: str) -> bool:
+        """May a call have made a row of ``entity`` on the way to ``st``? Yes when its id
+        counter or its row count moved (a create moves one of them), or, when a tool of
+        the space deletes rows of it, when a key the initial state lacks is there."""
+        now, then = st.tables.get(entity, {}), self.initial.tables.get(entity, {})
+        if now is then:
+            return False
+        if len(now) != len(then) or st.counters.get(entity) != self.initial.counters.get(entity):
+            return True
+        return entity in self._deletes and any(k not in then for k in now)
 
     def _may_show(self, tool: ToolDef, answer: Any, written: frozenset[tuple[str, str]]) -> bool:
         """Can an output of ``tool`` show ``answer`` among its scalars, on some state
@@ -493,63 +617,6 @@ class Space:
                 tuple(x for x in vals if not _is_hashable(x)),
             )
         return got
-
-    def _calls_needed(self, known: frozenset[Sort], todo: Sequence[_Need]) -> float:
-        """The least calls that make every one of ``todo`` happen, relaxed (see
-        :meth:`useful`): infinite when some cannot.
-
-        Two lower bounds, the larger counting. Each need is met by a call after what it
-        needs first was given, each a call after its tool's sorts can be known: one
-        more than the latest of those. And needs met, or things needed first given,
-        only by tools of disjoint sets take distinct calls: the size of such a family
-        (picked smallest first)."""
-        if not todo:
-            return 0
-        ready = self._ready.get(known)
-        if ready is None:
-            ready = self._ready[known] = self._ready_after(known)
-        most = 0
-        family: list[frozenset[str]] = []
-        for tools, first in todo:
-            before = dict(first)
-            soonest = float("inf")
-            for t in tools:
-                if t not in ready:
-                    continue
-                at = float(ready[t])
-                for m in before.get(t, ()):
-                    given = min((ready[u] for u in m if u in ready), default=None)
-                    at = float("inf") if given is None else max(at, given + 1)
-                soonest = min(soonest, at)
-            if soonest == float("inf"):
-                return soonest
-            most = max(most, int(soonest) + 1)
-            family.append(tools)
-            # what every one of its tools needs first is needed, whichever makes it
-            if all(before.get(t) for t in tools):
-                common = set.intersection(*(set(before[t]) for t in tools))
-                family.extend(common or [frozenset().union(*(m for _, ms in first for m in ms))])
-        taken: set[str] = set()
-        apart = 0
-        for tools in sorted(set(family), key=lambda m: (len(m), sorted(m))):
-            if not tools & taken:
-                taken |= tools
-                apart += 1
-        return max(most, apart)
-
-    def _ready_after(self, known: frozenset[Sort]) -> dict[str, int]:
-        """Per tool, the least calls after which all its required arguments' sorts can
-        be known, relaxed (see :meth:`useful`); a tool that never can is left out."""
-        have, level = set(known), 0
-        ready: dict[str, int] = {}
-        while True:
-            new = [t for t in self.tools if t not in ready and self._takes[t] <= have]
-            if not new:
-                return ready
-            for t in new:
-                ready[t] = level
-                have |= self._shows[t]
-            level += 1
 
     def key(self, call: Call) -> str:
         k = call_key(self.domain, call)
@@ -1237,15 +1304,10 @@ def output_sources(
 #: :func:`_names_row` of a tool that writes the field in some other way.
 _NOT_NAMED = ""
 
-#: A need at a node: the tools that can meet it, and per such tool with something to
-#: do first (an id known, a value of a target's description shown) the tools that can
-#: do each of those.
-_Need = tuple[frozenset[str], tuple[tuple[str, tuple[frozenset[str], ...]], ...]]
-
-
-#: A writer of a goal field: its tool, (the sort of the row's id, the tools that can
-#: show ids of that sort) when it names the row (None when the state picks it), and per
-#: value of a target's description it must have seen, (the atom, the tools showing it).
+#: A writer of a goal field: its tool, (the sort of the id it must pass, the tools that
+#: can show ids of that sort) when it takes one (None when the state picks the row, or
+#: the value may come otherwise), and per value of a target's description it must have
+#: seen, (the atom, the tools showing it).
 _WriterNeeds = tuple[
     str, tuple[Sort, frozenset[str]] | None, tuple[tuple[tuple[str, Any], frozenset[str]], ...]
 ]
@@ -1267,6 +1329,51 @@ class _FieldNeed:
     after: Any
     writers: frozenset[str]
     needs: tuple[_WriterNeeds, ...]
+
+
+@dataclass(frozen=True)
+class _ValueNeed:
+    """An id the goal puts in field ``field`` of row ``key`` (of ``entity``; one per
+    member of a created row's list), a row it creates or an existing one whose field it
+    changes: the tools that can write that field, and per such tool what its call needs
+    first. A tool whose only write of the field sets it to a parameter (a create, or a
+    plain assignment) needs the id known (and a target's description shown) before it
+    can put it there; any other writer needs nothing (see :func:`_puts`)."""
+
+    entity: str
+    key: Any
+    field: str
+    value: Any
+    writers: frozenset[str]
+    needs: tuple[_WriterNeeds, ...]
+    # the field change (by index) of an existing row that sets the value, None for a
+    # created row's
+    change: int | None = None
+
+
+def _puts(tool: ToolDef, entity: str, field: str, at: int | None) -> Any:
+    """The parameter whose value a call of ``tool`` puts in ``field`` of an ``entity``
+    row: when the tool's only effect writing that field sets it to that parameter (a
+    plain assignment, or a create, whose list member ``at`` it may be); else None, the
+    value may come from anywhere."""
+    writing = [
+        st.effect for st in tool.effects if FieldRef(entity, field) in effect_writes(st.effect)
+    ]
+    if len(writing) != 1:
+        return None
+    match writing[0]:
+        case ir.Create(entity=e, values=values) if e == entity:
+            expr: ir.Expr | None = dict(values).get(field)
+        case ir.Assign(op="=", value=value) if at is None:
+            expr = value
+        case _:
+            return None
+    if at is not None:
+        items = expr.items if isinstance(expr, ir.ListLit) else ()
+        expr = items[at] if at < len(items) else None
+    if isinstance(expr, ir.Var) and expr.name in tool.params:
+        return tool.params[expr.name]
+    return None
 
 
 def _names_row(tool: ToolDef, entity: str, field: str) -> str | None:

@@ -1,0 +1,202 @@
+"""The relaxed problem behind the explicit search's forward bound
+(:meth:`~graphgen.verify.explicit.Space.useful`): how many calls, at least, are still
+needed to meet what a node has left to do.
+
+What is left is a list of *needs*. Each need names the tools that can meet it and, per
+such tool with something to do first (an id known, a value of a target's description
+shown), the tool sets each of which must have had a call before it. A call of a tool
+that meets a need with nothing left to do first meets it; a call of any tool does the
+"first" part of every need whose set holds it.
+
+Relaxed, every call succeeds and shows every sort its tool ever can, so what is known is
+a set of sorts that only grows, and a tool can be called once its required arguments'
+sorts are known. A chain of real calls that meets every need is, tool by tool, a relaxed
+plan of the same length: the least length of a relaxed plan is a lower bound on the real
+number, and a call that cannot begin a chain within it can be dropped.
+
+:meth:`Relaxed.quick` is a bound without search: the larger of a critical path and a
+count of needs only disjoint tool sets can meet. :meth:`Relaxed.fits` asks whether a
+relaxed plan of a given length exists, depth first over relaxed plans pruned by the quick
+bound, within an effort budget (a count of expansions, so the answer is the same on
+every machine); past the budget it answers yes, which drops nothing.
+
+>>> from graphgen.knowledge import Sort
+>>> user, order = Sort("key", "User"), Sort("key", "Order")
+>>> r = Relaxed(
+...     ["find_user", "list_orders", "cancel"],
+...     takes={"find_user": frozenset(), "list_orders": {user}, "cancel": {order}},
+...     shows={"find_user": {user}, "list_orders": {order}, "cancel": frozenset()},
+... )
+>>> need = (frozenset({"cancel"}), ())
+>>> r.quick(frozenset(), [need]), r.fits(frozenset(), (need,), 3), r.fits(frozenset(), (need,), 2)
+(3, True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+
+from graphgen.knowledge import Sort
+
+#: A need: the tools that can meet it, and per such tool with something to do first the
+#: tool sets each of which must have had a call before it (see the module docstring).
+Need = tuple[frozenset[str], tuple[tuple[str, tuple[frozenset[str], ...]], ...]]
+
+#: Expansions one :meth:`Relaxed.least` may make before it settles for the bound proven.
+EFFORT = 400
+
+
+class _OutOfEffort(Exception):
+    pass
+
+
+class Relaxed:
+    """The relaxed problem over ``tools``: per tool the sorts its required arguments take
+    and the sorts its output can make known. Bounds are kept per (known sorts, needs), so
+    the nodes of one search that agree on those share them."""
+
+    def __init__(
+        self,
+        tools: Sequence[str],
+        takes: Mapping[str, Set[Sort]],
+        shows: Mapping[str, Set[Sort]],
+    ) -> None:
+        self.tools = list(tools)
+        self.takes = {t: frozenset(takes[t]) for t in self.tools}
+        self.shows = {t: frozenset(shows[t]) for t in self.tools}
+        self._ready: dict[frozenset[Sort], dict[str, int]] = {}
+        self._quick: dict[tuple[frozenset[Sort], tuple[Need, ...]], float] = {}
+        self._named: dict[tuple[Need, ...], frozenset[str]] = {}
+        # per (known, needs): the longest plan length proven too short (no relaxed plan
+        # of that many calls meets them)
+        self._short: dict[tuple[frozenset[Sort], tuple[Need, ...]], int] = {}
+        self._effort = 0
+
+    def after(
+        self, known: frozenset[Sort], todo: Sequence[Need], tool: str
+    ) -> tuple[frozenset[Sort], tuple[Need, ...]]:
+        """What is known and left after a relaxed call of ``tool``: its sorts shown, each
+        need it meets gone (those it has nothing left to do first for), and it no longer
+        to do first wherever a set holds it."""
+        left: list[Need] = []
+        for tools, first in todo:
+            before = dict(first)
+            if tool in tools and not before.get(tool):
+                continue
+            rest = []
+            for w, ms in first:
+                open_ = tuple(m for m in ms if tool not in m)
+                if open_:
+                    rest.append((w, open_))
+            left.append((tools, tuple(rest)))
+        shows = self.shows[tool]
+        return (known if shows <= known else known | shows), tuple(left)
+
+    def quick(self, known: frozenset[Sort], todo: Sequence[Need]) -> float:
+        """A lower bound on the calls that meet every one of ``todo``, without search:
+        infinite when some cannot be met.
+
+        The larger of two. Each need is met by a call after what it needs first was
+        done, each a call after its tool's sorts can be known: one more than the latest
+        of those. And needs met, or things needed first done, only by tools of disjoint
+        sets take distinct calls: the size of such a family (picked smallest first)."""
+        if not todo:
+            return 0
+        got = self._quick.get((known, tuple(todo)))
+        if got is not None:
+            return got
+        got = self._quick[(known, tuple(todo))] = self._bound(known, todo)
+        return got
+
+    def _bound(self, known: frozenset[Sort], todo: Sequence[Need]) -> float:
+        ready = self._ready.get(known)
+        if ready is None:
+            ready = self._ready[known] = self._ready_after(known)
+        most = 0
+        family: list[frozenset[str]] = []
+        for tools, first in todo:
+            before = dict(first)
+            soonest = float("inf")
+            for t in tools:
+                if t not in ready:
+                    continue
+                at = float(ready[t])
+                for m in before.get(t, ()):
+                    given = min((ready[u] for u in m if u in ready), default=None)
+                    at = float("inf") if given is None else max(at, given + 1)
+                soonest = min(soonest, at)
+            if soonest == float("inf"):
+                return soonest
+            most = max(most, int(soonest) + 1)
+            family.append(tools)
+            # what every one of its tools needs first is needed, whichever makes it
+            if all(before.get(t) for t in tools):
+                common = set.intersection(*(set(before[t]) for t in tools))
+                family.extend(common or [frozenset().union(*(m for _, ms in first for m in ms))])
+        taken: set[str] = set()
+        apart = 0
+        for tools in sorted(set(family), key=lambda m: (len(m), sorted(m))):
+            if not tools & taken:
+                taken |= tools
+                apart += 1
+        return max(most, apart)
+
+    def _ready_after(self, known: frozenset[Sort]) -> dict[str, int]:
+        """Per tool, the least calls after which all its required arguments' sorts can
+        be known; a tool that never can is left out."""
+        have, level = set(known), 0
+        ready: dict[str, int] = {}
+        while True:
+            new = [t for t in self.tools if t not in ready and self.takes[t] <= have]
+            if not new:
+                return ready
+            for t in new:
+                ready[t] = level
+                have |= self.shows[t]
+            level += 1
+
+    def fits(self, known: frozenset[Sort], todo: tuple[Need, ...], calls: int) -> bool:
+        """Can a relaxed plan of at most ``calls`` calls meet every one of ``todo``? No
+        only when that is proven: when :meth:`quick` says more, or the search over
+        relaxed plans ends without one; yes when it finds one or spends its effort
+        budget (:data:`EFFORT`) first."""
+        if not todo:
+            return True
+        if calls < 0 or self.quick(known, todo) > calls:
+            return False
+        self._effort = EFFORT
+        try:
+            return self._plan_within(known, todo, calls)
+        except _OutOfEffort:
+            return True
+
+    def _plan_within(self, known: frozenset[Sort], todo: tuple[Need, ...], calls: int) -> bool:
+        """Does a relaxed plan of at most ``calls`` calls meet every one of ``todo``? Depth
+        first, each relaxed state's proven-too-short length kept (a plan reaching the
+        same known sorts and needs in another order is not looked at again). Raises
+        :class:`_OutOfEffort` past the budget; what it kept until then stays true."""
+        if not todo:
+            return True
+        key = (known, todo)
+        if calls <= self._short.get(key, -1) or self.quick(known, todo) > calls:
+            return False
+        self._effort -= 1
+        if self._effort < 0:
+            raise _OutOfEffort
+        # a call of a tool no need names and that shows no new sort changes nothing
+        named = self._named.get(todo)
+        if named is None:
+            named = self._named[todo] = frozenset(
+                [t for tools, _ in todo for t in tools]
+                + [t for _, first in todo for _, ms in first for m in ms for t in m]
+            )
+        for t in self.tools:
+            if not self.takes[t] <= known or (t not in named and self.shows[t] <= known):
+                continue
+            nxt = self.after(known, todo, t)
+            if nxt[1] == todo and nxt[0] == known:
+                continue
+            if self._plan_within(nxt[0], nxt[1], calls - 1):
+                return True
+        self._short[key] = max(self._short.get(key, -1), calls)
+        return False
