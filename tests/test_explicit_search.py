@@ -466,6 +466,28 @@ def test_auto_falls_back_to_z3_past_its_budget(monkeypatch: pytest.MonkeyPatch) 
     ]
 
 
+def test_a_long_witness_gets_a_larger_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An airline task whose witness has 8 calls (update one reservation's bags, cancel
+    another): its search ends past the usual budget and within the long one, so the
+    explicit search answers it; held to the usual budget, z3 does, with the same
+    verdict and minimum."""
+    d = load_builtin("airline")
+    task = next(t for t in generate(d, 43, 0).tasks if t.id == "airline-0-00042")
+    known = Prover(d, task).witness()
+    assert known is not None and len(known) >= proofs_module.LONG_WITNESS
+    assert Prover(d, task)._max_calls == proofs_module.LONG_EXPLICIT_CALLS
+    long = certify(d, task)
+    assert not isinstance(long, str) and long.certificate is not None
+    assert "explicit search" in {p.name: p.detail for p in long.certificate.proofs}["min_calls"]
+    monkeypatch.setattr(proofs_module, "LONG_EXPLICIT_CALLS", proofs_module.EXPLICIT_CALLS)
+    short = certify(d, task)
+    assert not isinstance(short, str) and short.certificate is not None
+    assert (
+        "explicit search" not in {p.name: p.detail for p in short.certificate.proofs}["min_calls"]
+    )
+    assert _verdict(short) == _verdict(long)
+
+
 def test_the_search_and_the_encoding_share_one_slice(monkeypatch: pytest.MonkeyPatch) -> None:
     """When the explicit search gives up, z3's unrolling of the same depth starts from the
     slice the search ran on: the value-flow analysis runs once per task, not twice."""
