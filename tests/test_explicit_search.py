@@ -6,6 +6,7 @@ search answers proofs 3 and 5."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
+from graphgen.errors import ToolError
 from graphgen.interp import call_or_fail
 from graphgen.knowledge import Sort
 from graphgen.load import loads_domain
@@ -29,6 +31,7 @@ from graphgen.verify.explicit import (
     Space,
     _names_row,
     _puts,
+    call_key,
     minimum,
     moves,
     other_final_state,
@@ -257,6 +260,41 @@ def test_calls_are_counted_as_they_would_be_made() -> None:
     assert unrecognised > 0  # some write was not counted: its target not recognised yet
 
 
+def test_a_value_a_precondition_rules_out_alone_is_never_passed() -> None:
+    """A precondition that reads one id parameter alone (an order must be pending to be
+    edited) fails every call passing a value it is false for, whatever the other
+    arguments: the search leaves those values out. Along the reference chains of
+    retail, airline and banking tasks, every call left out fails when run, and some
+    calls are left out."""
+    left_out = 0
+    for name in ("retail", "airline", "banking"):
+        d = load_builtin(name)
+        for task in generate(d, 12, 0).tasks:
+            if task.kind == "refusal":
+                continue
+            space = Prover(d, task)._search_space()
+            for j in range(len(task.chain)):
+                node = space.follow(task.chain[:j])
+                if node is None:
+                    break
+                keep = space._keep_at(node)
+                kept = {call_key(d, c) for c in moves(d, node.know, space.write_tools, keep)}
+                for call in itertools.islice(moves(d, node.know, space.write_tools), 3000):
+                    if call_key(d, call) in kept:
+                        continue
+                    left_out += 1
+                    with pytest.raises(ToolError):
+                        call_or_fail(d, node.state.copy(), call.tool, dict(call.args))
+    assert left_out > 100
+    order = load_builtin("retail").tools["modify_pending_order_address"]
+    assert (
+        "order_id"
+        in Space(
+            load_builtin("retail"), generate_state(load_builtin("retail"), 0), [], Goal()
+        )._unary[order.name]
+    )
+
+
 SHELF_YAML = """
 name: shelf
 description: Accounts looked up by email, and a product list nothing here needs.
@@ -467,12 +505,11 @@ def test_auto_falls_back_to_z3_past_its_budget(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_long_witness_gets_a_larger_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An airline task whose witness has 8 calls (update one reservation's bags, cancel
-    another): its search ends past the usual budget and within the long one, so the
-    explicit search answers it; held to the usual budget, z3 does, with the same
-    verdict and minimum."""
+    """An airline task whose witness has 8 calls (two reservations' bags updated): its
+    search ends past the usual budget and within the long one, so the explicit search
+    answers it; held to the usual budget, z3 does, with the same verdict and minimum."""
     d = load_builtin("airline")
-    task = next(t for t in generate(d, 43, 0).tasks if t.id == "airline-0-00042")
+    task = next(t for t in generate(d, 148, 0).tasks if t.id == "airline-0-00147")
     known = Prover(d, task).witness()
     assert known is not None and len(known) >= proofs_module.LONG_WITNESS
     assert Prover(d, task)._max_calls == proofs_module.LONG_EXPLICIT_CALLS
@@ -616,9 +653,9 @@ def test_z3s_proof_5_is_settled_by_write_sequences_when_they_agree(
 def test_a_write_is_run_once_per_state_it_meets() -> None:
     """Nodes on one state make the same writes: each (state, write) runs once and serves
     every node that makes it. On a retail task whose layers make thousands of writes,
-    none runs twice on a state, fewer run than are made, and the minimum is z3's."""
+    none runs twice on a state, fewer than half of them run, and the minimum is z3's."""
     d = load_builtin("retail")
-    task = next(t for t in generate(d, 7, 0).tasks if t.id == "retail-0-00006")
+    task = next(t for t in generate(d, 4, 0).tasks if t.id == "retail-0-00003")
     prover = Prover(d, task)
     space = prover._search_space()
     runs: Counter[tuple[str, str]] = Counter()
@@ -641,7 +678,7 @@ def test_a_write_is_run_once_per_state_it_meets() -> None:
     got = minimum(space, prover.horizon)
     assert got.complete and got.min_calls == _z3_min(d, task, len(task.chain))
     assert runs and max(runs.values()) == 1
-    assert made > 1.1 * sum(runs.values()) > 2000, (made, sum(runs.values()))
+    assert made > 2000 and made > 2 * sum(runs.values()), (made, sum(runs.values()))
 
 
 def test_a_calls_outcome_is_tested_for_the_goal_as_its_node_would_be() -> None:
@@ -701,12 +738,12 @@ def test_a_layer_holding_the_goal_makes_only_its_goal_nodes() -> None:
 def test_the_witness_pass_may_go_past_the_budget() -> None:
     """At the witness's length a goal node is met, so that pass ends the search and may
     make ``witness_pass_calls`` calls beyond the budget: on the first airline tasks
-    whose budgeted search gives up only there, the search with the allowance finishes
-    within budget plus allowance and finds what the unbudgeted search finds, which is
-    z3's minimum. Without the allowance they give up. (Without the forward bound too,
-    which lets these searches finish within the budget.)"""
+    whose search with a budget of 400 calls gives up only there, the search with the
+    allowance finishes within budget plus allowance and finds what the unbudgeted
+    search finds, which is z3's minimum. Without the allowance they give up. (Without
+    the forward bound too, which lets these searches finish within the budget.)"""
     d = load_builtin("airline")
-    budget, extra = proofs_module.EXPLICIT_CALLS, proofs_module.WITNESS_PASS_CALLS
+    budget, extra = 400, proofs_module.WITNESS_PASS_CALLS
     found = 0
     for task in generate(d, 40, 0).tasks:
         if task.kind not in ("action", "information"):

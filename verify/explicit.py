@@ -60,7 +60,7 @@ from graphgen import ir
 from graphgen.domain import Domain, ToolDef, per_tool
 from graphgen.errors import ToolError
 from graphgen.footprint import COUNTER, ROWS, FieldRef, cells_read, cells_written, effect_writes
-from graphgen.interp import call_or_fail
+from graphgen.interp import call_or_fail, evaluate
 from graphgen.knowledge import Reveal, Sort, param_sort, reveal
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Task
@@ -182,15 +182,23 @@ class Outcome(NamedTuple):
     written: _Written | None = None
 
 
-def moves(domain: Domain, know: Knowledge, tools: Sequence[str] | None = None) -> Iterator[Call]:
+def moves(
+    domain: Domain,
+    know: Knowledge,
+    tools: Sequence[str] | None = None,
+    keep: Callable[[ToolDef, str, Any], bool] | None = None,
+) -> Iterator[Call]:
     """Every call whose arguments are all known, tools (all, or ``tools``) and values in
-    a fixed order; an optional parameter is also left out (its default)."""
+    a fixed order; an optional parameter is also left out (its default). ``keep`` may
+    leave out a parameter's value (one every call passing it fails with)."""
     for name in sorted(domain.tools) if tools is None else tools:
         tool = domain.tools[name]
         options: list[list[tuple[str, Any]]] = []
         for p in tool.params.values():
             vals: list[tuple[str, Any]] = [
-                (p.name, v) for v in sorted(know.values(param_sort(p)), key=_order)
+                (p.name, v)
+                for v in sorted(know.values(param_sort(p)), key=_order)
+                if keep is None or keep(tool, p.name, v)
             ]
             if isinstance(p.ty, OptT):
                 vals.append((p.name, _OMIT))
@@ -345,6 +353,21 @@ class Space:
             self._values += self._placed(
                 c.entity, c.key, {c.field: c.after}, tool_defs, len(self._field_changes) - 1
             )
+        # per tool and id parameter, the preconditions that read that parameter alone:
+        # a value one of them is false for fails every call passing it
+        self._unary: dict[str, dict[str, tuple[ir.Expr, ...]]] = {}
+        for t in tool_defs:
+            alone: dict[str, list[ir.Expr]] = {}
+            for chk in t.requires:
+                names = ir.free_vars(chk.expr)
+                if len(names) == 1:
+                    (name,) = names
+                    param = t.params.get(name)
+                    if param is not None and isinstance(param.ty, RefT):
+                        alone.setdefault(name, []).append(chk.expr)
+            if alone:
+                self._unary[t.name] = {n: tuple(es) for n, es in alone.items()}
+        self._viable: dict[tuple[str, str, str, Any], bool] = {}
         # the entities a tool of the space deletes rows of (see :meth:`_pending_at`)
         self._deletes = {
             st.effect.entity
@@ -667,6 +690,27 @@ class Space:
 
         return goal_holds(self.changes, st, [], self.givens, self.initial)
 
+    def _keep_at(self, node: _Node) -> Callable[[ToolDef, str, Any], bool]:
+        """Does a value of a tool's id parameter pass the preconditions that read that
+        parameter alone, on ``node``'s state? Worked out once per state."""
+        unary, viable, tables, st = self._unary, self._viable, node.tables, node.state
+
+        def keep(tool: ToolDef, param: str, value: Any) -> bool:
+            exprs = unary.get(tool.name, {}).get(param)
+            if exprs is None:
+                return True
+            key = (tables, tool.name, param, _hashable(value))
+            got = viable.get(key)
+            if got is None:
+                try:
+                    got = all(evaluate(e, st, {param: value}, self.domain) for e in exprs)
+                except ToolError:
+                    got = False  # the check cannot be evaluated: the call fails
+                viable[key] = got
+            return got
+
+        return keep
+
     def outcomes(
         self,
         node: _Node,
@@ -677,7 +721,8 @@ class Space:
         with its result and, for a write, its outcome; ``allow`` may veto a call first.
         Each call made counts in :attr:`calls_run`. :meth:`make` turns one into the
         node it leads to."""
-        for call in moves(self.domain, node.know, self.tools if tools is None else tools):
+        keep = self._keep_at(node)
+        for call in moves(self.domain, node.know, self.tools if tools is None else tools, keep):
             tool = self.domain.tools[call.tool]
             if not _recognised(tool, call, self.recognize, node.seen):
                 continue
@@ -790,17 +835,21 @@ class Space:
         each parameter can take; a write that may name a target not recognised yet has
         its calls listed and checked instead."""
         out = 0
+        keep = self._keep_at(node)
         for name in tools:
             tool = self.domain.tools[name]
             if self.picky[name]:
                 out += sum(
                     _recognised(tool, c, self.recognize, node.seen)
-                    for c in moves(self.domain, node.know, [name])
+                    for c in moves(self.domain, node.know, [name], keep)
                 )
                 continue
             n = 1
             for p in tool.params.values():
-                n *= len(node.know.values(param_sort(p))) + isinstance(p.ty, OptT)
+                vals = node.know.values(param_sort(p))
+                if name in self._unary:
+                    vals = [v for v in vals if keep(tool, p.name, v)]
+                n *= len(vals) + isinstance(p.ty, OptT)
             out += n
         return out
 
