@@ -1403,8 +1403,8 @@ class _ValueNeed:
 def _puts(tool: ToolDef, entity: str, field: str, at: int | None) -> Any:
     """The parameter whose value a call of ``tool`` puts in ``field`` of an ``entity``
     row: when the tool's only effect writing that field sets it to that parameter (a
-    plain assignment, or a create, whose list member ``at`` it may be); else None, the
-    value may come from anywhere."""
+    plain assignment, or a create, whose list member ``at`` it may be), and it has no
+    default; else None, the value may come from anywhere."""
     writing = [
         st.effect for st in tool.effects if FieldRef(entity, field) in effect_writes(st.effect)
     ]
@@ -1420,9 +1420,9 @@ def _puts(tool: ToolDef, entity: str, field: str, at: int | None) -> Any:
     if at is not None:
         items = expr.items if isinstance(expr, ir.ListLit) else ()
         expr = items[at] if at < len(items) else None
-    if isinstance(expr, ir.Var) and expr.name in tool.params:
-        return tool.params[expr.name]
-    return None
+    param = tool.params.get(expr.name) if isinstance(expr, ir.Var) else None
+    # a parameter left out takes its default, which the agent need not have known
+    return param if param is not None and not param.has_default else None
 
 
 def _names_row(tool: ToolDef, entity: str, field: str) -> str | None:
