@@ -380,9 +380,6 @@ class Space:
         # which values of rows it creates may still be to place
         self._pending: dict[str, tuple[bool, tuple[int, ...], tuple[int, ...]]] = {}
         self._sorts_known: dict[frozenset[tuple[Any, Any]], frozenset[Sort]] = {}
-        self._bounds: dict[
-            tuple[frozenset[Sort], tuple[Need, ...]], dict[str | None, tuple[int, int | None]]
-        ] = {}
 
     def _writer_needs(self, tool: ToolDef, param: Any, entity: str, value: Any) -> _WriterNeeds:
         """What a call of ``tool`` passing ``value`` as ``param`` (an id of ``entity``)
@@ -498,43 +495,15 @@ class Space:
         known = self._sorts_known.get(facts)
         if known is None:
             known = self._sorts_known[facts] = frozenset(s for s, _ in facts)
-        fits = self._bounds.get((known, pending))
-        if fits is None:
-            fits = self._bounds[(known, pending)] = {}
         # With ``j`` calls enough from here, they are enough after any first call (it
         # only adds to what is known and done): every tool is kept. With ``left`` too
         # few, no tool is. Only with exactly ``left`` does each tool's call count.
-        if self._fits(fits, None, known, pending, left - 1):
+        relaxed = self._relaxed
+        if relaxed.fits(known, pending, left - 1):
             return list(tools)
-        if not self._fits(fits, None, known, pending, left):
+        if not relaxed.fits(known, pending, left):
             return []
-        out = []
-        for t in tools:
-            then, todo = self._relaxed.after(known, pending, t)
-            if self._fits(fits, t, then, todo, left - 1):
-                out.append(t)
-        return out
-
-    def _fits(
-        self,
-        kept: dict[str | None, tuple[int, int | None]],
-        key: str | None,
-        known: frozenset[Sort],
-        todo: tuple[Need, ...],
-        calls: int,
-    ) -> bool:
-        """:meth:`~graphgen.verify.relaxed.Relaxed.fits`, kept in ``kept`` under ``key``
-        as the most calls found too few and the fewest found enough."""
-        short, enough = kept.get(key, (-1, None))
-        if calls <= short:
-            return False
-        if enough is not None and enough <= calls:
-            return True
-        if self._relaxed.fits(known, todo, calls):
-            kept[key] = (short, calls)
-            return True
-        kept[key] = (calls, enough)
-        return False
+        return [t for t in tools if relaxed.fits(*relaxed.after(known, pending, t), left - 1)]
 
     def _pending_at(self, node: _Node) -> tuple[Need, ...]:
         """What is still to happen at ``node``, each as the tools that can make it happen
@@ -832,8 +801,8 @@ class Space:
     def calls_at(self, node: _Node, tools: Sequence[str]) -> int:
         """How many calls :meth:`children` makes at ``node`` by ``tools`` (with no
         ``allow``), counted without making one: per tool, the product of how many values
-        each parameter can take; a write that may name a target not recognised yet has
-        its calls listed and checked instead."""
+        each parameter can take (those :meth:`_keep_at` leaves); a write that may name a
+        target not recognised yet has its calls listed and checked instead."""
         out = 0
         keep = self._keep_at(node)
         for name in tools:

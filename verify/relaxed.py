@@ -42,7 +42,7 @@ from graphgen.knowledge import Sort
 #: tool sets each of which must have had a call before it (see the module docstring).
 Need = tuple[frozenset[str], tuple[tuple[str, tuple[frozenset[str], ...]], ...]]
 
-#: Expansions one :meth:`Relaxed.least` may make before it settles for the bound proven.
+#: Expansions one :meth:`Relaxed.fits` may make before it answers yes, unproven.
 EFFORT = 400
 
 
@@ -68,8 +68,10 @@ class Relaxed:
         self._quick: dict[tuple[frozenset[Sort], tuple[Need, ...]], float] = {}
         self._named: dict[tuple[Need, ...], frozenset[str]] = {}
         # per (known, needs): the longest plan length proven too short (no relaxed plan
-        # of that many calls meets them)
+        # of that many calls meets them), and the shortest a plan was found for (or the
+        # effort ran out at)
         self._short: dict[tuple[frozenset[Sort], tuple[Need, ...]], int] = {}
+        self._enough: dict[tuple[frozenset[Sort], tuple[Need, ...]], int] = {}
         self._effort = 0
 
     def after(
@@ -102,10 +104,10 @@ class Relaxed:
         sets take distinct calls: the size of such a family (picked smallest first)."""
         if not todo:
             return 0
-        got = self._quick.get((known, tuple(todo)))
-        if got is not None:
-            return got
-        got = self._quick[(known, tuple(todo))] = self._bound(known, todo)
+        key = (known, tuple(todo))
+        got = self._quick.get(key)
+        if got is None:
+            got = self._quick[key] = self._bound(known, todo)
         return got
 
     def _bound(self, known: frozenset[Sort], todo: Sequence[Need]) -> float:
@@ -159,16 +161,26 @@ class Relaxed:
         """Can a relaxed plan of at most ``calls`` calls meet every one of ``todo``? No
         only when that is proven: when :meth:`quick` says more, or the search over
         relaxed plans ends without one; yes when it finds one or spends its effort
-        budget (:data:`EFFORT`) first."""
+        budget (:data:`EFFORT`) first. Both answers are kept for the same (known, needs):
+        fewer calls than one proven too short are too short, more than one found enough
+        are enough."""
         if not todo:
+            return True
+        key = (known, todo)
+        if calls <= self._short.get(key, -1):
+            return False
+        if calls >= self._enough.get(key, calls + 1):
             return True
         if calls < 0 or self.quick(known, todo) > calls:
             return False
         self._effort = EFFORT
         try:
-            return self._plan_within(known, todo, calls)
+            found = self._plan_within(known, todo, calls)
         except _OutOfEffort:
-            return True
+            found = True
+        if found:
+            self._enough[key] = calls
+        return found
 
     def _plan_within(self, known: frozenset[Sort], todo: tuple[Need, ...], calls: int) -> bool:
         """Does a relaxed plan of at most ``calls`` calls meet every one of ``todo``? Depth
