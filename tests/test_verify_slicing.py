@@ -35,7 +35,7 @@ from graphgen.state import State
 from graphgen.tasks.expand import GenOptions
 from graphgen.tasks.model import Change, Given, Task
 from graphgen.tasks.taskset import generate
-from graphgen.types import BOOL, INT, STR, DecT, RefT, RowT, Ty, strip_opt
+from graphgen.types import BOOL, INT, STR, DecT, EnumT, RefT, RowT, Ty, strip_opt
 from graphgen.verify.bmc import Bmc, ChangesGoal, search
 from graphgen.verify.calls import creates_per_call
 from graphgen.verify.proofs import Prover
@@ -166,12 +166,13 @@ def _check_claims(
             param = domain.tools[name].params[p]
             s = param_sort(param)
             # Enum members are never bounded by the analysis (every member stays possible),
-            # and decimals are numbers to it like ints (their JSON form is a string), so
-            # it claims nothing about them to check here.
+            # also where a parameter takes an enum field's sort (`basis:
+            # Enrollment.grading_basis`), and decimals are numbers to it like ints (their
+            # JSON form is a string), so it claims nothing about them to check here.
             if (
                 isinstance(v, str)
                 and s.kind != "enum"
-                and not isinstance(strip_opt(param.ty), DecT)
+                and not isinstance(strip_opt(param.ty), DecT | EnumT)
             ):
                 assert v in flow.know.get(s, frozenset()), (name, p, v)
                 assert v in flow.params.get((name, p), frozenset([v])), (name, p, v)
