@@ -72,7 +72,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Never, NoReturn, TypeGuard
+from typing import Any, Never, NoReturn, TypeGuard, cast
 
 from graphgen import ir
 from graphgen.domain import Domain, Key, ToolDef, per_tool
@@ -95,6 +95,11 @@ Alt = tuple[str, bool, ir.Expr, bool]  # (field, is a list field, X, X is a list
 
 
 _MAX_TEXTS = 1000  # computed texts tracked per expression; more is "unbounded"
+# From this many keys (or arguments) on, what a field holds over them, and which of them
+# a fixed check passes, is kept in the state's memo by the set itself: on a big catalogue
+# every task on the state asks about the same thousands of items, and hashing the set
+# costs a small part of walking its rows in Python.
+_BIG = 512
 
 
 def _stringish(t: Ty) -> bool:
@@ -350,6 +355,42 @@ class _Flow:
         self._loops = 0  # depth of comprehensions being evaluated
         self._loop_vars: set[str] = set()
         self._memo: dict[int, Any] = {}
+        # What each tool last ran on: a tool whose inputs have not grown since adds
+        # nothing when run again (every set here only grows), so it is skipped.
+        self.ran: dict[str, tuple[int, ...]] = {}
+
+    def snapshot(self) -> _Warm:
+        """Everything found so far, frozen (for :meth:`resume`)."""
+        return _Warm(
+            tuple(self.tools),
+            frozenset(self.some),
+            frozenset(self.called),
+            frozenset(self.full),
+            {e: frozenset(v) for e, v in self.kept_rows.items()},
+            {s: frozenset(v) for s, v in self.know.items()},
+            {ck: frozenset(v) for ck, v in self.written_keys.items()},
+            {ck: frozenset(v) for ck, v in self.written_values.items()},
+            {tp: frozenset(v) for tp, v in self.param_values.items()},
+            {i: (n, frozenset(v)) for i, (n, v) in self.key_vals.items()},
+            dict(self.ran),
+        )
+
+    def resume(self, w: _Warm) -> None:
+        """Go on from ``w``, found by an analysis of the same state and tools from less
+        knowledge and fewer created rows. Every set here only grows and every step is
+        monotone, so the fixpoint reached from ``w`` is the one reached from nothing;
+        a tool whose inputs (:meth:`_inputs`) are still those it last ran on in ``w``
+        would add nothing, and is skipped as within one analysis."""
+        self.some = set(w.some)
+        self.called = set(w.called)
+        self.full = set(w.full)
+        self.kept_rows = {e: set(v) for e, v in w.kept_rows.items()}
+        self.know = {s: set(v) for s, v in w.know.items()}
+        self.written_keys = {ck: set(v) for ck, v in w.written_keys.items()}
+        self.written_values = {ck: set(v) for ck, v in w.written_values.items()}
+        self.param_values = {tp: set(v) for tp, v in w.param_values.items()}
+        self.key_vals = {i: (n, set(v)) for i, (n, v) in w.key_vals.items()}
+        self.ran = dict(w.ran)
 
     # ------------------------------------------------------------ total references
 
@@ -692,6 +733,8 @@ class _Flow:
     def include(self, ent: str, keys: Iterable[Key]) -> None:
         kept = self.kept_rows[ent]
         table = self.tables[ent]
+        if len(kept) == len(table):
+            return  # every row is kept (kept rows are the table's)
         # the set difference first: the same large sets come back on every pass
         new = (keys if isinstance(keys, set | frozenset) else set(keys)) - kept
         for k in new:
@@ -734,24 +777,35 @@ class _Flow:
         elem = ty.elem if isinstance(ty, ListT) else ty
         if not _stringish(elem):
             return AList(None) if is_list else None
-        table = self.tables[ent]
         if self._every_row(ent, keys):
             # once a listing made a whole table known, its scans ask this again and again
             out = set(self._column(ent, f))
+        elif len(keys) >= _BIG:
+            memo_key = ("slice-field-of", id(self.domain), ent, f, frozenset(keys))
+            got = self.memo.get(memo_key)
+            if got is None:
+                got = self.memo[memo_key] = frozenset(self._held(ent, f, keys))
+            out = set(got)
         else:
-            out = set()
-            for k in keys:
-                row = table.get(k)
-                if row is not None:
-                    v = row.get(f)
-                    if isinstance(v, list):
-                        out.update(x for x in v if _atom(x))
-                    elif _atom(v):
-                        out.add(v)
+            out = self._held(ent, f, keys)
         wk = self.written_keys.get((ent, f))
         if wk and not wk.isdisjoint(keys):
             out |= self.written_values.get((ent, f), set())
         return AList(out) if is_list else out
+
+    def _held(self, ent: str, f: str, keys: Iterable[Key]) -> set[Key]:
+        """The tracked values field ``f`` of the state's rows keyed in ``keys`` holds."""
+        table = self.tables[ent]
+        out: set[Key] = set()
+        for k in keys:
+            row = table.get(k)
+            if row is not None:
+                v = row.get(f)
+                if isinstance(v, list):
+                    out.update(x for x in v if _atom(x))
+                elif _atom(v):
+                    out.add(v)
+        return out
 
     def _every_row(self, ent: str, keys: set[Key]) -> bool:
         """Do ``keys`` name every row of ``ent``'s table?"""
@@ -1119,8 +1173,20 @@ class _Flow:
         key = ("slice-passes", id(c), name, self.state.today)
         entry = self.memo.get(key)
         if entry is None or entry[0] is not c:
-            entry = self.memo[key] = (c, {})
+            entry = self.memo[key] = (c, {}, {})
         passed: dict[Key, bool] = entry[1]
+        if len(vals) >= _BIG:
+            sets: dict[frozenset[Key], frozenset[Key]] = entry[2]
+            whole = frozenset(vals)
+            got = sets.get(whole)
+            if got is None:
+                got = sets[whole] = frozenset(self._passing_each(c, name, vals, passed))
+            return set(got)
+        return self._passing_each(c, name, vals, passed)
+
+    def _passing_each(
+        self, c: ir.Expr, name: str, vals: Iterable[Key], passed: dict[Key, bool]
+    ) -> set[Key]:
         out: set[Key] = set()
         for v in vals:
             hit = passed.get(v)
@@ -1160,12 +1226,15 @@ class _Flow:
 
     def _inputs(self, t: ToolDef) -> tuple[int, ...]:
         """The size of everything :meth:`tool` reads of what the analysis has found so
-        far: the values known at its parameters' sorts, and what was written to the
-        entities it reads (the state's rows themselves never change)."""
+        far: the values known at its parameters' sorts, what was written to the
+        entities it reads (the state's rows themselves never change), and the rows of
+        those entities chains may create (fixed within one analysis, but not between a
+        warm start's and the task's, :func:`_warm_start`)."""
         sorts, ents = _tool_inputs(self.domain, t)
         out = [len(self.know.get(s, ())) for s in sorts]
         for store in (self.written_keys, self.written_values):
             out.extend(len(v) for (e, _), v in store.items() if e in ents)
+        out.extend(len(self.created[e]) for e in sorted(ents))
         return tuple(out)
 
     def _value_remembering_items(self, e: ir.Expr, env: Mapping[str, Any]) -> Any:
@@ -1263,9 +1332,7 @@ class _Flow:
         for ent in self.domain.entities:
             self.include(ent, self.created[ent])  # an id a create would clash with
         self.changed = True
-        # What each tool last ran on: a tool whose inputs have not grown since adds
-        # nothing when run again (every set here only grows), so it is skipped.
-        ran: dict[str, tuple[int, ...]] = {}
+        ran = self.ran
         while self.changed:
             self.changed = False
             for t in self.tools:
@@ -1280,6 +1347,44 @@ class _Flow:
             for c in extra_scans:
                 self.value_of(c, {})
             self.invariants()
+
+
+@dataclass(frozen=True)
+class _Warm:
+    """A snapshot of :class:`_Flow`'s findings (:meth:`_Flow.snapshot`)."""
+
+    tools: tuple[ToolDef, ...]
+    some: frozenset[Sort]
+    called: frozenset[str]
+    full: frozenset[str]
+    kept_rows: dict[str, frozenset[Key]]
+    know: dict[Sort, frozenset[Key]]
+    written_keys: dict[CellKey, frozenset[Key]]
+    written_values: dict[CellKey, frozenset[Key]]
+    param_values: dict[tuple[str, str], frozenset[Key]]
+    key_vals: dict[int, tuple[ir.Expr, frozenset[Key]]]
+    ran: dict[str, tuple[int, ...]]
+
+
+def _warm_start(domain: Domain, state: State, tools: Sequence[ToolDef]) -> _Warm | None:
+    """The analysis of ``state`` for ``tools`` from no givens and no created rows, kept
+    in the state's memo: what chains can learn without being told anything (on retail,
+    the whole catalogue, from listing its products) is the same for every task on the
+    state, and at 10,000 products working it out again was most of a task's analysis.
+    None when that analysis gives up."""
+    memo = state.memo()
+    key = ("slice-warm", id(domain), tuple(t.name for t in tools))
+    hit = memo.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], tools, strict=True)):
+        return cast("_Warm | None", hit[1])
+    base = _Flow(domain, state, tools, {}, set())
+    try:
+        base.run([], [], ())
+        warm: _Warm | None = base.snapshot()
+    except _GiveUp:
+        warm = None
+    memo[key] = (tuple(tools), warm)
+    return warm
 
 
 def _flat(v: Any) -> Iterable[Any]:
@@ -1323,12 +1428,17 @@ def analyze_flow(
     rows: Iterable[tuple[str, Key]] = (),
     creates: Mapping[str, int] | None = None,
     extra_scans: Sequence[ir.Comp] = (),
+    warm: bool = True,
 ) -> Flow:
     """Slice ``state`` for chains of ``tools`` (default: all) from the knowledge
     ``givens`` (sort, value), with ``everywhere`` strings known at every sort (and, when
     ``all_known``, any int/bool argument), keeping the rows ``rows`` names; ``creates[E]``
     is how many E rows a chain may create and ``extra_scans`` are further scans to
-    account for (e.g. target descriptions)."""
+    account for (e.g. target descriptions).
+
+    ``warm``: start from what chains of ``tools`` learn on ``state`` from nothing,
+    worked out once per state and tool list (:func:`_warm_start`); the result is the
+    same either way, and the tests compare the two."""
     chosen = list(domain.tools.values()) if tools is None else list(tools)
     try:
         for t in chosen:
@@ -1345,14 +1455,17 @@ def analyze_flow(
             {s for s in everywhere if _atom(s)},
             all_known,
         )
+        if warm and not analysis.everywhere and not all_known:
+            start = _warm_start(domain, state, chosen)
+            if start is not None:
+                analysis.resume(start)
         analysis.run(list(givens), list(rows), extra_scans)
     except _GiveUp:
         return Flow(
             state.copy(), None, None, whole=True, callable=frozenset(t.name for t in chosen)
         )
     tables = {
-        # a state never changes a row in place: the slice shares the rows it keeps
-        e: {k: state.tables[e][k] for k in sorted(analysis.kept_rows[e])}
+        e: _kept_table(state, e, analysis.kept_rows[e])
         for e in domain.entities
         if e in state.tables
     }
@@ -1373,6 +1486,25 @@ def analyze_flow(
         params=params,
         values=values,
     )
+
+
+def _kept_table(state: State, ent: str, kept: set[Key]) -> dict[Key, Any]:
+    """The rows of ``ent`` keyed in ``kept``, in key order. A state never changes a row
+    in place, nor a table given to it, so slices share the rows they keep and, where a
+    big set of them is kept again (a whole catalogue, task after task), the table."""
+    if len(kept) < _BIG:
+        return _rows_of(state, ent, kept)
+    memo = state.memo()
+    key = ("slice-table", ent, frozenset(kept))
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _rows_of(state, ent, kept)
+    return cast("dict[Key, Any]", got)
+
+
+def _rows_of(state: State, ent: str, kept: Iterable[Key]) -> dict[Key, Any]:
+    table = state.tables[ent]
+    return {k: table[k] for k in sorted(kept)}
 
 
 def slice_state(
