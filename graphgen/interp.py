@@ -580,10 +580,15 @@ def _explain(check: ir.Check, st: State, env: Env) -> str:
 # ------------------------------------------------------------------ tool calls
 
 
-def precheck(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+def precheck(
+    domain: Domain, st: State, name: str, args: Mapping[str, Any], *, explain: bool = True
+) -> dict[str, Any]:
     """Validate arguments and preconditions without applying effects.
 
     Raises the same :class:`ToolError` a call would (effects may still hit an invariant).
+    ``explain=False`` leaves the values a failed precondition read out of the error's
+    detail, for a caller that only asks whether the call would fail, and how (the task
+    expander draws thousands of arguments that fail).
     """
     tool = domain.tools.get(name)
     if tool is None:
@@ -598,7 +603,7 @@ def precheck(domain: Domain, st: State, name: str, args: Mapping[str, Any]) -> d
         chk, exc = failure
         if exc is not None:  # the condition itself could not be evaluated
             raise ToolError(f"{name}: {exc.message}", tool=name, kind=exc.kind, detail=exc.detail)
-        facts = _explain(chk, st, env)
+        facts = _explain(chk, st, env) if explain else ""
         # The agent reads the author's words only: the facts may show another customer's
         # rows, and the condition is in the rule language. Developers get both in detail.
         msg = chk.message.format(**env) if chk.message else NO_MESSAGE

@@ -123,6 +123,7 @@ class Expander:
         self.execute = execute
         self.usage: dict[str, int] = {t: 0 for t in domain.tools}
         self.principal = principal_entity(domain)
+        self._principal_of: dict[str, tuple[ToolDef, list[str], list[tuple[str, str]]]] = {}
         self._reads_of: tuple[State, ReadCache] | None = None
         self.today: str | None = None  # today's date on the current state (render.today_of)
 
@@ -197,7 +198,7 @@ class Expander:
             # check ownership would rarely bind and refusals would all be "not yours".
             self._align_principal(st, tool, args)
             try:
-                precheck(self.domain, st, tool.name, args)
+                precheck(self.domain, st, tool.name, args, explain=False)
             except ToolError as exc:
                 if want_fail and exc.kind == "precondition":
                     return args
@@ -211,20 +212,34 @@ class Expander:
     def _align_principal(self, st: State, tool: ToolDef, args: dict[str, Any]) -> None:
         """Set the principal's key parameters (``user_id``) to the one owner of the call's
         other id arguments, when they have exactly one."""
-        p = self.principal
-        if p is None:
+        if self.principal is None:
             return
-        mine = [n for n, q in tool.params.items() if param_sort(q) == Sort("key", p)]
+        mine, others = self._principal_params(tool)
         owners = {
-            self._owner(st, param_sort(q).name, args[n])
-            for n, q in tool.params.items()
+            self._owner(st, entity, args[n])
+            for n, entity in others
             # an optional id left out (or None) names no row, so no owner
-            if n not in mine and param_sort(q).kind == "key" and args.get(n) is not None
+            if args.get(n) is not None
         } - {None}
         owner = owners.pop() if mine and len(owners) == 1 else None
         if owner is not None:
             for n in mine:
                 args[n] = owner[1]
+
+    def _principal_params(self, tool: ToolDef) -> tuple[list[str], list[tuple[str, str]]]:
+        """``tool``'s parameters that take the principal's key, and its other id
+        parameters with their entities (asked once per argument drawn, so kept)."""
+        got = self._principal_of.get(tool.name)
+        if got is None or got[0] is not tool:
+            key = Sort("key", self.principal or "")
+            mine = [n for n, q in tool.params.items() if param_sort(q) == key]
+            others = [
+                (n, param_sort(q).name)
+                for n, q in tool.params.items()
+                if n not in mine and param_sort(q).kind == "key"
+            ]
+            got = self._principal_of[tool.name] = (tool, mine, others)
+        return got[1], got[2]
 
     def _identify(
         self,
@@ -555,7 +570,7 @@ class Expander:
         for _ in range(WRITE_TRIES // 2):
             args = _drop_absent({n: rng.choice(v) for n, v in pools.items()})
             try:
-                precheck(self.domain, st, tool.name, args)
+                precheck(self.domain, st, tool.name, args, explain=False)
             except ToolError:
                 continue
             return args
