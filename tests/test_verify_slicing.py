@@ -727,6 +727,21 @@ def _flow_text(flow: Flow) -> str:
     )
 
 
+def _count_tool_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A one-item list counting the analysis's tool runs from now on."""
+    from graphgen.verify import slicing
+
+    runs = [0]
+    real = slicing._Flow.tool
+
+    def counted(self: Any, t: ToolDef) -> None:
+        runs[0] += 1
+        real(self, t)
+
+    monkeypatch.setattr(slicing._Flow, "tool", counted)
+    return runs
+
+
 @pytest.mark.parametrize("name", ["retail", "airline", "helpdesk"])
 def test_a_tool_whose_inputs_did_not_grow_is_not_run_again(
     name: str, monkeypatch: pytest.MonkeyPatch
@@ -740,14 +755,7 @@ def test_a_tool_whose_inputs_did_not_grow_is_not_run_again(
 
     d = load_builtin(name)
     tasks = generate(d, 8, 0).tasks
-    runs = [0]
-    real = slicing._Flow.tool
-
-    def counted(self: Any, t: ToolDef) -> None:
-        runs[0] += 1
-        real(self, t)
-
-    monkeypatch.setattr(slicing._Flow, "tool", counted)
+    runs = _count_tool_runs(monkeypatch)
 
     def slices() -> list[str]:
         out = []
@@ -816,19 +824,11 @@ def test_a_warm_start_gives_the_slice_of_a_cold_one(
     from nothing (kept in the state's memo): the fixpoint is the same as from scratch,
     for every task, with fewer tool runs where something is learnt from nothing
     (retail's catalogue listing)."""
-    from graphgen.verify import slicing
     from graphgen.verify.bmc import chain_creates, typed_givens
 
     d = load_builtin(name)
     tasks = generate(d, 10, 0).tasks
-    runs = [0]
-    real = slicing._Flow.tool
-
-    def counted(self: Any, t: ToolDef) -> None:
-        runs[0] += 1
-        real(self, t)
-
-    monkeypatch.setattr(slicing._Flow, "tool", counted)
+    runs = _count_tool_runs(monkeypatch)
     cold_runs = warm_runs = 0
     for t in tasks:
         p = Prover(d, t)
