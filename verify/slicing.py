@@ -853,8 +853,8 @@ class _Flow:
     def param_value(self, p: Any) -> Any:
         if not _stringish(p.ty):
             return None
-        s = param_sort(p)
-        return set(self.know.get(s, set())) | self.everywhere
+        known = self.know.get(param_sort(p), set())
+        return known | self.everywhere if self.everywhere else set(known)
 
     def value_of(self, e: ir.Expr, env: Mapping[str, Any]) -> Any:
         """The abstract value of ``e``, recording every probe it makes."""
@@ -866,8 +866,7 @@ class _Flow:
             case ir.Var(name=n):
                 if n not in env:
                     raise _GiveUp(f"unbound name {n!r}")
-                v = env[n]
-                return set(v) if isinstance(v, set) else v
+                return env[n]  # never changed in place: every value here is a new set
             case ir.FieldOf(entity=ent, key=k, field=f):
                 keys = self.key(k, env, ent)
                 return self.field_values(ent, f, keys)
