@@ -349,7 +349,9 @@ class _Flow:
         self.know: dict[Sort, set[Key]] = {}
         self.written_keys: dict[CellKey, set[Key]] = {}
         self.written_values: dict[CellKey, set[Key]] = {}
-        self.key_vals: dict[int, tuple[ir.Expr, set[Key]]] = {}
+        # per key expression, the keys it can evaluate to: shared with the value first
+        # found (or the warm start's) until it grows, then a _Grown of its own
+        self.key_vals: dict[int, tuple[ir.Expr, set[Key] | frozenset[Key]]] = {}
         self.changed = False
         self._sel: dict[int, tuple[ir.Comp, list[list[Alt]] | None]] = {}
         self._loops = 0  # depth of comprehensions being evaluated
@@ -371,7 +373,7 @@ class _Flow:
             {ck: frozenset(v) for ck, v in self.written_keys.items()},
             {ck: frozenset(v) for ck, v in self.written_values.items()},
             {tp: frozenset(v) for tp, v in self.param_values.items()},
-            {i: (n, frozenset(v)) for i, (n, v) in self.key_vals.items()},
+            _frozen_bounds(self.key_vals),
             dict(self.ran),
         )
 
@@ -389,7 +391,7 @@ class _Flow:
         self.written_keys = {ck: set(v) for ck, v in w.written_keys.items()}
         self.written_values = {ck: set(v) for ck, v in w.written_values.items()}
         self.param_values = {tp: set(v) for tp, v in w.param_values.items()}
-        self.key_vals = {i: (n, set(v)) for i, (n, v) in w.key_vals.items()}
+        self.key_vals = dict(w.key_vals)
         self.ran = dict(w.ran)
 
     # ------------------------------------------------------------ total references
@@ -957,11 +959,17 @@ class _Flow:
         """Evaluate a key expression and probe the rows it can name."""
         ks = self.probe(ent, self.value_of(k, env))
         if self._loops == 0 or not (free_vars(k) & self._loop_vars):
+            # The first value is kept as it is (no value here is changed in place, and
+            # key expressions reading one parameter share it), copied when it grows.
             prev = self.key_vals.get(id(k))
-            if prev is not None and prev[0] is k:
+            if prev is None or prev[0] is not k:
+                self.key_vals[id(k)] = (k, ks)
+            elif isinstance(prev[1], _Grown):
                 prev[1].update(ks)
-            else:
-                self.key_vals[id(k)] = (k, set(ks))
+            elif not prev[1].issuperset(ks):
+                grown = _Grown(prev[1])  # (a set subclass's `|` gives a plain set)
+                grown.update(ks)
+                self.key_vals[id(k)] = (k, grown)
         return ks
 
     def matching(self, ent: str, alts: list[Alt], env: Mapping[str, Any]) -> set[Key]:
@@ -1386,6 +1394,25 @@ def _warm_start(domain: Domain, state: State, tools: Sequence[ToolDef]) -> _Warm
     return warm
 
 
+class _Grown(set[Key]):
+    """A key bound of :attr:`_Flow.key_vals` that the analysis made for itself, and
+    so may add to in place."""
+
+
+def _frozen_bounds(
+    bounds: Mapping[int, tuple[ir.Expr, set[Key] | frozenset[Key]]],
+) -> dict[int, tuple[ir.Expr, frozenset[Key]]]:
+    """:attr:`_Flow.key_vals` frozen, each distinct set once (many bounds share one)."""
+    done: dict[int, frozenset[Key]] = {}
+    out = {}
+    for i, (n, v) in bounds.items():
+        f = done.get(id(v))
+        if f is None:
+            f = done[id(v)] = frozenset(v)
+        out[i] = (n, f)
+    return out
+
+
 def _flat(v: Any) -> Iterable[Any]:
     if isinstance(v, list):
         for x in v:
@@ -1472,7 +1499,7 @@ def analyze_flow(
         tables.setdefault(e, {})
     know = {s: frozenset(v) for s, v in analysis.know.items()}
     written = {ck: frozenset(v) for ck, v in analysis.written_keys.items()}
-    key_vals = {i: (n, frozenset(v)) for i, (n, v) in analysis.key_vals.items()}
+    key_vals = _frozen_bounds(analysis.key_vals)
     params = {k: frozenset(v) for k, v in analysis.param_values.items()}
     values = {ck: frozenset(v) for ck, v in analysis.written_values.items()}
     return Flow(
