@@ -214,7 +214,7 @@ class Expander:
         other id arguments, when they have exactly one."""
         if self.principal is None:
             return
-        mine, others = self._principal_params(tool)
+        mine, others = self._principal_params(tool, self.principal)
         owners = {
             self._owner(st, entity, args[n])
             for n, entity in others
@@ -226,12 +226,14 @@ class Expander:
             for n in mine:
                 args[n] = owner[1]
 
-    def _principal_params(self, tool: ToolDef) -> tuple[list[str], list[tuple[str, str]]]:
-        """``tool``'s parameters that take the principal's key, and its other id
+    def _principal_params(
+        self, tool: ToolDef, principal: str
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        """``tool``'s parameters that take the ``principal``'s key, and its other id
         parameters with their entities (asked once per argument drawn, so kept)."""
         got = self._principal_of.get(tool.name)
         if got is None or got[0] is not tool:
-            key = Sort("key", self.principal or "")
+            key = Sort("key", principal)
             mine = [n for n, q in tool.params.items() if param_sort(q) == key]
             others = [
                 (n, param_sort(q).name)

@@ -1490,38 +1490,32 @@ def analyze_flow(
         return Flow(
             state.copy(), None, None, whole=True, callable=frozenset(t.name for t in chosen)
         )
+    found = analysis.snapshot()
     tables = {
-        e: _kept_table(state, e, analysis.kept_rows[e])
-        for e in domain.entities
-        if e in state.tables
+        e: _kept_table(state, e, found.kept_rows[e]) for e in domain.entities if e in state.tables
     }
     for e in domain.entities:
         tables.setdefault(e, {})
-    know = {s: frozenset(v) for s, v in analysis.know.items()}
-    written = {ck: frozenset(v) for ck, v in analysis.written_keys.items()}
-    key_vals = _frozen_bounds(analysis.key_vals)
-    params = {k: frozenset(v) for k, v in analysis.param_values.items()}
-    values = {ck: frozenset(v) for ck, v in analysis.written_values.items()}
     return Flow(
         State(tables, dict(state.counters), state.today),
-        know,
-        written,
-        key_vals,
+        found.know,
+        found.written_keys,
+        found.key_vals,
         everywhere=frozenset(analysis.everywhere),
-        callable=frozenset(analysis.called),
-        params=params,
-        values=values,
+        callable=found.called,
+        params=found.param_values,
+        values=found.written_values,
     )
 
 
-def _kept_table(state: State, ent: str, kept: set[Key]) -> dict[Key, Any]:
+def _kept_table(state: State, ent: str, kept: frozenset[Key]) -> dict[Key, Any]:
     """The rows of ``ent`` keyed in ``kept``, in key order. A state never changes a row
     in place, nor a table given to it, so slices share the rows they keep and, where a
     big set of them is kept again (a whole catalogue, task after task), the table."""
     if len(kept) < _BIG:
         return _rows_of(state, ent, kept)
     memo = state.memo()
-    key = ("slice-table", ent, frozenset(kept))
+    key = ("slice-table", ent, kept)
     got = memo.get(key)
     if got is None:
         got = memo[key] = _rows_of(state, ent, kept)
