@@ -311,7 +311,7 @@ def _comprehension(c: ir.Comp) -> Evaluator:
     proj = compiled(c.proj)
 
     def rows(st: State, env: Env, domain: Domain | None) -> list[Any]:
-        keys = _probed_keys(c, st, env, domain)
+        keys = probed_keys(c, st, env, domain)
         inner = dict(env)
         out = []
         # key order is the one order every backend uses
@@ -418,7 +418,7 @@ def probe(c: ir.Comp) -> Probe | None:
     return got
 
 
-def _probed_keys(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> Sequence[Any] | None:
+def probed_keys(c: ir.Comp, st: State, env: Env, domain: Domain | None) -> Sequence[Any] | None:
     """The keys, in order, of the only rows whose condition can hold or raise (None:
     visit every row)."""
     p = probe(c)

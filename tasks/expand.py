@@ -40,6 +40,7 @@ from graphgen.state import State, diff
 from graphgen.tasks.dryrun import call_dependencies, order_problem
 from graphgen.tasks.identity import identified_principals, principal_entity
 from graphgen.tasks.model import Call, Change, Given, Goal, Target, TaskKind
+from graphgen.tasks.narrowing import draw_narrowed, narrowings
 from graphgen.tasks.plan import Executor, Planner, ReadCache
 from graphgen.tasks.pools import Joined, first_in_random_order, in_random_order
 from graphgen.tasks.referring import (
@@ -191,8 +192,18 @@ class Expander:
         pools = self._pools(tool, st, planner, rng)
         if any(not v for v in pools.values()):
             return None
+        # A call that should pass draws through its precondition (tasks/narrowing.py);
+        # a refusal keeps independent draws, which fail in all the ways a request can.
+        narrow = not want_fail and bool(narrowings(tool))
+        seen: dict[tuple[Any, ...], Sequence[Any] | None] = {}
         for _ in range(WRITE_TRIES):
-            args = _drop_absent({n: rng.choice(vals) for n, vals in pools.items()})
+            if narrow:
+                drawn = draw_narrowed(self.domain, st, tool, pools, rng, seen)
+                if drawn is None:
+                    continue
+                args = _drop_absent(drawn)
+            else:
+                args = _drop_absent({n: rng.choice(vals) for n, vals in pools.items()})
             # A customer acts on their own rows: the user id follows the rows the call
             # names. Drawn freely it would almost always be a stranger's, so writes that
             # check ownership would rarely bind and refusals would all be "not yours".
