@@ -180,6 +180,7 @@ def generate(
     # holds each once. A candidate the proofs refused stays: the same task would get the
     # same verdict.
     bodies: dict[str, list[dict[str, Any]]] = {}
+    asks: dict[str, list[dict[str, Any]]] = {}
     attempts = 0
     limit = max_attempts if max_attempts is not None else max(50, n * 6)
     # The outcomes an interrupted run recorded, in the order they were taken; the first
@@ -246,7 +247,15 @@ def generate(
             if any(s == task.initial_state for s in bodies.get(body, ())):
                 skipped["duplicate"] += 1
                 continue
+            # The same request worded another way ("Hi!" for "Hello.", the order named
+            # by its date or its total) is the same task, counted twice in a score.
+            asked = _request_key(task)
+            if asked is not None and any(s == task.initial_state for s in asks.get(asked, ())):
+                skipped["duplicate"] += 1
+                continue
             bodies.setdefault(body, []).append(task.initial_state)
+            if asked is not None:
+                asks.setdefault(asked, []).append(task.initial_state)
             original: Task | None = None
             outcome = ""
             if paraphraser is not None:
@@ -369,6 +378,21 @@ def _candidate_key(task: Task) -> str:
     body = task.model_dump(mode="json", exclude={"id", "certificate", "initial_state"})
     body["min_calls"] = len(task.chain)
     return hashlib.sha256(dumps(body).encode("utf-8")).hexdigest()
+
+
+def _request_key(task: Task) -> str | None:
+    """What a task asks for, apart from its words and its initial state: an action's
+    goal (the changes, and any values the answer must state), a refusal's refused
+    call. None for an information task, whose goal (the values an answer states) two
+    different questions may share."""
+    if task.kind == "information":
+        return None
+    asked = {
+        "kind": task.kind,
+        "goal": task.goal.model_dump(mode="json"),
+        "refused": None if task.refused_call is None else task.refused_call.model_dump(mode="json"),
+    }
+    return hashlib.sha256(dumps(asked).encode("utf-8")).hexdigest()
 
 
 @dataclass

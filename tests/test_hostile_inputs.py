@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,25 @@ def test_the_generator_rejects_tasks_equal_but_for_the_id() -> None:
     assert len(set(prints)) == len(prints)
     assert res.rejected["duplicate"] > 0
     assert res.manifest.rejected["duplicate"] == res.rejected["duplicate"]
+
+
+def test_the_generator_rejects_a_request_made_again_in_other_words() -> None:
+    """Airline's seed 0 draws the same request on the same state more than once ("Hi!"
+    for "Good day.", the reservation named another way): each is kept once. No two
+    action tasks on one state share a goal, nor two refusals a refused call."""
+    res = generate(load_builtin("airline"), 60, 0)
+    asked = Counter(
+        (
+            json.dumps(t.initial_state, sort_keys=True),
+            t.kind,
+            json.dumps(t.goal.model_dump(mode="json"), sort_keys=True),
+            None if t.refused_call is None else t.refused_call.model_dump_json(),
+        )
+        for t in res.tasks
+        if t.kind != "information"
+    )
+    assert max(asked.values()) == 1
+    assert res.rejected["duplicate"] > 0
 
 
 # ------------------------------------------------------------------ domain limits
