@@ -248,7 +248,9 @@ def generate(
                 skipped["duplicate"] += 1
                 continue
             # The same request worded another way ("Hi!" for "Hello.", the order named
-            # by its date or its total) is the same task, counted twice in a score.
+            # by its date or its total) is the same task, counted twice in a score. It
+            # is recorded when drawn, not when accepted: whether a draw is a duplicate
+            # must not depend on how far the checks of earlier ones have got.
             asked = _request_key(task)
             if asked is not None and any(s == task.initial_state for s in asks.get(asked, ())):
                 skipped["duplicate"] += 1

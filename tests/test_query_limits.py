@@ -8,9 +8,10 @@ import pytest
 
 from graphgen.domains import load_builtin
 from graphgen.tasks.model import Inconclusive, ProofStatus
-from graphgen.tasks.taskset import read_taskset
+from graphgen.tasks.taskset import generate
 from graphgen.verify import bmc
 from graphgen.verify.bmc import QUERY_ROWS, RLIMIT_PER_MS, query_rlimit
+from graphgen.verify.certify import certify
 from graphgen.verify.proofs import Prover
 
 DATA = Path(__file__).parent / "data"
@@ -31,14 +32,16 @@ def test_a_query_over_more_rows_than_the_threshold_gets_fewer_units(
 ) -> None:
     """The unrolling's rows decide its queries' limit: the same proofs that pass with
     the universe under the threshold time out once the threshold is below it."""
-    # its 54-row universe is far below the threshold, and one of its queries needs about
-    # 6 million units of the 20 million a 4 s limit grants
-    _, tasks = read_taskset(DATA / "good_retail.jsonl")
-    task = max(tasks, key=lambda t: len(t.chain))
+    # retail-0-00014 (12 calls: a pending order's payment, item and address changed):
+    # its universe is far below the threshold, and its queries need more than the
+    # units a universe 100 times the threshold would leave them
     domain = load_builtin("retail")
+    candidate = next(t for t in generate(domain, 15, 0).tasks if t.id == "retail-0-00014")
+    task = certify(domain, candidate)
+    assert not isinstance(task, str), task
     before = Prover(domain, task, None, engine="z3").all()
     assert all(r.ok for r in before), before
-    monkeypatch.setattr(bmc, "QUERY_ROWS", 5)  # 20 M * 5 / 54: 1.9 M units
+    monkeypatch.setattr(bmc, "QUERY_ROWS", 5)
     after = Prover(domain, task, None, engine="z3").all()
     stuck = [r for r in after if r.status is ProofStatus.INCONCLUSIVE]
     assert stuck, after

@@ -98,18 +98,32 @@ def test_generator_resumes_without_rechecking_finished_candidates(
 ) -> None:
     mock = load_builtin("mock")
     calls: list[str] = []
-    whole = generate_tasks(mock, 20, 4, task_checks=[_counting_check(calls)])
+    # (a third rejected, and mock's few rows repeat requests: room past 6 draws a task)
+    whole = generate_tasks(mock, 20, 4, task_checks=[_counting_check(calls)], max_attempts=200)
     assert len(whole.tasks) == 20 and whole.rejected["not_liked"] > 0
     header = {"run": "test"}
     journal = Journal.create(tmp_path / "t.partial", header)
     first: list[str] = []
     with pytest.raises(_Stop):
-        generate_tasks(mock, 20, 4, task_checks=[_counting_check(first, stop_at)], journal=journal)
+        generate_tasks(
+            mock,
+            20,
+            4,
+            task_checks=[_counting_check(first, stop_at)],
+            journal=journal,
+            max_attempts=200,
+        )
     journal.close()
     journal, done = Journal.resume(tmp_path / "t.partial", header)
     second: list[str] = []
     again = generate_tasks(
-        mock, 20, 4, task_checks=[_counting_check(second)], journal=journal, done=done
+        mock,
+        20,
+        4,
+        task_checks=[_counting_check(second)],
+        journal=journal,
+        done=done,
+        max_attempts=200,
     )
     assert taskset_text(again.manifest, again.tasks) == taskset_text(whole.manifest, whole.tasks)
     # Only the candidates not checked before the stop are checked again.
