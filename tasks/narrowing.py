@@ -90,6 +90,8 @@ def narrowings(tool: ToolDef) -> dict[str, tuple[Narrowing, ...]]:
                 found.append(Narrowing(name, tuple(sorted(needs)), comp))
         if found:
             out[name] = tuple(found)
+    if len(_NARROWINGS) > 10_000:  # domains made on the fly (synth, fuzzing) come and go
+        _NARROWINGS.clear()
     _NARROWINGS[id(tool)] = (tool, out)
     return out
 
