@@ -193,12 +193,14 @@ class Expander:
         if any(not v for v in pools.values()):
             return None
         # A call that should pass draws through its precondition (tasks/narrowing.py);
-        # a refusal keeps independent draws, which fail in all the ways a request can.
-        narrow = not want_fail and bool(narrowings(tool))
+        # a refusal only through the parts that relate its arguments, so that it asks
+        # for something coherent (an item of that order) that a condition on one row
+        # forbids (the order is not delivered).
+        narrow = bool(narrowings(tool))
         seen: dict[tuple[Any, ...], Sequence[Any] | None] = {}
         for _ in range(WRITE_TRIES):
             if narrow:
-                drawn = draw_narrowed(self.domain, st, tool, pools, rng, seen)
+                drawn = draw_narrowed(self.domain, st, tool, pools, rng, seen, relational=want_fail)
                 if drawn is None:
                     continue
                 args = _drop_absent(drawn)

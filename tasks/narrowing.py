@@ -111,14 +111,21 @@ def draw_narrowed(
     pools: Mapping[str, Sequence[Any]],
     rng: random.Random,
     seen: dict[tuple[Any, ...], Sequence[Any] | None],
+    relational: bool = False,
 ) -> dict[str, Any] | None:
     """One draw of ``tool``'s arguments (absent optional ones included, as in
     ``pools``): narrowed parameters first, from the rows their narrowings allow; the
     rest from ``pools``. None when some narrowed parameter has no row left.
 
+    ``relational``: only the narrowings that read another argument (an item of the
+    order, a variant of the item's product), for a request that hangs together but may
+    fail a condition on one row (an order that is not delivered, a variant out of stock).
+
     ``seen`` keeps the rows each narrowing gave for the values it read, across the
     draws of one binding (the first parameter's rows are the same every time)."""
     ways = narrowings(tool)
+    if relational:
+        ways = {p: tuple(w for w in ws if w.needs) for p, ws in ways.items()}
     args: dict[str, Any] = {}
     left = list(pools)
     while left:
