@@ -12,6 +12,7 @@ import pytest
 
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
+from graphgen.errors import ToolError
 from graphgen.interp import precheck
 from graphgen.load import loads_domain
 from graphgen.state import State
@@ -152,3 +153,29 @@ def test_an_optional_parameter_neither_is_narrowed_nor_narrows() -> None:
     assert "shelf_id" not in narrowings(d.tools["flag_book"])
     got = {p: [w.needs for w in ws] for p, ws in narrowings(d.tools["close_shelf"]).items()}
     assert got == {"shelf_id": [("book_id",), ()], "book_id": [("shelf_id",)]}
+
+
+def test_a_refusal_asks_for_something_coherent_that_one_row_forbids(
+    retail: tuple[Domain, list[State]],
+) -> None:
+    """Refusals draw through the narrowings that relate arguments only: each exchange
+    drawn to fail names an item of the user's own order, and fails a condition on one
+    row (the order's status, the variant's stock, the card's balance), never the
+    ownership or the item's membership. Drawn independently, most named an item the
+    order does not hold."""
+    d, states = retail
+    tool = d.tools["exchange_delivered_order_item"]
+    exp = Expander(d)
+    failed: Counter[str] = Counter()
+    for i, st in enumerate(states):
+        for j in range(10):
+            rng = random.Random(f"{i}:{j}")
+            args = exp._bind(tool, st, Planner(d, st, rng, usage=exp.usage), rng, want_fail=True)
+            assert args is not None
+            order = st.tables["Order"][args["order_id"]]
+            assert order["user_id"] == args["user_id"] and args["item_id"] in order["items"]
+            with pytest.raises(ToolError) as info:
+                precheck(d, st, tool.name, args)
+            failed[info.value.detail.split(";")[0]] += 1
+    assert failed and all("user_id" not in why and "item_id in" not in why for why in failed)
+    assert any("status" in why for why in failed), failed
