@@ -18,7 +18,9 @@ condition is the conjunct, and its rows come from the same lookups.
 A draw takes, while it can, a parameter some narrowing gives rows for, and picks
 uniformly among the rows every such narrowing allows; any other parameter comes from
 its pool as before. The precondition is still checked whole afterwards, so narrowing
-changes only how often a draw binds, never whether a bound call is valid.
+changes only how often a draw binds, never whether a bound call is valid. A refusal
+draws through the narrowings that read another argument only (``relational``): its
+request hangs together, and a condition on one row forbids it.
 """
 
 from __future__ import annotations

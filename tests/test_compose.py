@@ -151,7 +151,7 @@ def test_cross_domain_tasks_are_verified_and_the_oracle_solves_them(tmp_path: Pa
     domain = tmp_path / "clinic_bank.yaml"
     domain.write_text(compose_text(EXAMPLE), encoding="utf-8")
     tasks = tmp_path / "tasks.jsonl"
-    gen = pl.generate(domain, 70, pl.Options(jobs=2), output=tasks)
+    gen = pl.generate(domain, 80, pl.Options(jobs=2), output=tasks)
     d = load_composite(EXAMPLE)
     parts = tool_parts(d, part_of_entities(EXAMPLE))
     cross = [t for t in gen.tasks if crosses(_tools(t), parts, {DENTAL, "mock"})]

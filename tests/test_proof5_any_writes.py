@@ -35,14 +35,14 @@ def _prover(task: Task) -> Prover:
     return p
 
 
-@pytest.mark.parametrize(("tid", "holds"), [("retail-0-00089", False), ("retail-0-00003", True)])
+@pytest.mark.parametrize(("tid", "holds"), [("retail-0-00106", False), ("retail-0-00003", True)])
 def test_the_stronger_claim_still_rejects_a_chain_that_ends_elsewhere(
     tid: str, holds: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With no room for ``W`` at all, every task takes the stronger claim: one whose
-    proof 5 finds a solution ending elsewhere (retail-0-00089) stays rejected, as too
+    proof 5 finds a solution ending elsewhere (retail-0-00106) stays rejected, as too
     open; one whose solutions all end alike (retail-0-00003) is proven by it."""
-    task = _candidate(tid, 90)
+    task = _candidate(tid, 107)
     before = _prover(task).unique_final_state()
     assert (before.status is ProofStatus.PROVED) is holds, before.detail
     monkeypatch.setattr(proofs_module, "MAX_MINIMAL_WRITES", 0)
@@ -61,7 +61,7 @@ def test_the_stronger_claim_gets_a_share_of_the_limit_after_z3_gave_up(
     """After z3 gave up on proof 5's own queries the stronger claim, which is harder, is
     asked within a share of the time limit; when ``W`` was only too long, within all of
     it. The claim's answer on retail-0-00003 (it holds) is the same either way."""
-    task = _candidate("retail-0-00003", 90)
+    task = _candidate("retail-0-00003", 107)
     p = _prover(task)
     assert p.build() is not None and p.bmc is not None
     limits: list[int] = []
@@ -80,10 +80,10 @@ def test_the_stronger_claim_gets_a_share_of_the_limit_after_z3_gave_up(
 
 
 def test_certify_stops_at_the_first_failed_proof() -> None:
-    """A task whose proof 5 fails (retail-0-00089: a solution ends elsewhere) is rejected
+    """A task whose proof 5 fails (retail-0-00106: a solution ends elsewhere) is rejected
     for it without running the proofs after it; ``graphgen verify``'s full run reports
     every proof and the same first failure."""
-    task = _candidate("retail-0-00089", 90)
+    task = _candidate("retail-0-00106", 107)
     stopped = _prover(task).all(stop_on_failure=True)
     full = _prover(task).all()
     names = [r.name for r in stopped]

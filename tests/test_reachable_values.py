@@ -26,7 +26,7 @@ from tests.test_fair_proofs import _task as fair_task
 @cache
 def _banking() -> tuple[Domain, list[Task]]:
     d = load_builtin("banking")
-    return d, generate(d, 74, 0).tasks  # the 74th is its first unfreeze_card refusal
+    return d, generate(d, 18, 0).tasks  # the 18th is its first unfreeze_card refusal
 
 
 def _card(st: State, status: str) -> str:

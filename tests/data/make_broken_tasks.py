@@ -85,11 +85,11 @@ OUTPUTS = (EXPECTED.name, *(f"{kind}_{name}.jsonl" for kind in ("broken", "good"
 # PayPal (retail-58-00014); they come last so that no earlier pick moves. (Seeds 1, 6
 # and 73 gave shapes the generator no longer makes; no retail case picks from them now.)
 # Since write arguments are drawn through their preconditions, seed 13's re-addressed
-# order is accepted; seed 3 gives the rejected one (retail-3-00002).
+# order is accepted; seed 2 gives the rejected one (retail-2-00037).
 POOLS: dict[str, list[tuple[int, int, bool]]] = {
     "mock": [(1, 40, True), (2, 40, True), (3, 40, True)],
     "retail": [(0, 30, False), (1, 60, False), (6, 13, False), (73, 50, False),
-               (13, 9, False), (58, 15, False), (76, 22, False), (3, 3, False)],
+               (13, 9, False), (58, 15, False), (76, 22, False), (2, 38, False)],
     "airline": [(0, 20, False)],
 }
 
