@@ -196,7 +196,7 @@ class Expander:
         # a refusal only through the parts that relate its arguments, so that it asks
         # for something coherent (an item of that order) that a condition on one row
         # forbids (the order is not delivered).
-        narrow = bool(narrowings(tool))
+        narrow = bool(narrowings(tool, relational=want_fail))
         seen: dict[tuple[Any, ...], Sequence[Any] | None] = {}
         for _ in range(WRITE_TRIES):
             if narrow:

@@ -44,22 +44,23 @@ PICKS = 8
 
 @dataclass(frozen=True, slots=True)
 class Narrowing:
-    """A conjunct that gives the rows ``param`` may take once ``needs`` are drawn.
+    """A conjunct that gives the rows a parameter may take once ``needs`` are drawn.
 
     ``comp`` is ``[param for param in Entity if conjunct]``; its probe names the rows.
     """
 
-    param: str
     needs: tuple[str, ...]
     comp: ir.Comp
 
 
-_NARROWINGS: dict[int, tuple[ToolDef, dict[str, tuple[Narrowing, ...]]]] = {}
+Ways = dict[str, tuple[Narrowing, ...]]
+_NARROWINGS: dict[int, tuple[ToolDef, Ways, Ways]] = {}
 
 
-def narrowings(tool: ToolDef) -> dict[str, tuple[Narrowing, ...]]:
+def narrowings(tool: ToolDef, relational: bool = False) -> Ways:
     """Each key parameter's narrowings in ``tool``'s precondition, in the order of the
     checks (parameters with none are left out); worked out once per tool.
+    ``relational``: only those that read another argument (what a refusal draws by).
 
     >>> from graphgen.domains import load_builtin
     >>> tool = load_builtin("retail").tools["exchange_delivered_order_item"]
@@ -70,7 +71,7 @@ def narrowings(tool: ToolDef) -> dict[str, tuple[Narrowing, ...]]:
     """
     hit = _NARROWINGS.get(id(tool))
     if hit is not None and hit[0] is tool:
-        return hit[1]
+        return hit[2] if relational else hit[1]
     # An optional parameter may be left out, so it neither is narrowed nor narrows.
     params = {n for n, p in tool.params.items() if not p.has_default}
     out: dict[str, tuple[Narrowing, ...]] = {}
@@ -89,13 +90,14 @@ def narrowings(tool: ToolDef) -> dict[str, tuple[Narrowing, ...]]:
                 needs = ir.free_vars(pr.expr)
                 if name in needs or not needs <= params:
                     continue  # reads itself, or a name only the call binds
-                found.append(Narrowing(name, tuple(sorted(needs)), comp))
+                found.append(Narrowing(tuple(sorted(needs)), comp))
         if found:
             out[name] = tuple(found)
     if len(_NARROWINGS) > 10_000:  # domains made on the fly (synth, fuzzing) come and go
         _NARROWINGS.clear()
-    _NARROWINGS[id(tool)] = (tool, out)
-    return out
+    linked = {p: kept for p, ws in out.items() if (kept := tuple(w for w in ws if w.needs))}
+    _NARROWINGS[id(tool)] = (tool, out, linked)
+    return linked if relational else out
 
 
 def _as_comparison(e: ir.Expr) -> ir.Expr:
@@ -125,9 +127,7 @@ def draw_narrowed(
 
     ``seen`` keeps the rows each narrowing gave for the values it read, across the
     draws of one binding (the first parameter's rows are the same every time)."""
-    ways = narrowings(tool)
-    if relational:
-        ways = {p: tuple(w for w in ws if w.needs) for p, ws in ways.items()}
+    ways = narrowings(tool, relational)
     args: dict[str, Any] = {}
     left = list(pools)
     while left:
