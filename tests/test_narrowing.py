@@ -67,7 +67,7 @@ def test_without_narrowing_the_exchange_never_binds(
     """The same draws made independently (no narrowing) bind no exchange: an item of
     the order and a variant of its product are each a small share of their tables."""
     d, states = retail
-    monkeypatch.setattr(expand, "narrowings", lambda tool: {})
+    monkeypatch.setattr(expand, "narrowings", lambda tool, relational=False: {})
     assert _binds(d, states, "exchange_delivered_order_item", 10) == 0
 
 
