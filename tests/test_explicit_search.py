@@ -231,6 +231,50 @@ def test_the_search_gives_up_before_a_pass_it_cannot_afford() -> None:
             assert got == full and space.calls_run == free.calls_run
 
 
+def test_a_pass_wider_than_its_cap_is_not_made() -> None:
+    """With ``max_pass_calls`` the search gives up before a pass that would make more
+    calls than that, having made only the passes before it: it finds what the search
+    without the cap finds exactly when the cap is at least its widest pass."""
+    d, s, email, _, never = _mock_status_goal("gone")
+    free = Space(d, s, email, never)
+    full = minimum(free, 3)
+    results = []
+    for cap in range(free.calls_run + 1):
+        space = Space(d, s, email, never)
+        got = minimum(space, 3, max_pass_calls=cap)
+        results.append(got.complete)
+        if got.complete:
+            assert got == full and space.calls_run == free.calls_run, cap
+        else:
+            assert got.min_calls is None and space.calls_run < free.calls_run, cap
+    # gives up under a narrow cap, finishes under a wide one, and once it finishes
+    # every wider cap does too
+    assert not results[0] and results[-1]
+    widest = results.index(True)
+    assert all(results[widest:]) and not any(results[:widest])
+
+
+def test_a_search_whose_passes_grow_too_wide_gives_up_early() -> None:
+    """Airline's 9-call task (a flight change) needs 7,600 calls, more than the old
+    long budget of 4,000, in passes of at most 2,700: the explicit search now answers
+    it. Retail's 10-call compound (a return, an order placed, an address changed) would
+    need ~48,000 calls, its fourth pass alone 5,800: it gives up before that pass,
+    having made no more calls than under the old budget, and z3 answers it."""
+    airline = load_builtin("airline")
+    task = next(t for t in generate(airline, 21, 0).tasks if t.id == "airline-0-00020")
+    prover = Prover(airline, task)
+    found = prover.explicit_minimum()
+    assert found is not None and found.min_calls == 9
+    made = prover._search_space().calls_run
+    assert 4_000 < made <= proofs_module.LONG_EXPLICIT_CALLS
+    retail = load_builtin("retail")
+    task = next(t for t in generate(retail, 59, 0).tasks if t.id == "retail-0-00058")
+    prover = Prover(retail, task)
+    assert prover._max_calls == proofs_module.LONG_EXPLICIT_CALLS
+    assert prover.explicit_minimum() is None
+    assert prover._search_space().calls_run < 4_000
+
+
 def test_calls_are_counted_as_they_would_be_made() -> None:
     """``Space.calls_at`` counts the calls ``children`` makes at a node, through every
     layer of a retail task whose write may name a target not recognised yet (the

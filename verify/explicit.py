@@ -901,6 +901,7 @@ def minimum(
     within: int | None = None,
     witness_pass_calls: int = 0,
     forward: bool = True,
+    max_pass_calls: int | None = None,
 ) -> Minimum:
     """The shortest chain of at most ``upto`` calls reaching the goal. Breadth first:
     every node at depth ``j`` ends some chain of ``j`` successful calls, so the first
@@ -938,7 +939,13 @@ def minimum(
     listing early in a search then adds its ids to the nodes after it, but no call
     branches on them unless one can still lead to the goal in time. The minimum and the
     writes found are the same; with ``within``, a search that meets no goal by then
-    gives up (the witness would have been one)."""
+    gives up (the witness would have been one).
+
+    ``max_pass_calls``: the most calls one pass may make (the witness's pass aside). A
+    pass that wide means the layers still grow faster than the forward bound cuts them,
+    and the search would spend its budget without finishing: it gives up before it,
+    having spent little, where the budget alone would let it go a layer or two deeper
+    first."""
     root = space.root()
     if space.goal(root):
         return Minimum(0, [], True, 1)
@@ -949,14 +956,20 @@ def minimum(
     # calls left to it reaching the goal (:meth:`Space.useful`) is not made
     longest = upto if within is None else min(upto, within)
 
-    def unaffordable(work: Iterable[tuple[_Node, list[str]]], cap: int | None) -> bool:
+    def unaffordable(
+        work: Iterable[tuple[_Node, list[str]]], cap: int | None, wide: int | None = max_pass_calls
+    ) -> bool:
         """Would a pass making each node's calls of its tools (``work``) make more
-        calls than the budget leaves? The search would then give up inside it after
-        spending all that is left: it gives up before it. The calls are counted, not
-        made (:meth:`Space.calls_at`), and the count is the same on every machine."""
-        if cap is None:
+        calls than the budget leaves, or than ``wide``? The search would then give up
+        inside it after spending all that is left, or spend it on layers that grow too
+        fast to end in time: it gives up before it. The calls are counted, not made
+        (:meth:`Space.calls_at`), and the count is the same on every machine."""
+        if cap is None and wide is None:
             return False
-        left = cap - space.calls_run
+        left = cap - space.calls_run if cap is not None else None
+        if wide is not None and (left is None or wide < left):
+            left = wide
+        assert left is not None
         for node, tools in work:
             left -= space.calls_at(node, tools)
             if left < 0:
@@ -1028,7 +1041,7 @@ def minimum(
         # the witness's depth: the search ends with this pass (see the docstring)
         last = depth == within
         cap = max_calls + witness_pass_calls if last and max_calls is not None else max_calls
-        if unaffordable(first, cap):
+        if unaffordable(first, cap, None if last else max_pass_calls):
             return Minimum(None, None, False, expanded)
         later: list[Outcome] = []
         for node, tools in first:

@@ -130,7 +130,14 @@ EXPLICIT_CALLS = 1_000
 #: first 300 candidates end within 1,400-3,200 calls (0.1-0.2 s). Most of retail's
 #: long searches give up either way, costing it 1% more.
 LONG_WITNESS = 8
-LONG_EXPLICIT_CALLS = 4_000
+LONG_EXPLICIT_CALLS = 10_000
+#: The most calls one pass of an explicit search may make (the witness's pass aside):
+#: a wider pass means its layers grow faster than the forward bound cuts them. Airline's
+#: 9-call searches end within 7,600 calls, no pass over 2,700, where z3 takes 2-3 s;
+#: retail's long compounds reach passes of 3,400-27,000 calls by their fourth or fifth
+#: layer and would need ~50,000 calls (2-9 s) to end, so they give up before those
+#: passes, having spent what they did under the old budget of 4,000.
+PASS_CALLS = 3_000
 #: Calls beyond :data:`EXPLICIT_CALLS` the explicit search's pass at the witness's
 #: length may make: it meets the goal there and only tests calls' outcomes (see
 #: :func:`~graphgen.verify.explicit.minimum`), so its work is linear in the count.
@@ -583,6 +590,7 @@ class Prover:
                     max_calls=self._max_calls,
                     within=None if known is None else len(known),
                     witness_pass_calls=WITNESS_PASS_CALLS,
+                    max_pass_calls=PASS_CALLS if self.engine == "auto" else None,
                 )
                 self._minimum = got if got.complete else None
         return self._minimum
