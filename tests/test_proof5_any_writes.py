@@ -10,15 +10,18 @@ task stays rejected."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from graphgen.domains import load_builtin
 from graphgen.tasks.model import ProofStatus, Task
-from graphgen.tasks.taskset import GenOptions, generate
+from graphgen.tasks.taskset import GenOptions, generate, read_taskset
 from graphgen.verify import proofs as proofs_module
 from graphgen.verify.proofs import Prover
 
 RETAIL = load_builtin("retail")
+DATA = Path(__file__).parent / "data"
 
 
 def _candidate(tid: str, n: int) -> Task:
@@ -92,3 +95,42 @@ def test_certify_stops_at_the_first_failed_proof() -> None:
     assert len(full) > len(stopped) and full[0].name == "reference_chain"
     failed = [r.name for r in full if r.status is not ProofStatus.PROVED]
     assert failed[0] == "unique_final_state", failed
+
+
+def _proof5(task: Task, domain_name: str, engine: str) -> tuple[ProofStatus, str]:
+    domain = load_builtin(domain_name)
+    p = Prover(domain, task, engine=engine)  # type: ignore[arg-type]
+    m = p.find_min_calls()
+    assert isinstance(m, int)
+    p.task = task.model_copy(update={"min_calls": m})
+    got = p.unique_final_state()
+    return got.status, got.detail
+
+
+def test_a_minimal_reference_asks_the_claim_without_w_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the reference is as short as the minimum, every chain proof 5 speaks of is
+    a minimal solution, so z3 is asked the claim that needs no ``W`` before ``W`` is
+    listed. With the explicit search off, a good mock task whose reference is minimal
+    is proven by that claim; broken-mock-14, whose two minimal solutions end in
+    different states, fails it and is still rejected by the query over ``W``. Engine
+    "z3", which lists ``W``, reaches the same verdicts."""
+    monkeypatch.setattr(proofs_module, "EXPLICIT_CALLS", 0)
+    monkeypatch.setattr(proofs_module, "LONG_EXPLICIT_CALLS", 0)
+    good = next(
+        t
+        for t in read_taskset(DATA / "good_mock.jsonl")[1]
+        if t.kind == "action" and len(t.chain) == t.min_calls
+    )
+    status, detail = _proof5(good, "mock", "auto")
+    assert status is ProofStatus.PROVED and "that length is minimal" in detail, detail
+    status, detail = _proof5(good, "mock", "z3")
+    assert status is ProofStatus.PROVED and "whose writes are among" in detail, detail
+    broken = next(
+        t for t in read_taskset(DATA / "broken_mock.jsonl")[1] if t.id == "broken-mock-14"
+    )
+    assert len(broken.chain) == broken.min_calls
+    for engine in ("auto", "z3"):
+        status, detail = _proof5(broken, "mock", engine)
+        assert status is ProofStatus.REFUTED and "ends elsewhere" in detail, (engine, detail)

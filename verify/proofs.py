@@ -1103,7 +1103,10 @@ class Prover:
         make them, and every read an agent adds, up to the reference's length; it leaves
         out chains that make a write no minimal solution makes, or repeat one (something
         not asked, which the exact-state grader fails for that reason) and chains that miss the
-        goal (the order proof, :meth:`write_orders`, covers the reference's own calls)."""
+        goal (the order proof, :meth:`write_orders`, covers the reference's own calls).
+
+        z3 is asked the claim without ``W`` (:meth:`_any_writes_end_alike`) first when the
+        horizon is the minimum, and instead of it when ``W`` is out of reach."""
         if self.refusal:
             return _res("unique_final_state", True, f"{NOT_APPLICABLE}: refusal task")
         if self.run_failed:
@@ -1128,6 +1131,15 @@ class Prover:
         bmc = self.build()
         if bmc is None:
             return _res("unique_final_state", False, self.build_error)
+        if self.engine == "auto" and h == self.task.min_calls:
+            # No chain of at most h calls is shorter than the minimum: every one that
+            # reaches the goal is a minimal solution, whose writes are W's by definition.
+            # The claim without W then differs from proof 5 only in how often each
+            # write may be made, and is one query where listing W is several (engine
+            # "z3" keeps the query over W, which the cross-checks compare with this).
+            first = self._any_writes_end_alike(h, "every chain of that length is minimal")
+            if first is not None:
+                return first
         writes = self.minimal_writes()
         if isinstance(writes, ProofResult):
             # too many minimal writes, or z3 gave up listing them
@@ -1181,8 +1193,9 @@ class Prover:
         """Proof 5's stronger claim, which needs no ``W``: every chain of at most ``h``
         calls that makes no more writes than the reference chain, whichever they are, and
         reaches the goal ends in the reference's state (up to renaming created ids). It
-        covers every chain proof 5 speaks of, so where it holds proof 5 does. Asked only
-        where ``W`` is out of reach (``why``): proven, or None. ``gave_up``: z3 gave up
+        covers every chain proof 5 speaks of, so where it holds proof 5 does. Asked where
+        ``W`` is out of reach, or before it is listed when the reference is minimal
+        (``why``, see :meth:`unique_final_state`): proven, or None. ``gave_up``: z3 gave up
         on a query of proof 5 already, and the claim gets a share of the time limit
         (:data:`AFTER_GIVE_UP`)."""
         bmc = self.bmc
