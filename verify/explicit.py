@@ -503,7 +503,13 @@ class Space:
             return list(tools)
         if not relaxed.fits(known, pending, left):
             return []
-        return [t for t in tools if relaxed.fits(*relaxed.after(known, pending, t), left - 1)]
+        out = []
+        for t in tools:
+            nxt = relaxed.after(known, pending, t)
+            # a call that changes nothing relaxed leaves what was just found too long
+            if (nxt[0] is not known or nxt[1] is not pending) and relaxed.fits(*nxt, left - 1):
+                out.append(t)
+        return out
 
     def _pending_at(self, node: _Node) -> tuple[Need, ...]:
         """What is still to happen at ``node``, each as the tools that can make it happen

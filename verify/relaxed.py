@@ -35,12 +35,15 @@ every machine); past the budget it answers yes, which drops nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
+from typing import Any
 
 from graphgen.knowledge import Sort
 
 #: A need: the tools that can meet it, and per such tool with something to do first the
 #: tool sets each of which must have had a call before it (see the module docstring).
 Need = tuple[frozenset[str], tuple[tuple[str, tuple[frozenset[str], ...]], ...]]
+
+_UNSEEN: Any = object()
 
 #: Expansions one :meth:`Relaxed.fits` may make before it answers yes, unproven.
 EFFORT = 400
@@ -65,6 +68,7 @@ class Relaxed:
         self.takes = {t: frozenset(takes[t]) for t in self.tools}
         self.shows = {t: frozenset(shows[t]) for t in self.tools}
         self._ready: dict[frozenset[Sort], dict[str, int]] = {}
+        self._soonest: dict[frozenset[Sort], dict[frozenset[str], int | None]] = {}
         self._quick: dict[tuple[frozenset[Sort], tuple[Need, ...]], float] = {}
         self._named: dict[tuple[Need, ...], frozenset[str]] = {}
         # per (known, needs): the longest plan length proven too short (no relaxed plan
@@ -73,6 +77,9 @@ class Relaxed:
         self._short: dict[tuple[frozenset[Sort], tuple[Need, ...]], int] = {}
         self._enough: dict[tuple[frozenset[Sort], tuple[Need, ...]], int] = {}
         self._effort = 0
+        # per (needs, tool): the needs a relaxed call of the tool leaves; the searches
+        # and the forward bound ask the same few pairs at most of their nodes
+        self._left: dict[tuple[tuple[Need, ...], str], tuple[Need, ...] | None] = {}
 
     def after(
         self, known: frozenset[Sort], todo: Sequence[Need], tool: str
@@ -80,19 +87,38 @@ class Relaxed:
         """What is known and left after a relaxed call of ``tool``: its sorts shown, each
         need it meets gone (those it has nothing left to do first for), and it no longer
         to do first wherever a set holds it."""
+        todo = tuple(todo)
+        key = (todo, tool)
+        got = self._left.get(key, _UNSEEN)
+        if got is _UNSEEN:
+            got = self._left[key] = self._left_after(todo, tool)
+        left = todo if got is None else got
+        shows = self.shows[tool]
+        return (known if shows <= known else known | shows), left
+
+    @staticmethod
+    def _left_after(todo: tuple[Need, ...], tool: str) -> tuple[Need, ...] | None:
+        """The needs left after a relaxed call of ``tool``, or None when it changes none
+        (:meth:`after` then hands back the caller's own ``todo``, which callers test by
+        identity)."""
         left: list[Need] = []
-        for tools, first in todo:
-            before = dict(first)
-            if tool in tools and not before.get(tool):
+        changed = False
+        for need in todo:
+            tools, first = need
+            if tool in tools and not any(w == tool and ms for w, ms in first):
+                changed = True
                 continue
+            if not any(tool in m for _, ms in first for m in ms):
+                left.append(need)
+                continue
+            changed = True
             rest = []
             for w, ms in first:
                 open_ = tuple(m for m in ms if tool not in m)
                 if open_:
                     rest.append((w, open_))
             left.append((tools, tuple(rest)))
-        shows = self.shows[tool]
-        return (known if shows <= known else known | shows), tuple(left)
+        return tuple(left) if changed else None
 
     def quick(self, known: frozenset[Sort], todo: Sequence[Need]) -> float:
         """A lower bound on the calls that meet every one of ``todo``, without search:
@@ -114,6 +140,9 @@ class Relaxed:
         ready = self._ready.get(known)
         if ready is None:
             ready = self._ready[known] = self._ready_after(known)
+            self._soonest[known] = {}
+        # per tool set: the least calls after which one of its tools can be called
+        soonest_of = self._soonest[known]
         most = 0
         family: list[frozenset[str]] = []
         for tools, first in todo:
@@ -124,7 +153,11 @@ class Relaxed:
                     continue
                 at = float(ready[t])
                 for m in before.get(t, ()):
-                    given = min((ready[u] for u in m if u in ready), default=None)
+                    given = soonest_of.get(m, _UNSEEN)
+                    if given is _UNSEEN:
+                        given = soonest_of[m] = min(
+                            (ready[u] for u in m if u in ready), default=None
+                        )
                     at = float("inf") if given is None else max(at, given + 1)
                 soonest = min(soonest, at)
             if soonest == float("inf"):
@@ -206,7 +239,7 @@ class Relaxed:
             if not self.takes[t] <= known or (t not in named and self.shows[t] <= known):
                 continue
             nxt = self.after(known, todo, t)
-            if nxt[1] == todo and nxt[0] == known:
+            if nxt[1] is todo and nxt[0] is known:
                 continue
             if self._plan_within(nxt[0], nxt[1], calls - 1):
                 return True
