@@ -40,7 +40,7 @@ from graphgen.verify.explicit import (
     task_shortest,
     to_recognise,
 )
-from graphgen.verify.proofs import Prover, prove_task
+from graphgen.verify.proofs import Engine, Prover, prove_task
 from tests.test_fair_proofs import EMAIL_GIVEN, FIND, WALLET_YAML
 from tests.test_fair_proofs import _task as fair_task
 
@@ -685,7 +685,7 @@ def test_z3s_proof_5_is_settled_by_write_sequences_when_they_agree(
     d = load_builtin("retail")
     task = next(t for t in generate(d, 4, 0).tasks if t.id == "retail-0-00003")
 
-    def proofs_of(engine: Any) -> dict[str, Any]:
+    def proofs_of(engine: Engine) -> dict[str, Any]:
         got = certify(d, task, engine=engine)
         assert not isinstance(got, str) and got.certificate is not None, got
         assert got.min_calls < len(task.chain)

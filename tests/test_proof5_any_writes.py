@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.tasks.model import ProofStatus, Task
 from graphgen.tasks.taskset import GenOptions, generate, read_taskset
 from graphgen.verify import proofs as proofs_module
-from graphgen.verify.proofs import Prover
+from graphgen.verify.proofs import Engine, Prover
 
 RETAIL = load_builtin("retail")
+MOCK = load_builtin("mock")
 DATA = Path(__file__).parent / "data"
 
 
@@ -30,8 +32,9 @@ def _candidate(tid: str, n: int) -> Task:
     return got[0]
 
 
-def _prover(task: Task) -> Prover:
-    p = Prover(RETAIL, task)
+def _prover(task: Task, domain: Domain = RETAIL, engine: Engine = "auto") -> Prover:
+    """A prover of ``task`` whose claimed minimum is the proven one, as certify's."""
+    p = Prover(domain, task, engine=engine)
     m = p.find_min_calls(len(task.chain))
     assert isinstance(m, int)
     p.task = task.model_copy(update={"min_calls": m})
@@ -97,13 +100,8 @@ def test_certify_stops_at_the_first_failed_proof() -> None:
     assert failed[0] == "unique_final_state", failed
 
 
-def _proof5(task: Task, domain_name: str, engine: str) -> tuple[ProofStatus, str]:
-    domain = load_builtin(domain_name)
-    p = Prover(domain, task, engine=engine)  # type: ignore[arg-type]
-    m = p.find_min_calls()
-    assert isinstance(m, int)
-    p.task = task.model_copy(update={"min_calls": m})
-    got = p.unique_final_state()
+def _proof5(task: Task, engine: Engine) -> tuple[ProofStatus, str]:
+    got = _prover(task, MOCK, engine).unique_final_state()
     return got.status, got.detail
 
 
@@ -123,14 +121,15 @@ def test_a_minimal_reference_asks_the_claim_without_w_first(
         for t in read_taskset(DATA / "good_mock.jsonl")[1]
         if t.kind == "action" and len(t.chain) == t.min_calls
     )
-    status, detail = _proof5(good, "mock", "auto")
+    status, detail = _proof5(good, "auto")
     assert status is ProofStatus.PROVED and "that length is minimal" in detail, detail
-    status, detail = _proof5(good, "mock", "z3")
+    status, detail = _proof5(good, "z3")
     assert status is ProofStatus.PROVED and "whose writes are among" in detail, detail
     broken = next(
         t for t in read_taskset(DATA / "broken_mock.jsonl")[1] if t.id == "broken-mock-14"
     )
     assert len(broken.chain) == broken.min_calls
-    for engine in ("auto", "z3"):
-        status, detail = _proof5(broken, "mock", engine)
+    engines: list[Engine] = ["auto", "z3"]
+    for engine in engines:
+        status, detail = _proof5(broken, engine)
         assert status is ProofStatus.REFUTED and "ends elsewhere" in detail, (engine, detail)

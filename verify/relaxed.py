@@ -67,8 +67,11 @@ class Relaxed:
         self.tools = list(tools)
         self.takes = {t: frozenset(takes[t]) for t in self.tools}
         self.shows = {t: frozenset(shows[t]) for t in self.tools}
-        self._ready: dict[frozenset[Sort], dict[str, int]] = {}
-        self._soonest: dict[frozenset[Sort], dict[frozenset[str], int | None]] = {}
+        # per known sorts: the least calls before each tool can be called, and per tool
+        # set (filled as asked) before one of its tools can
+        self._ready: dict[
+            frozenset[Sort], tuple[dict[str, int], dict[frozenset[str], int | None]]
+        ] = {}
         self._quick: dict[tuple[frozenset[Sort], tuple[Need, ...]], float] = {}
         self._named: dict[tuple[Need, ...], frozenset[str]] = {}
         # per (known, needs): the longest plan length proven too short (no relaxed plan
@@ -137,12 +140,10 @@ class Relaxed:
         return got
 
     def _bound(self, known: frozenset[Sort], todo: Sequence[Need]) -> float:
-        ready = self._ready.get(known)
-        if ready is None:
-            ready = self._ready[known] = self._ready_after(known)
-            self._soonest[known] = {}
-        # per tool set: the least calls after which one of its tools can be called
-        soonest_of = self._soonest[known]
+        got = self._ready.get(known)
+        if got is None:
+            got = self._ready[known] = (self._ready_after(known), {})
+        ready, soonest_of = got
         most = 0
         family: list[frozenset[str]] = []
         for tools, first in todo:
