@@ -963,19 +963,19 @@ def minimum(
     longest = upto if within is None else min(upto, within)
 
     def unaffordable(
-        work: Iterable[tuple[_Node, list[str]]], cap: int | None, wide: int | None = max_pass_calls
+        work: Iterable[tuple[_Node, list[str]]], cap: int | None, wide: int | None
     ) -> bool:
         """Would a pass making each node's calls of its tools (``work``) make more
         calls than the budget leaves, or than ``wide``? The search would then give up
         inside it after spending all that is left, or spend it on layers that grow too
         fast to end in time: it gives up before it. The calls are counted, not made
         (:meth:`Space.calls_at`), and the count is the same on every machine."""
-        if cap is None and wide is None:
+        limits = [
+            n for n in (None if cap is None else cap - space.calls_run, wide) if n is not None
+        ]
+        if not limits:
             return False
-        left = cap - space.calls_run if cap is not None else None
-        if wide is not None and (left is None or wide < left):
-            left = wide
-        assert left is not None
+        left = min(limits)
         for node, tools in work:
             left -= space.calls_at(node, tools)
             if left < 0:
@@ -1080,7 +1080,7 @@ def minimum(
             for node, whole in zip(layer, ready, strict=True)
             if not whole
         ]
-        if unaffordable(rest, max_calls):
+        if unaffordable(rest, max_calls, max_pass_calls):
             return Minimum(None, None, False, expanded)
         for node, tools in rest:
             if grow(node, tools, depth, nxt, max_calls) is False:
