@@ -277,8 +277,9 @@ def test_a_search_whose_passes_grow_too_wide_gives_up_early() -> None:
 
 def test_calls_are_counted_as_they_would_be_made() -> None:
     """``Space.calls_at`` counts the calls ``children`` makes at a node, through every
-    layer of a retail task whose write may name a target not recognised yet (the
-    counted calls are listed and checked there) as well as tools counted by product."""
+    layer of a retail task whose write may name a target not recognised yet (its
+    values that name such a target are left out of the product) as well as the other
+    tools."""
     d = load_builtin("retail")
     task = next(
         t
@@ -929,6 +930,34 @@ def test_the_forward_bound_keeps_every_shortest_solution() -> None:
             assert space.calls_run <= plain.calls_run, task.id
             compared += 1
     assert compared >= 50
+
+
+def test_the_forward_bound_answers_each_tool_alike_whatever_was_asked_first() -> None:
+    """``Space.useful`` keeps its answers per (known sorts, needs, calls left), tool by
+    tool as they are asked. On the nodes of a search's first layers, one space asked
+    each tool alone answers what another, asked all the tools at once, does; and the
+    node's needs, kept on it, are the same when asked again."""
+    d = load_builtin("airline")
+    task = next(t for t in generate(d, 40, 0).tasks if t.kind == "action" and len(t.chain) >= 6)
+    whole, alone = Prover(d, task)._search_space(), Prover(d, task)._search_space()
+    layer = [whole.root()]
+    kept = dropped = 0
+    for depth in (1, 2, 3):
+        nxt = []
+        for node in layer[:25]:
+            twin = alone.follow(node.chain)
+            assert twin is not None
+            for left in (1, 2, 3, 4, 6):
+                every = whole.useful(node, whole.tools, left)
+                one_by_one = [t for t in alone.tools if alone.useful(twin, [t], left)]
+                assert every == one_by_one, (node.chain, left)
+                assert whole.useful(node, whole.tools, left) == every
+                kept += len(every)
+                dropped += len(whole.tools) - len(every)
+            assert whole._pending_at(node) is node.todo
+            nxt.extend(whole.children(node, depth))
+        layer = nxt
+    assert kept > 100 and dropped > 100  # the bound dropped tools, and kept others
 
 
 def test_which_tools_can_show_an_answer() -> None:

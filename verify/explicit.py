@@ -158,6 +158,8 @@ class _Node:
     # search makes are met before (another order of the same reads), and are dropped
     # on their fingerprint, which needs no knowledge; only a node kept learns
     pending: tuple[Knowledge, Reveal, int] | None = None
+    # what is still to happen here (:meth:`Space._pending_at`), once asked
+    todo: tuple[Need, ...] | None = None
 
     @property
     def know(self) -> Knowledge:
@@ -194,20 +196,36 @@ def moves(
     for name in sorted(domain.tools) if tools is None else tools:
         tool = domain.tools[name]
         options: list[list[tuple[str, Any]]] = []
-        for p in tool.params.values():
+        for pname, sort, optional, _ in param_slots(domain, tool):
             vals: list[tuple[str, Any]] = [
-                (p.name, v)
-                for v in sorted(know.values(param_sort(p)), key=_order)
-                if keep is None or keep(tool, p.name, v)
+                (pname, v)
+                for v in sorted(know.values(sort), key=_order)
+                if keep is None or keep(tool, pname, v)
             ]
-            if isinstance(p.ty, OptT):
-                vals.append((p.name, _OMIT))
+            if optional:
+                vals.append((pname, _OMIT))
             if not vals:
                 break
             options.append(vals)
         else:
             for combo in itertools.product(*options):
                 yield Call(tool=name, args={p: v for p, v in combo if v is not _OMIT})
+
+
+@per_tool
+def param_slots(domain: Domain, tool: ToolDef) -> tuple[tuple[str, Sort, bool, str | None], ...]:
+    """Per parameter of ``tool``, in order: its name, the sort its argument is known at,
+    whether it may be left out, and the entity it names a row of (None if none; an
+    optional id is not one, as :func:`_recognised` reads it)."""
+    return tuple(
+        (
+            p.name,
+            param_sort(p),
+            isinstance(p.ty, OptT),
+            p.ty.entity if isinstance(p.ty, RefT) else None,
+        )
+        for p in tool.params.values()
+    )
 
 
 def call_key(domain: Domain, call: Call) -> str:
@@ -380,6 +398,11 @@ class Space:
         # which values of rows it creates may still be to place
         self._pending: dict[str, tuple[bool, tuple[int, ...], tuple[int, ...]]] = {}
         self._sorts_known: dict[frozenset[tuple[Any, Any]], frozenset[Sort]] = {}
+        # per (known sorts, needs, calls left): whether every tool, or none, can begin
+        # a chain reaching the goal, else each tool's answer as it is asked
+        self._useful: dict[
+            tuple[frozenset[Sort], tuple[Need, ...], int], bool | dict[str, bool]
+        ] = {}
 
     def _writer_needs(self, tool: ToolDef, param: Any, entity: str, value: Any) -> _WriterNeeds:
         """What a call of ``tool`` passing ``value`` as ``param`` (an id of ``entity``)
@@ -498,16 +521,31 @@ class Space:
         # With ``j`` calls enough from here, they are enough after any first call (it
         # only adds to what is known and done): every tool is kept. With ``left`` too
         # few, no tool is. Only with exactly ``left`` does each tool's call count.
-        relaxed = self._relaxed
-        if relaxed.fits(known, pending, left - 1):
+        key = (known, pending, left)
+        verdicts = self._useful.get(key)
+        if verdicts is None:
+            relaxed = self._relaxed
+            if relaxed.fits(known, pending, left - 1):
+                verdicts = True
+            elif not relaxed.fits(known, pending, left):
+                verdicts = False
+            else:
+                verdicts = {}
+            self._useful[key] = verdicts
+        if verdicts is True:
             return list(tools)
-        if not relaxed.fits(known, pending, left):
+        if verdicts is False:
             return []
         out = []
         for t in tools:
-            nxt = relaxed.after(known, pending, t)
-            # a call that changes nothing relaxed leaves what was just found too long
-            if (nxt[0] is not known or nxt[1] is not pending) and relaxed.fits(*nxt, left - 1):
+            ok = verdicts.get(t)
+            if ok is None:
+                nxt = self._relaxed.after(known, pending, t)
+                # a call that changes nothing relaxed leaves what was just found too long
+                ok = verdicts[t] = (
+                    nxt[0] is not known or nxt[1] is not pending
+                ) and self._relaxed.fits(*nxt, left - 1)
+            if ok:
                 out.append(t)
         return out
 
@@ -515,7 +553,10 @@ class Space:
         """What is still to happen at ``node``, each as the tools that can make it happen
         and, per thing it needs first, the tools that can give it (see :meth:`useful`).
         Which goal fields are still to be written, and whether the rows the goal creates
-        may have been made, is worked out once per state."""
+        may have been made, is worked out once per state; the whole once per node (both
+        of a layer's passes ask)."""
+        if node.todo is not None:
+            return node.todo
         got = self._pending.get(node.tables)
         if got is None:
             held, tables = self._held_at(node.tables, node.state), node.state.tables
@@ -549,7 +590,8 @@ class Space:
             v = self._values[i]
             todo.append((v.writers, self._first(node, v.value, v.needs)))
         todo += [(self._showing[i], ()) for i in self._missing(node.answered)]
-        return tuple(todo)
+        node.todo = tuple(todo)
+        return node.todo
 
     def _first(
         self, node: _Node, value: Any, needs: tuple[_WriterNeeds, ...]
@@ -807,24 +849,23 @@ class Space:
     def calls_at(self, node: _Node, tools: Sequence[str]) -> int:
         """How many calls :meth:`children` makes at ``node`` by ``tools`` (with no
         ``allow``), counted without making one: per tool, the product of how many values
-        each parameter can take (those :meth:`_keep_at` leaves); a write that may name a
-        target not recognised yet has its calls listed and checked instead."""
+        each parameter can take (those :meth:`_keep_at` leaves, and for a write that may
+        name a target, none naming one not recognised yet: :func:`_recognised` rules a
+        call out for any one such argument, so the parameters still count apart)."""
         out = 0
         keep = self._keep_at(node)
         for name in tools:
             tool = self.domain.tools[name]
-            if self.picky[name]:
-                out += sum(
-                    _recognised(tool, c, self.recognize, node.seen)
-                    for c in moves(self.domain, node.know, [name], keep)
-                )
-                continue
+            picky = self.picky[name]
             n = 1
-            for p in tool.params.values():
-                vals = node.know.values(param_sort(p))
+            for pname, sort, optional, entity in param_slots(self.domain, tool):
+                vals = node.know.values(sort)
                 if name in self._unary:
-                    vals = [v for v in vals if keep(tool, p.name, v)]
-                n *= len(vals) + isinstance(p.ty, OptT)
+                    vals = [v for v in vals if keep(tool, pname, v)]
+                if picky and entity is not None:
+                    seen = node.seen
+                    vals = [v for v in vals if not _unrecognised(self.recognize, entity, v, seen)]
+                n *= len(vals) + optional
             out += n
         return out
 
@@ -1272,13 +1313,22 @@ def _recognised(
         return True
     for p, v in call.args.items():
         pd = tool.params[p]
-        if not isinstance(pd.ty, RefT):
-            continue
-        for r in recognize:
-            named = r.entity == pd.ty.entity and r.key == v
-            if named and any((f"{e}.{f}", _hashable(x)) not in seen for e, f, x in r.atoms):
-                return False
+        if isinstance(pd.ty, RefT) and _unrecognised(recognize, pd.ty.entity, v, seen):
+            return False
     return True
+
+
+def _unrecognised(
+    recognize: Sequence[Recognition], entity: str, key: Any, seen: frozenset[tuple[str, Any]]
+) -> bool:
+    """Is row ``key`` of ``entity`` a target some value of whose description no output
+    has shown (``seen``)? A write may not name it yet."""
+    for r in recognize:  # loops, not any(): it runs for every call a search makes
+        if r.entity == entity and r.key == key:
+            for e, f, x in r.atoms:
+                if (f"{e}.{f}", _hashable(x)) not in seen:
+                    return True
+    return False
 
 
 @per_tool
