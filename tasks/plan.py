@@ -101,6 +101,11 @@ class Knowledge:
     """
 
     facts: dict[Sort, dict[Any, int]] = field(default_factory=dict)
+    # The sorts whose value dict this knowledge may change in place (None: every one).
+    # A copy shares its original's dicts, and each of the two copies a sort's dict
+    # before it first adds to it: the explicit search makes a copy per node it keeps,
+    # and most calls add values of few sorts, or none.
+    _mine: set[Sort] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_givens(cls, givens: Iterable[Given]) -> Knowledge:
@@ -114,22 +119,38 @@ class Knowledge:
         """Is ``v`` known at sort ``s`` (a given, or revealed by an earlier call)?"""
         return _hashable(v) in self.facts.get(s, {})
 
+    def _own(self, s: Sort) -> dict[Any, int]:
+        """Sort ``s``'s value dict, this knowledge's own to change."""
+        known = self.facts.get(s)
+        if self._mine is None:
+            if known is None:
+                known = self.facts[s] = {}
+            return known
+        if s not in self._mine:
+            known = self.facts[s] = {} if known is None else dict(known)
+            self._mine.add(s)
+        assert known is not None
+        return known
+
     def add(self, s: Sort, v: Any, origin: int) -> None:
-        self.facts.setdefault(s, {}).setdefault(_hashable(v), origin)
+        v = _hashable(v)
+        if v not in self.facts.get(s, ()):
+            self._own(s)[v] = origin
 
     def learn(self, shown: Reveal, origin: int) -> None:
         """Add every fact a call's output ``shown`` reveals, in its order (a value known
         already keeps its origin). One listing can reveal tens of thousands."""
         for s, vals in shown.by_sort:
-            known = self.facts.setdefault(s, {})
+            known = self.facts.get(s, {})
             if len(vals) > 4 * len(known):
                 # a listing: the new values in their order, in C, less the few known
                 add = dict.fromkeys(vals, origin)
                 for v in known:
                     add.pop(v, None)
-                known.update(add)
             else:
-                known.update({v: origin for v in vals if v not in known})
+                add = {v: origin for v in vals if v not in known}
+            if add:
+                self._own(s).update(add)
 
     def origin(self, s: Sort, v: Any) -> int | None:
         return self.facts.get(s, {}).get(_hashable(v))
@@ -141,7 +162,10 @@ class Knowledge:
         return [(s, v) for s, d in self.facts.items() for v in d]
 
     def copy(self) -> Knowledge:
-        return Knowledge({s: dict(d) for s, d in self.facts.items()})
+        """An independent knowledge with the same facts, in time independent of how many
+        values are known: the value dicts are shared until either side adds to one."""
+        self._mine = set()
+        return Knowledge(dict(self.facts), set())
 
 
 def _echoes(tool: ToolDef, s: Sort) -> bool:

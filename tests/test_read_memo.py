@@ -14,7 +14,7 @@ import pytest
 from graphgen.domains import load_builtin
 from graphgen.errors import ToolError
 from graphgen.interp import call_tool
-from graphgen.knowledge import facts_of_result, reveal, shown_cells
+from graphgen.knowledge import Sort, facts_of_result, reveal, shown_cells
 from graphgen.state import State, call_key
 from graphgen.stategen import generate_state
 from graphgen.tablebase import hashable
@@ -121,6 +121,40 @@ def test_learning_a_reveal_keeps_what_was_known_and_adds_in_its_order(known_shar
     assert sum(1 for d in one.facts.values() for o in d.values() if o == 4) == len(
         set(shown.facts) - set(known)
     )
+
+
+def test_a_copy_of_knowledge_and_its_original_learn_apart() -> None:
+    """A copy shares its original's facts until either learns more; what one learns
+    after (a listing, one added value, a new sort) the other does not know, and what
+    both knew keeps its origin in each. A copy of a copy is as independent."""
+    retail = load_builtin("retail")
+    s = generate_state(retail, 0)
+    tool = retail.tools["list_products"]
+    shown = reveal(retail, s, tool, {}, call_tool(retail, s, "list_products", {}))
+    (fs, fv), (gs, gv) = shown.facts[0], shown.facts[-1]
+    base = Knowledge()
+    base.add(fs, fv, -1)
+    before = {k: dict(d) for k, d in base.facts.items()}
+    one = base.copy()
+    base.add(fs, "later in base", 1)  # a sort both hold: each changes its own
+    assert base.knows(fs, "later in base") and not one.knows(fs, "later in base")
+    one.add(fs, "later in one", 3)
+    assert one.knows(fs, "later in one") and not base.knows(fs, "later in one")
+    one.learn(shown, 2)
+    assert one.knows(gs, gv) and not base.knows(gs, gv)
+    assert base.facts == {fs: {**before[fs], "later in base": 1}}
+    assert one.origin(fs, fv) == -1
+    two = one.copy()
+    base.add(gs, "only in base", 0)
+    two.add(gs, "only in two", 5)
+    assert base.knows(gs, "only in base") and not one.knows(gs, "only in base")
+    assert two.knows(gs, "only in two") and not one.knows(gs, "only in two")
+    assert not base.knows(gs, "only in two") and not two.knows(gs, "only in base")
+    new_sort = Sort("field", "Product.nickname")  # a sort none of them knew
+    two.add(new_sort, "fresh", 6)
+    assert not one.knows(new_sort, "fresh") and two.origin(new_sort, "fresh") == 6
+    assert one.values(new_sort) == [] and new_sort not in one.facts
+    assert one.values(gs) == [v for v in two.values(gs) if v != "only in two"]
 
 
 def test_listing_a_fields_values_builds_no_index() -> None:
