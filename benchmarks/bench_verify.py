@@ -20,7 +20,10 @@ the script prints
   generating the state itself taken out and shown apart). Neither should grow with the
   tables: the proofs look only at the rows a chain can reach, and generation reads
   tables through indexes. ``--gen-scales`` measures generation alone at further
-  factors (x1000: the proofs there would take hours), with its ratio to x1;
+  factors (x1000: the proofs there would take hours), with its ratio to x1, and again
+  for as many more tasks on a state already used once: a state's first use builds
+  the indexes its lookups share, work that grows with the tables and is paid once per
+  state, so that second figure is what each task costs on its own;
 * the tool cut: how many of the domain's tools each task's proofs range over, on
   average (:meth:`graphgen.verify.proofs.Prover.tool_set`; every unrolling step encodes
   each one, and the explicit search branches over them);
@@ -58,6 +61,7 @@ from unittest.mock import patch
 
 from graphgen.domain import Domain
 from graphgen.domains import builtin_names, load_builtin
+from graphgen.state import State
 from graphgen.stategen import generate_state
 from graphgen.tasks import taskset
 from graphgen.tasks.expand import GenOptions
@@ -196,21 +200,33 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def candidates(
-    domain: Domain, n: int, seed: int, scale: int = 1
+    domain: Domain,
+    n: int,
+    seed: int,
+    scale: int = 1,
+    on: State | None = None,
+    states: list[State] | None = None,
 ) -> tuple[list[Task], float, float]:
     """``n`` tasks that passed the dry-run gate, every table ``scale`` times its size;
     with the CPU ms of generation per task, the states' own generation taken out (timed
-    where the generator makes them), and the CPU seconds per state."""
+    where the generator makes them), and the CPU seconds per state. With ``on``, every
+    task is drawn on that state instead of generating any (its generation counts 0);
+    ``states`` receives the states generated."""
     sizes = {e: ed.size * scale for e, ed in domain.entities.items()} if scale > 1 else {}
     opts = GenOptions(sizes=sizes)
     made: list[float] = []
 
     def timed_state(*args: Any, **kwargs: Any) -> Any:
+        if on is not None:
+            return on
         c0 = time.process_time()
         try:
-            return generate_state(*args, **kwargs)
+            st = generate_state(*args, **kwargs)
         finally:
             made.append(time.process_time() - c0)
+        if states is not None:
+            states.append(st)
+        return st
 
     c0 = time.process_time()
     with patch.object(taskset, "generate_state", timed_state):
@@ -218,6 +234,27 @@ def candidates(
     total = time.process_time() - c0
     per_task = (total - sum(made)) * 1000 / max(1, len(tasks))
     return tasks, per_task, sum(made) / max(1, len(made))
+
+
+def generation_at(domain: Domain, n: int, seed: int, scale: int) -> dict[str, float]:
+    """Generation CPU ms per task at tables ``scale`` times their size, two ways: on
+    fresh states (``cold``: what a run pays, the first use of each state included), and
+    for ``n`` more tasks (another seed's draws) on the first of those states once used
+    (``warm``). A state's first use builds what later lookups share (equality indexes
+    over its tables, a read's output per state); that work grows with the tables and is
+    done once per state, so ``cold - warm`` over the tasks a state serves is its cost
+    per task, and ``warm`` is what each task costs on its own."""
+    made: list[State] = []
+    tasks, cold, state_s = candidates(domain, n, seed, scale, states=made)
+    warm = candidates(domain, n, seed + 1, scale, on=made[0])[1] if made else cold
+    first_use = (cold - warm) * len(tasks) / max(1, len(made))
+    return {
+        "cold": cold,
+        "warm": warm,
+        "first_use_ms": first_use,
+        "state_s": state_s,
+        "tasks": float(len(tasks)),
+    }
 
 
 def verify_all(
@@ -332,15 +369,21 @@ def bench(
     # would take hours where the generation takes seconds
     out["generation_scaling"] = {}
     if gen_scales:
-        _, base, _ = candidates(domain, scale_n, seed, 1)
+        base = generation_at(domain, scale_n, seed, 1)
         for f in gen_scales:
-            small, gen_f, state_f = candidates(domain, scale_n, seed, f)
+            got = generation_at(domain, scale_n, seed, f)
             out["generation_scaling"][str(f)] = {
-                "gen_ms_per_task": round(gen_f, 1),
-                "vs_x1": round(gen_f / base, 2) if base else None,
-                "x1_gen_ms_per_task": round(base, 1),
-                "state_gen_s": round(state_f, 2),
-                "tasks": len(small),
+                "gen_ms_per_task": round(got["cold"], 1),
+                "vs_x1": round(got["cold"] / base["cold"], 2) if base["cold"] else None,
+                "x1_gen_ms_per_task": round(base["cold"], 1),
+                # the same on a state used once already: each task's own work
+                "warm_ms_per_task": round(got["warm"], 1),
+                "warm_vs_x1": round(got["warm"] / base["warm"], 2) if base["warm"] else None,
+                "x1_warm_ms_per_task": round(base["warm"], 1),
+                # a state's first use, paid once per state: (cold - warm) x its tasks
+                "first_use_ms_per_state": round(got["first_use_ms"]),
+                "state_gen_s": round(got["state_s"], 2),
+                "tasks": int(got["tasks"]),
             }
     return out
 
@@ -404,6 +447,12 @@ def _print(r: dict[str, Any]) -> None:
             f"  generation at x{k:<5} {v['gen_ms_per_task']} ms CPU per task = {v['vs_x1']}x "
             f"x1's {v['x1_gen_ms_per_task']} ms ({v['tasks']} tasks; the state itself "
             f"{v['state_gen_s']} s)"
+        )
+        print(
+            f"    on a used state    {v['warm_ms_per_task']} ms CPU per task = "
+            f"{v['warm_vs_x1']}x x1's {v['x1_warm_ms_per_task']} ms; a state's first use "
+            f"(the indexes its lookups build) about {v['first_use_ms_per_state']} ms, "
+            "once per state"
         )
 
 

@@ -44,7 +44,9 @@ def test_repeat_counts_each_tasks_least_time() -> None:
 
 def test_gen_scales_measure_generation_alone_against_x1() -> None:
     """``--gen-scales 3`` generates ``--scale-n`` tasks on a state three times the size
-    and reports the CPU per task beside x1's and their ratio; no proof runs there."""
+    and reports the CPU per task beside x1's and their ratio; no proof runs there. It
+    does it again for as many tasks of another seed on the first state, once used: that
+    run generates no state."""
     r = _run("--gen-scales", "3", "--scale-n", "6")
     got = r["generation_scaling"]
     assert isinstance(got, dict) and set(got) == {"3"}
@@ -53,6 +55,12 @@ def test_gen_scales_measure_generation_alone_against_x1() -> None:
     gen, x1 = row["gen_ms_per_task"], row["x1_gen_ms_per_task"]
     assert gen > 0 and x1 > 0
     assert abs(row["vs_x1"] - gen / x1) < 0.1  # the figures are rounded to 0.1 ms
+    warm, warm_x1 = row["warm_ms_per_task"], row["x1_warm_ms_per_task"]
+    assert warm > 0 and warm_x1 > 0
+    assert abs(row["warm_vs_x1"] - warm / warm_x1) < 0.1
+    # the first use's cost per state: the two per-task figures apart, times the tasks
+    # (one state holds all six), give or take the rounding
+    assert abs(row["first_use_ms_per_state"] - (gen - warm) * 6) < 2
     assert r["scaling"] == {}  # --scales '': no proofs at other sizes
     assert _run()["generation_scaling"] == {}
 
