@@ -24,8 +24,7 @@ values an output shows, which recognising a described row needs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, NamedTuple, assert_never
 
 from graphgen import ir, strings
 from graphgen.domain import Domain, ParamDef, ToolDef, per_domain
@@ -48,9 +47,12 @@ from graphgen.types import (
 )
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class Sort:
-    """A kind of value an agent can know. ``str(sort)`` is the graph node id."""
+class Sort(NamedTuple):
+    """A kind of value an agent can know. ``str(sort)`` is the graph node id.
+
+    A named tuple, not a dataclass: every fact an agent learns is keyed by its sort, and
+    a tuple hashes and compares in C where a dataclass's ``__hash__`` and ``__eq__`` are
+    Python calls, met millions of times by a search."""
 
     kind: str  # "key" | "field" | "enum" | "free"
     name: str  # "Order" | "User.email" | "Order.status" | "int"
