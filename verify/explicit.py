@@ -521,10 +521,9 @@ class Space:
         # With ``j`` calls enough from here, they are enough after any first call (it
         # only adds to what is known and done): every tool is kept. With ``left`` too
         # few, no tool is. Only with exactly ``left`` does each tool's call count.
-        key = (known, pending, left)
+        relaxed, key = self._relaxed, (known, pending, left)
         verdicts = self._useful.get(key)
         if verdicts is None:
-            relaxed = self._relaxed
             if relaxed.fits(known, pending, left - 1):
                 verdicts = True
             elif not relaxed.fits(known, pending, left):
@@ -540,11 +539,11 @@ class Space:
         for t in tools:
             ok = verdicts.get(t)
             if ok is None:
-                nxt = self._relaxed.after(known, pending, t)
+                nxt = relaxed.after(known, pending, t)
                 # a call that changes nothing relaxed leaves what was just found too long
-                ok = verdicts[t] = (
-                    nxt[0] is not known or nxt[1] is not pending
-                ) and self._relaxed.fits(*nxt, left - 1)
+                ok = verdicts[t] = (nxt[0] is not known or nxt[1] is not pending) and relaxed.fits(
+                    *nxt, left - 1
+                )
             if ok:
                 out.append(t)
         return out
