@@ -293,14 +293,13 @@ class State:
         hits = base.index(field, decimal).get(value, ())
         if not dirty:
             return hits
-        table = self.tables[entity]
-        out = [k for k in hits if k not in dirty]
-        for k in dirty:
-            row = table.get(k)
-            if row is not None and field_value(row[field], decimal) == value:
-                out.append(k)
-        out.sort()
-        return out
+        return _amended(
+            hits,
+            dirty,
+            base.rows,
+            self.tables[entity],
+            lambda row: field_value(row[field], decimal) == value,
+        )
 
     def indexed(self, entity: str, field: str, decimal: bool = False) -> bool:
         """Does :meth:`keys_where` on ``entity.field`` answer from an index built already
@@ -314,11 +313,7 @@ class State:
         hits = base.holding(field, item)
         if not dirty:
             return hits
-        table = self.tables[entity]
-        out = [k for k in hits if k not in dirty]
-        out.extend(k for k in dirty if k in table and item in table[k][field])
-        out.sort()
-        return out
+        return _amended(hits, dirty, base.rows, self.tables[entity], lambda row: item in row[field])
 
     def refs_exist(self, entity: str, field: str, target: str) -> bool:
         """Does ``field`` of every row of ``entity`` name an existing row of ``target``
@@ -499,6 +494,33 @@ class SharedForms(Generic[_V]):
 
 # The states State.from_dict read (extra key: the int-keyed tables a domain names).
 _READ: SharedForms[State] = SharedForms(8)
+
+
+def _amended(
+    hits: Sequence[Any],
+    dirty: Iterable[Any],
+    before: Table,
+    now: Table,
+    holds: Callable[[Row], bool],
+) -> Sequence[Any]:
+    """``hits`` (the keys, in order, of the base rows ``before`` that ``holds``) as they
+    are on the table ``now``: the written keys (``dirty``) whose row held and no longer
+    does left out, those whose row holds and did not added. Only the few written rows are
+    looked at: on a state copied from a large one, a lookup that hits thousands of rows
+    would otherwise rebuild that list after every write to the table."""
+    gone, extra = [], []
+    for k in dirty:
+        row = before.get(k)
+        was = row is not None and holds(row)
+        row = now.get(k)
+        if row is not None and holds(row):
+            if not was:
+                extra.append(k)
+        elif was:
+            gone.append(k)
+    if not gone and not extra:
+        return hits
+    return OrderedView(tuple(hits), hits, _same, gone, extra)
 
 
 def _same(k: Any) -> Any:

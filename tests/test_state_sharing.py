@@ -6,7 +6,7 @@ state read from a dict, can be changed through another."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from decimal import Decimal
 from typing import Any
@@ -78,6 +78,14 @@ def _rebase_at(n: int) -> Iterator[None]:
         yield
 
 
+def _same_keys(got: Sequence[Any], want: list[Any]) -> None:
+    """A lookup's answer is ``want`` however it is read: iterated, by index, by
+    membership (an answer amended by writes is a view over the base's keys)."""
+    assert list(got) == want and len(got) == len(want)
+    assert [got[i] for i in range(len(want))] == want
+    assert [k for k in KEYS if k in got] == [k for k in KEYS if k in want]
+
+
 def _check(s: State, model: dict[str, dict[str, Any]]) -> None:
     """Every read of ``s`` agrees with a plain scan of ``model``."""
     assert s.tables["T"] == model
@@ -92,15 +100,15 @@ def _check(s: State, model: dict[str, dict[str, Any]]) -> None:
         assert view.rank(k) == (order.index(k) if k in model else None)  # type: ignore[attr-defined]
     for f, values in (("a", A_VALUES), ("b", B_VALUES)):
         for v in [*values, "absent"]:
-            assert list(s.keys_where("T", f, v)) == [k for k in order if model[k][f] == v]
+            _same_keys(s.keys_where("T", f, v), [k for k in order if model[k][f] == v])
         want = sorted({r[f] for r in model.values()} - {None}, key=repr)
         assert list(s.field_values("T", f)) == want
     for item in ["p", "q", "r", "s"]:
         want_l = [k for k in order if item in model[k]["l"]]
-        assert list(s.keys_holding("T", "l", item)) == want_l
+        _same_keys(s.keys_holding("T", "l", item), want_l)
     for x in ["0.5", "1.5", "1.50", "2"]:
         got = s.keys_where("T", "d", Decimal(x), decimal=True)
-        assert list(got) == [k for k in order if Decimal(model[k]["d"]) == Decimal(x)]
+        _same_keys(got, [k for k in order if Decimal(model[k]["d"]) == Decimal(x)])
     assert s.to_dict()["tables"]["T"] == {k: model[k] for k in order}
     assert s.json_form() == s.to_dict()
 
