@@ -936,12 +936,14 @@ def test_the_forward_bound_answers_each_tool_alike_whatever_was_asked_first() ->
     """``Space.useful`` keeps its answers per (known sorts, needs, calls left), tool by
     tool as they are asked. On the nodes of a search's first layers, one space asked
     each tool alone answers what another, asked all the tools at once, does; and the
-    node's needs, kept on it, are the same when asked again."""
+    node's needs, kept on it and shared with nodes alike, are the same when asked again
+    and what the node would get alone."""
     d = load_builtin("airline")
     task = next(t for t in generate(d, 40, 0).tasks if t.kind == "action" and len(t.chain) >= 6)
     whole, alone = Prover(d, task)._search_space(), Prover(d, task)._search_space()
     layer = [whole.root()]
     kept = dropped = 0
+    asked: list[Any] = []
     for depth in (1, 2, 3):
         nxt = []
         for node in layer[:25]:
@@ -955,9 +957,16 @@ def test_the_forward_bound_answers_each_tool_alike_whatever_was_asked_first() ->
                 kept += len(every)
                 dropped += len(whole.tools) - len(every)
             assert whole._pending_at(node) is node.todo
+            # needs shared with a node alike are the ones this node alone would get
+            shared, memo = node.todo, whole._todos
+            node.todo, whole._todos = None, {}
+            assert whole._pending_at(node) == shared, node.chain
+            node.todo, whole._todos = shared, memo
+            asked.append(node)
             nxt.extend(whole.children(node, depth))
         layer = nxt
     assert kept > 100 and dropped > 100  # the bound dropped tools, and kept others
+    assert len({id(n.todo) for n in asked}) < len(asked)  # some nodes shared their needs
 
 
 def test_which_tools_can_show_an_answer() -> None:

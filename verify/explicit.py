@@ -398,6 +398,9 @@ class Space:
         # which values of rows it creates may still be to place
         self._pending: dict[str, tuple[bool, tuple[int, ...], tuple[int, ...]]] = {}
         self._sorts_known: dict[frozenset[tuple[Any, Any]], frozenset[Sort]] = {}
+        # per (the goal's part at a state, known values, seen values, answers shown):
+        # what is still to happen (:meth:`_pending_at`)
+        self._todos: dict[tuple[Any, ...], tuple[Need, ...]] = {}
         # per (known sorts, needs, calls left): whether every tool, or none, can begin
         # a chain reaching the goal, else each tool's answer as it is asked
         self._useful: dict[
@@ -553,7 +556,8 @@ class Space:
         and, per thing it needs first, the tools that can give it (see :meth:`useful`).
         Which goal fields are still to be written, and whether the rows the goal creates
         may have been made, is worked out once per state; the whole once per node (both
-        of a layer's passes ask)."""
+        of a layer's passes ask), and once for all nodes alike in that, in the values
+        they know and have seen and in the answers shown."""
         if node.todo is not None:
             return node.todo
         got = self._pending.get(node.tables)
@@ -580,17 +584,23 @@ class Space:
                 and (v.entity not in made if v.change is None else v.change in unwritten)
             )
             got = self._pending[node.tables] = (held, unwritten, unmade)
-        held, unwritten, unmade = got
-        todo: list[Need] = [] if held else [(frozenset(self.goal_writes), ())]
-        for i in unwritten:
-            f = self._field_changes[i]
-            todo.append((f.writers, self._first(node, f.key, f.needs)))
-        for i in unmade:
-            v = self._values[i]
-            todo.append((v.writers, self._first(node, v.value, v.needs)))
-        todo += [(self._showing[i], ()) for i in self._missing(node.answered)]
-        node.todo = tuple(todo)
-        return node.todo
+        # Nodes alike in these share their needs, as the same tuple: the forward
+        # bound's answers are keyed by it, and a key met again then compares by identity.
+        key = (got, node.facts, node.seen, node.answered)
+        done = self._todos.get(key)
+        if done is None:
+            held, unwritten, unmade = got
+            todo: list[Need] = [] if held else [(frozenset(self.goal_writes), ())]
+            for i in unwritten:
+                f = self._field_changes[i]
+                todo.append((f.writers, self._first(node, f.key, f.needs)))
+            for i in unmade:
+                v = self._values[i]
+                todo.append((v.writers, self._first(node, v.value, v.needs)))
+            todo += [(self._showing[i], ()) for i in self._missing(node.answered)]
+            done = self._todos[key] = tuple(todo)
+        node.todo = done
+        return done
 
     def _first(
         self, node: _Node, value: Any, needs: tuple[_WriterNeeds, ...]

@@ -83,6 +83,7 @@ class Relaxed:
         # per (needs, tool): the needs a relaxed call of the tool leaves; the searches
         # and the forward bound ask the same few pairs at most of their nodes
         self._left: dict[tuple[tuple[Need, ...], str], tuple[Need, ...] | None] = {}
+        self._rank: dict[frozenset[str], tuple[int, tuple[str, ...]]] = {}
 
     def after(
         self, known: frozenset[Sort], todo: Sequence[Need], tool: str
@@ -171,11 +172,19 @@ class Relaxed:
                 family.extend(common or [frozenset().union(*(m for _, ms in first for m in ms))])
         taken: set[str] = set()
         apart = 0
-        for tools in sorted(set(family), key=lambda m: (len(m), sorted(m))):
+        for tools in sorted(set(family), key=self._smallest_first):
             if not tools & taken:
                 taken |= tools
                 apart += 1
         return max(most, apart)
+
+    def _smallest_first(self, tools: frozenset[str]) -> tuple[int, tuple[str, ...]]:
+        """The order :meth:`_bound` picks tool sets in: smallest first, then by name
+        (kept per set: the same few sets come up at most of a search's nodes)."""
+        got = self._rank.get(tools)
+        if got is None:
+            got = self._rank[tools] = (len(tools), tuple(sorted(tools)))
+        return got
 
     def _ready_after(self, known: frozenset[Sort]) -> dict[str, int]:
         """Per tool, the least calls after which all its required arguments' sorts can

@@ -86,7 +86,7 @@ from graphgen.state import State
 from graphgen.strings import TEXT_OPS
 from graphgen.strings import apply as str_apply
 from graphgen.today import today_of_state
-from graphgen.types import DATE, STR, ListT, MapT, OptT, RecordT, RefT, RowT, Ty, strip_opt
+from graphgen.types import DATE, STR, ListT, MapT, OptT, PrimT, RecordT, RefT, RowT, Ty, strip_opt
 
 # (field, is a list field); field "#key" is the key, "r>g" field g behind reference r
 Selector = tuple[str, bool]
@@ -104,7 +104,11 @@ _BIG = 512
 
 def _stringish(t: Ty) -> bool:
     t = strip_opt(t)  # None is no string: an optional value's strings are its present ones
-    return t in (STR, DATE) or isinstance(t, RefT)
+    # by class and name: ``t in (STR, DATE)`` ran the dataclass's __eq__ twice per call
+    return isinstance(t, RefT) or (isinstance(t, PrimT) and t.name in _STRINGISH)
+
+
+_STRINGISH = frozenset({STR.name, DATE.name})
 
 
 def _atom(v: object) -> TypeGuard[Any]:
