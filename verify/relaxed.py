@@ -67,10 +67,16 @@ class Relaxed:
         self.tools = list(tools)
         self.takes = {t: frozenset(takes[t]) for t in self.tools}
         self.shows = {t: frozenset(shows[t]) for t in self.tools}
-        # per known sorts: the least calls before each tool can be called, and per tool
-        # set (filled as asked) before one of its tools can
+        # per known sorts: the least calls before each tool can be called, per tool set
+        # (filled as asked) before one of its tools can, and each need's part of the
+        # bound (:meth:`_need_bound`)
         self._ready: dict[
-            frozenset[Sort], tuple[dict[str, int], dict[frozenset[str], int | None]]
+            frozenset[Sort],
+            tuple[
+                dict[str, int],
+                dict[frozenset[str], int | None],
+                dict[Need, tuple[int | None, tuple[frozenset[str], ...]]],
+            ],
         ] = {}
         self._quick: dict[tuple[frozenset[Sort], tuple[Need, ...]], float] = {}
         self._named: dict[tuple[Need, ...], frozenset[str]] = {}
@@ -143,33 +149,21 @@ class Relaxed:
     def _bound(self, known: frozenset[Sort], todo: Sequence[Need]) -> float:
         got = self._ready.get(known)
         if got is None:
-            got = self._ready[known] = (self._ready_after(known), {})
-        ready, soonest_of = got
+            got = self._ready[known] = (self._ready_after(known), {}, {})
+        ready, soonest_of, per_need = got
         most = 0
         family: list[frozenset[str]] = []
-        for tools, first in todo:
-            before = dict(first)
-            soonest = float("inf")
-            for t in tools:
-                if t not in ready:
-                    continue
-                at = float(ready[t])
-                for m in before.get(t, ()):
-                    given = soonest_of.get(m, _UNSEEN)
-                    if given is _UNSEEN:
-                        given = soonest_of[m] = min(
-                            (ready[u] for u in m if u in ready), default=None
-                        )
-                    at = float("inf") if given is None else max(at, given + 1)
-                soonest = min(soonest, at)
-            if soonest == float("inf"):
-                return soonest
-            most = max(most, int(soonest) + 1)
-            family.append(tools)
-            # what every one of its tools needs first is needed, whichever makes it
-            if all(before.get(t) for t in tools):
-                common = set.intersection(*(set(before[t]) for t in tools))
-                family.extend(common or [frozenset().union(*(m for _, ms in first for m in ms))])
+        for need in todo:
+            # a need's part depends on what is known alone, and most needs come again
+            # in the next node's list, beside the one a call met
+            one = per_need.get(need)
+            if one is None:
+                one = per_need[need] = self._need_bound(need, ready, soonest_of)
+            soonest, sets = one
+            if soonest is None:
+                return float("inf")
+            most = max(most, soonest + 1)
+            family += sets
         taken: set[str] = set()
         apart = 0
         for tools in sorted(set(family), key=self._smallest_first):
@@ -177,6 +171,35 @@ class Relaxed:
                 taken |= tools
                 apart += 1
         return max(most, apart)
+
+    @staticmethod
+    def _need_bound(
+        need: Need, ready: Mapping[str, int], soonest_of: dict[frozenset[str], int | None]
+    ) -> tuple[int | None, tuple[frozenset[str], ...]]:
+        """One need's part of :meth:`_bound`, given the least calls before each tool can
+        be called (``ready``): the least calls before a call can meet it (None: never),
+        and the tool sets that must each have a call of their own."""
+        tools, first = need
+        before = dict(first)
+        soonest: float = float("inf")
+        for t in tools:
+            if t not in ready:
+                continue
+            at = float(ready[t])
+            for m in before.get(t, ()):
+                given = soonest_of.get(m, _UNSEEN)
+                if given is _UNSEEN:
+                    given = soonest_of[m] = min((ready[u] for u in m if u in ready), default=None)
+                at = float("inf") if given is None else max(at, given + 1)
+            soonest = min(soonest, at)
+        if soonest == float("inf"):
+            return None, ()
+        sets = [tools]
+        # what every one of its tools needs first is needed, whichever makes it
+        if all(before.get(t) for t in tools):
+            common = set.intersection(*(set(before[t]) for t in tools))
+            sets.extend(common or [frozenset().union(*(m for _, ms in first for m in ms))])
+        return int(soonest), tuple(sets)
 
     def _smallest_first(self, tools: frozenset[str]) -> tuple[int, tuple[str, ...]]:
         """The order :meth:`_bound` picks tool sets in: smallest first, then by name
