@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from graphgen import ir
 from graphgen.domain import Domain
 from graphgen.domains import load_builtin
 from graphgen.errors import ToolError
@@ -1014,6 +1015,51 @@ def test_which_parameter_puts_a_value_in_a_field() -> None:
     assert _puts(pay, "Order", "payment_method_id", None).name == "payment_method_id"
     assert _puts(pay, "PaymentMethod", "balance", None) is None  # two effects, -= and +=
     assert _puts(d.tools["return_delivered_order"], "Order", "status", None) is None
+    # an item change takes the old member out and appends the new: whatever place the
+    # new one ends up in, it came from that parameter; a write that only takes members
+    # out puts none in
+    swap = d.tools["modify_pending_order_item"]
+    assert {e.effect.op for e in swap.effects if isinstance(e.effect, ir.ListEdit)} == {
+        "append",
+        "remove",
+    }
+    assert _puts(swap, "Order", "items", 0).name == "new_item_id"
+    assert _puts(swap, "Order", "items", 3).name == "new_item_id"
+    assert _puts(swap, "Order", "items", None) is None  # a list member, not the whole
+
+
+def test_an_item_swapped_into_an_order_needs_its_id_known_and_its_description_shown() -> None:
+    """An item change in a pending order: the new item is a member of the order's list
+    that only the change's ``new_item_id`` can put there, so it must be known and its
+    description shown first (:meth:`Space._placed` counts it); the members the order
+    held already need nothing. The forward bound at the root then counts the reads that
+    show the new item, and it stays at most the proven minimum."""
+    d = load_builtin("retail")
+    checked = 0
+    for task in generate(d, 60, 0).tasks:
+        if [c.tool for c in task.chain if d.tools[c.tool].is_write] != [
+            "modify_pending_order_item"
+        ]:
+            continue
+        prover = Prover(d, task)
+        space, witness = prover._search_space(), prover.witness()
+        swap = task.chain[-1] if task.chain[-1].tool == "modify_pending_order_item" else None
+        assert swap is not None and witness is not None
+        new, old = swap.args["new_item_id"], swap.args["item_id"]
+        order = space.initial.tables["Order"][swap.args["order_id"]]
+        placed = [v for v in space._values if v.entity == "Order" and v.field == "items"]
+        assert [v.value for v in placed] == [new], (task.id, placed)
+        assert old in order["items"] and all(v.value not in order["items"] for v in placed)
+        (need,) = [n for n in placed[0].needs if n[0] == "modify_pending_order_item"]
+        assert need[1] is not None and need[1][0] == Sort("key", "Item")
+        assert need[2], "the new item is described, so its description must be shown"
+        root = space.root()
+        known = frozenset(s for s, _ in root.facts)
+        bound = next(j for j in range(20) if space._relaxed.fits(known, space._pending_at(root), j))
+        minimum = prover.explicit_minimum()
+        assert bound >= 6 and (minimum is None or bound <= minimum.min_calls), (task.id, bound)
+        checked += 1
+    assert checked >= 2
 
 
 def test_an_order_placed_needs_its_item_and_payment_known_until_one_is_made() -> None:

@@ -439,13 +439,16 @@ class Space:
         rows the state holds, each with the tools that can write its field and what a
         call putting it there from an argument needs first (:class:`_ValueNeed`)."""
         out: list[_ValueNeed] = []
+        row = None if change is None else self.initial.tables.get(entity, {}).get(key)
         for name, held in sorted(after.items()):
             values = held if isinstance(held, list) else [held]
             writers = [
                 t for t in tool_defs if FieldRef(entity, name) in cells_written(self.domain, t)
             ]
+            # a member an existing row's list holds already need not be put there
+            had = row.get(name) if row is not None and isinstance(held, list) else None
             for at, value in enumerate(values):
-                if not _is_hashable(value):
+                if not _is_hashable(value) or (isinstance(had, list) and value in had):
                     continue
                 needs: list[_WriterNeeds] = []
                 for t in writers:
@@ -1453,20 +1456,26 @@ def _puts(tool: ToolDef, entity: str, field: str, at: int | None) -> Any:
     plain assignment, or a create, whose list member ``at`` it may be), and it has no
     default; else None, the value may come from anywhere."""
     writing = [
-        st.effect for st in tool.effects if FieldRef(entity, field) in effect_writes(st.effect)
+        st.effect
+        for st in tool.effects
+        if FieldRef(entity, field) in effect_writes(st.effect)
+        # taking a member out puts none in
+        and not (isinstance(st.effect, ir.ListEdit) and st.effect.op == "remove")
     ]
     if len(writing) != 1:
         return None
     match writing[0]:
         case ir.Create(entity=e, values=values) if e == entity:
             expr: ir.Expr | None = dict(values).get(field)
+            if at is not None:
+                items = expr.items if isinstance(expr, ir.ListLit) else ()
+                expr = items[at] if at < len(items) else None
         case ir.Assign(op="=", value=value) if at is None:
             expr = value
+        case ir.ListEdit(op="append", value=value) if at is not None:
+            expr = value  # the one member it adds, wherever the list has it in the end
         case _:
             return None
-    if at is not None:
-        items = expr.items if isinstance(expr, ir.ListLit) else ()
-        expr = items[at] if at < len(items) else None
     param = tool.params.get(expr.name) if isinstance(expr, ir.Var) else None
     # a parameter left out takes its default, which the agent need not have known
     return param if param is not None and not param.has_default else None
