@@ -571,6 +571,63 @@ def test_a_long_witness_gets_a_larger_budget(monkeypatch: pytest.MonkeyPatch) ->
     assert _verdict(short) == _verdict(long)
 
 
+def test_a_search_that_gave_up_looks_for_a_chain_shorter_than_the_witness(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Retail's one-item changes read the item, its product and the product's variants
+    where two searches by name and colour show as much, so their witness is one call
+    longer than the minimum, and the search bounded by it gives up. Searched again for a
+    chain one call shorter, the search ends with the minimum z3 proves, and certify's
+    verdict is z3's. Where no shorter chain exists, that second search answers nothing:
+    it is not read as "no chain at all"."""
+    d = load_builtin("retail")
+    longest = proofs_module.SHORTER_FROM
+    shorter = None
+    for task in generate(d, 40, 0).tasks:
+        if task.kind != "action":
+            continue
+        prover = Prover(d, task)
+        known = prover.witness()
+        if known is None or len(known) < longest:
+            continue
+        found = prover.explicit_minimum()
+        if found is not None and found.min_calls == len(known) - 1:
+            shorter = task
+            break
+    assert shorter is not None
+    z3_min = Prover(d, shorter, engine="z3").find_min_calls(len(shorter.chain))
+    prover = Prover(d, shorter)
+    found = prover.explicit_minimum()
+    known = prover.witness()
+    assert found is not None and known is not None and found.chain is not None
+    assert found.min_calls == z3_min == len(known) - 1 == len(found.chain)
+    assert found.writes  # every minimal solution's writes, for proof 5
+    _verdicts_agree(d, shorter)
+    # without the second search, the first gives up and z3 answers
+    monkeypatch.setattr(proofs_module, "SHORTER_FROM", 10**6)
+    assert Prover(d, shorter).explicit_minimum() is None
+    # a task whose minimum is its witness's length: the search bounded one call below
+    # it ends with no chain (the forward bound leaves no call to make), which says
+    # nothing about longer chains, so the second search says it did not decide
+    airline = load_builtin("airline")
+    same = next(
+        t
+        for t in generate(airline, 40, 0).tasks
+        if (w := Prover(airline, t).witness()) is not None and len(w) >= longest
+    )
+    other = Prover(airline, same)
+    other_known = other.witness()
+    assert other_known is not None
+    proven = certify(airline, same)
+    assert not isinstance(proven, str) and proven.min_calls == len(other_known)
+    bounded = minimum(
+        Prover(airline, same)._search_space(), other.horizon, within=len(other_known) - 1
+    )
+    assert bounded.complete and bounded.min_calls is None
+    again = other._shorter_than(len(other_known))
+    assert not again.complete and again.min_calls is None
+
+
 def test_the_search_and_the_encoding_share_one_slice(monkeypatch: pytest.MonkeyPatch) -> None:
     """When the explicit search gives up, z3's unrolling of the same depth starts from the
     slice the search ran on: the value-flow analysis runs once per task, not twice."""

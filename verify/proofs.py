@@ -138,6 +138,12 @@ LONG_EXPLICIT_CALLS = 10_000
 #: layer and would need ~50,000 calls (2-9 s) to end, so they give up before those
 #: passes, having spent what they did under the old budget of 4,000.
 PASS_CALLS = 3_000
+#: A task whose witness has at least this many calls, and whose explicit search gave up,
+#: is searched once more for a chain one call shorter (:meth:`Prover._shorter_than`):
+#: a reference that reads an item's details, its product and the product's variants,
+#: where two searches by name and colour show the same, is one call longer than the
+#: minimum, and a search bounded one call tighter ends where the first could not.
+SHORTER_FROM = 7
 #: Calls beyond :data:`EXPLICIT_CALLS` the explicit search's pass at the witness's
 #: length may make: it meets the goal there and only tests calls' outcomes (see
 #: :func:`~graphgen.verify.explicit.minimum`), so its work is linear in the count.
@@ -592,8 +598,30 @@ class Prover:
                     witness_pass_calls=WITNESS_PASS_CALLS,
                     max_pass_calls=PASS_CALLS if self.engine == "auto" else None,
                 )
+                if not got.complete and known is not None and len(known) >= SHORTER_FROM:
+                    got = self._shorter_than(len(known))
                 self._minimum = got if got.complete else None
         return self._minimum
+
+    def _shorter_than(self, u: int) -> Minimum:
+        """The explicit search again, for a chain shorter than the witness's ``u`` calls,
+        after the search bounded by ``u`` gave up (engine "auto" only): the shortest
+        chain and every write of such chains when there is one, else an incomplete
+        answer. Each depth then has one call fewer left, which the forward bound cuts
+        by; where the minimum is below the witness, this search can end where the
+        other could not. It gets a budget of its own, and the calls it makes are those
+        the search's later questions are counted from."""
+        space = self._search_space()
+        space.calls_run = 0
+        got = minimum(
+            space,
+            self.horizon,
+            max_calls=self._max_calls,
+            within=u - 1,
+            witness_pass_calls=WITNESS_PASS_CALLS,
+            max_pass_calls=PASS_CALLS,
+        )
+        return got if got.min_calls is not None else Minimum(None, None, False, got.nodes)
 
     def witness(self) -> list[Call] | None:
         """A short chain that reaches the goal, run by the interpreter under the agent's
