@@ -598,7 +598,12 @@ class Prover:
                     witness_pass_calls=WITNESS_PASS_CALLS,
                     max_pass_calls=PASS_CALLS if self.engine == "auto" else None,
                 )
-                if not got.complete and known is not None and len(known) >= SHORTER_FROM:
+                if (
+                    not got.complete
+                    and self.engine == "auto"
+                    and known is not None
+                    and len(known) >= SHORTER_FROM
+                ):
                     got = self._shorter_than(len(known))
                 self._minimum = got if got.complete else None
         return self._minimum
