@@ -582,7 +582,7 @@ def test_a_search_that_gave_up_looks_for_a_chain_shorter_than_the_witness(
     it is not read as "no chain at all"."""
     d = load_builtin("retail")
     longest = proofs_module.SHORTER_FROM
-    shorter = None
+    shorter = known = found = None
     for task in generate(d, 40, 0).tasks:
         if task.kind != "action":
             continue
@@ -594,12 +594,9 @@ def test_a_search_that_gave_up_looks_for_a_chain_shorter_than_the_witness(
         if found is not None and found.min_calls == len(known) - 1:
             shorter = task
             break
-    assert shorter is not None
+    assert shorter is not None and known is not None
+    assert found is not None and found.chain is not None
     z3_min = Prover(d, shorter, engine="z3").find_min_calls(len(shorter.chain))
-    prover = Prover(d, shorter)
-    found = prover.explicit_minimum()
-    known = prover.witness()
-    assert found is not None and known is not None and found.chain is not None
     assert found.min_calls == z3_min == len(known) - 1 == len(found.chain)
     assert found.writes  # every minimal solution's writes, for proof 5
     _verdicts_agree(d, shorter)
@@ -1100,8 +1097,8 @@ def test_an_item_swapped_into_an_order_needs_its_id_known_and_its_description_sh
             continue
         prover = Prover(d, task)
         space, witness = prover._search_space(), prover.witness()
-        swap = task.chain[-1] if task.chain[-1].tool == "modify_pending_order_item" else None
-        assert swap is not None and witness is not None
+        (swap,) = [c for c in task.chain if c.tool == "modify_pending_order_item"]
+        assert witness is not None
         new, old = swap.args["new_item_id"], swap.args["item_id"]
         order = space.initial.tables["Order"][swap.args["order_id"]]
         placed = [v for v in space._values if v.entity == "Order" and v.field == "items"]
