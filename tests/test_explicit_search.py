@@ -531,7 +531,8 @@ def test_every_minimal_solutions_writes_are_collected() -> None:
 
 def test_auto_falls_back_to_z3_past_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a budget of no calls the explicit search gives up and z3 answers: same
-    verdict, and the certificate says which engine answered."""
+    verdict, and the certificate says which engine answered. Proof 3 may still be the
+    search's: before giving up it searched the depths below the short mock witness."""
     d = load_builtin("mock")
     task = next(t for t in generate(d, 10, 0).tasks if t.kind == "action")
     small = certify(d, task)
@@ -542,7 +543,8 @@ def test_auto_falls_back_to_z3_past_its_budget(monkeypatch: pytest.MonkeyPatch) 
     big = certify(d, task)
     assert not isinstance(big, str) and big.certificate is not None
     details = {p.name: p.detail for p in big.certificate.proofs}
-    assert "explicit search" not in details["min_calls"]
+    assert "suffice (explicit search" not in details["min_calls"]
+    assert "explicit search" not in details["unique_final_state"]
     assert "z3 agrees" in details["reference_chain"]
     assert big.min_calls == small.min_calls
     assert [p.status for p in big.certificate.proofs] == [
@@ -553,7 +555,9 @@ def test_auto_falls_back_to_z3_past_its_budget(monkeypatch: pytest.MonkeyPatch) 
 def test_a_long_witness_gets_a_larger_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """An airline task whose witness has 8 calls (a reservation cancelled): its search
     ends past the usual budget and within the long one, so the explicit search answers
-    it; held to the usual budget, z3 does, with the same verdict and minimum."""
+    it; held to the usual budget, z3 does, with the same verdict and minimum (proof 3
+    aside: the second search, one call below the witness, searched every depth below
+    it before giving up, so the witness is minimal by the search)."""
     d = load_builtin("airline")
     task = next(t for t in generate(d, 44, 0).tasks if t.id == "airline-0-00043")
     known = Prover(d, task).witness()
@@ -565,9 +569,9 @@ def test_a_long_witness_gets_a_larger_budget(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(proofs_module, "LONG_EXPLICIT_CALLS", proofs_module.EXPLICIT_CALLS)
     short = certify(d, task)
     assert not isinstance(short, str) and short.certificate is not None
-    assert (
-        "explicit search" not in {p.name: p.detail for p in short.certificate.proofs}["min_calls"]
-    )
+    details = {p.name: p.detail for p in short.certificate.proofs}
+    assert "explicit search" not in details["unique_final_state"]
+    assert details["min_calls"].startswith(f"no chain below {short.min_calls} calls (explicit")
     assert _verdict(short) == _verdict(long)
 
 
@@ -605,7 +609,7 @@ def test_a_search_that_gave_up_looks_for_a_chain_shorter_than_the_witness(
     assert Prover(d, shorter).explicit_minimum() is None
     # a task whose minimum is its witness's length: the search bounded one call below
     # it ends with no chain (the forward bound leaves no call to make), which says
-    # nothing about longer chains, so the second search says it did not decide
+    # nothing about longer chains: not "no chain at all", only none that short
     airline = load_builtin("airline")
     same = next(
         t
@@ -620,9 +624,83 @@ def test_a_search_that_gave_up_looks_for_a_chain_shorter_than_the_witness(
     bounded = minimum(
         Prover(airline, same)._search_space(), other.horizon, within=len(other_known) - 1
     )
-    assert bounded.complete and bounded.min_calls is None
+    assert not bounded.complete and bounded.min_calls is None
+    assert bounded.none_within == len(other_known) - 1
     again = other._shorter_than(len(other_known))
     assert not again.complete and again.min_calls is None
+    assert again.none_within == len(other_known) - 1
+
+
+def test_a_search_that_gives_up_says_how_deep_it_searched() -> None:
+    """A search out of budget has searched every layer above the one it stopped in, and
+    no chain that short reaches the goal: over budgets from none to enough, the depth
+    it reports stays below the minimum and grows with the budget. Bounded below the
+    minimum (``within``), it reports that bound, never "no chain at all"."""
+    d = load_builtin("airline")
+    task = next(
+        t
+        for t in generate(d, 40, 0).tasks
+        if t.kind == "action" and (w := Prover(d, t).witness()) is not None and len(w) >= 6
+    )
+    prover = Prover(d, task)
+    space = prover._search_space()
+    full = minimum(space, prover.horizon)
+    assert full.complete and full.min_calls is not None and full.none_within is None
+    needed = space.calls_run
+    depths = []
+    for budget in [*range(0, needed, max(1, needed // 80)), needed]:
+        space.calls_run = 0
+        got = minimum(space, prover.horizon, max_calls=budget)
+        if got.complete:
+            assert got.min_calls == full.min_calls
+            break
+        assert got.min_calls is None and got.none_within is not None
+        assert got.none_within < full.min_calls
+        depths.append(got.none_within)
+    assert got.complete and depths == sorted(depths)
+    assert depths[-1] == full.min_calls - 1
+    for below in range(1, full.min_calls):
+        space.calls_run = 0
+        short = minimum(space, prover.horizon, within=below)
+        assert not short.complete and short.min_calls is None and short.none_within == below
+
+
+def test_a_witness_no_shorter_search_can_beat_is_minimal_without_z3(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the explicit search gives up but the second search, bounded one call below
+    the witness, searched every depth up to that bound, the witness is minimal: proof 3
+    says so from the search, z3 is asked about no shorter chain, and the minimum is
+    z3's. A claimed minimum one off either way is still refuted."""
+    d = load_builtin("retail")
+    for task in generate(d, 40, 0).tasks:
+        prover = Prover(d, task)
+        known = prover.witness()
+        if known is None or len(known) < proofs_module.SHORTER_FROM:
+            continue
+        if prover.explicit_minimum() is None and prover._none_within == len(known) - 1:
+            break
+    else:
+        pytest.fail("no retail task whose second search proves its witness minimal")
+    asked: list[int] = []
+    real = Prover._reaches
+
+    def reaches(self: Prover, j: int) -> list[Any]:
+        asked.append(j)
+        return real(self, j)
+
+    monkeypatch.setattr(Prover, "_reaches", reaches)
+    proven = certify(d, task)
+    assert not isinstance(proven, str) and proven.certificate is not None
+    m = proven.min_calls
+    assert m == len(known) and not [j for j in asked if j < m]
+    detail = next(p.detail for p in proven.certificate.proofs if p.name == "min_calls")
+    assert detail.startswith(f"no chain below {m} calls (explicit search, ")
+    monkeypatch.setattr(Prover, "_reaches", real)
+    assert Prover(d, task, engine="z3").find_min_calls(len(task.chain)) == m
+    for wrong in (m - 1, m + 1):
+        claimed = proven.model_copy(update={"min_calls": wrong})
+        assert not Prover(d, claimed).min_calls().ok
 
 
 def test_the_search_and_the_encoding_share_one_slice(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -99,6 +99,10 @@ class Minimum(SearchResult):
     ``min_calls`` calls makes, in a fixed order."""
 
     writes: list[Call] = field(default_factory=list)
+    #: When the search gave up: the most calls a chain it proved cannot reach the goal
+    #: may have (every layer up to that depth was searched for a goal node, 0: only the
+    #: root); None when it ended.
+    none_within: int | None = None
 
 
 @dataclass(frozen=True)
@@ -1004,7 +1008,12 @@ def minimum(
     pass that wide means the layers still grow faster than the forward bound cuts them,
     and the search would spend its budget without finishing: it gives up before it,
     having spent little, where the budget alone would let it go a layer or two deeper
-    first."""
+    first.
+
+    A search that gives up says how far it got (``none_within``): every depth up to
+    that one was searched and held no goal node, so no chain of at most that many calls
+    reaches the goal. With ``within`` below the minimum, that is the whole answer: no
+    chain of at most ``within`` calls (the forward bound dropped every longer one)."""
     root = space.root()
     if space.goal(root):
         return Minimum(0, [], True, 1)
@@ -1059,6 +1068,13 @@ def minimum(
                 return child
         return True
 
+    def gave_up(searched: int) -> Minimum:
+        """The search gives up with every layer up to depth ``searched`` searched for a
+        goal node and none found there. At a depth, the first pass makes every call
+        that can reach the goal, so once it is through, the second pass's giving up
+        leaves that depth searched."""
+        return Minimum(None, None, False, expanded, none_within=searched)
+
     def keep(child: _Node, nxt: dict[tuple[Any, ...], _Node]) -> bool:
         """Put ``child`` in ``nxt`` unless a node like it is known; is it new?"""
         fp = space.fingerprint(child)
@@ -1076,7 +1092,7 @@ def minimum(
         if depth > longest:
             # past the witness's length with no goal met: the witness was not one, and
             # the bound dropped the calls of longer chains
-            return Minimum(None, None, False, expanded)
+            return gave_up(depth - 1)
         nxt: dict[tuple[Any, ...], _Node] = {}
         # the calls a shortest solution can make at this depth, when one of ``within``
         # calls is known
@@ -1101,15 +1117,15 @@ def minimum(
         last = depth == within
         cap = max_calls + witness_pass_calls if last and max_calls is not None else max_calls
         if unaffordable(first, cap, None if last else max_pass_calls):
-            return Minimum(None, None, False, expanded)
+            return gave_up(depth - 1)
         later: list[Outcome] = []
         for node, tools in first:
             expanded += 1
             if expanded > max_nodes:
-                return Minimum(None, None, False, expanded)
+                return gave_up(depth - 1)
             got = grow(node, tools, depth, nxt, cap, later)
             if got is False:
-                return Minimum(None, None, False, expanded)
+                return gave_up(depth - 1)
             if isinstance(got, _Node):
                 return Minimum(depth, got.chain, True, expanded)
         # only goal nodes are in ``nxt`` so far: the first made is the first a search
@@ -1124,7 +1140,7 @@ def minimum(
         if last and witness_pass_calls:
             # no goal where the witness was: never expected, and what the pass spent
             # beyond the budget must not go on to a deeper layer
-            return Minimum(None, None, False, expanded)
+            return gave_up(depth)
         for out in later:
             keep(space.make(out, depth), nxt)
         others = only(space.other_calls)
@@ -1134,13 +1150,17 @@ def minimum(
             if not whole
         ]
         if unaffordable(rest, max_calls, max_pass_calls):
-            return Minimum(None, None, False, expanded)
+            return gave_up(depth)
         for node, tools in rest:
             if grow(node, tools, depth, nxt, max_calls) is False:
-                return Minimum(None, None, False, expanded)
+                return gave_up(depth)
         layer = list(nxt.values())
         if not layer:
             break
+    if longest < upto:
+        # the forward bound dropped the calls of chains longer than ``within``: none of
+        # at most that many calls reaches the goal, and no longer one was looked for
+        return gave_up(longest)
     return Minimum(None, None, True, expanded)
 
 

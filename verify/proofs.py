@@ -509,6 +509,10 @@ class Prover:
         self._final: FinalStates | None = None
         self._renamed: list[State] | None = None
         self._searched = False
+        # the explicit searches that gave up: the most calls they proved no chain
+        # reaching the goal has, and the states they expanded (see :meth:`shortest`)
+        self._none_within = -1
+        self._none_nodes = 0
         self._witness_chain: list[Call] | None = None
         self._elsewhere: dict[int, tuple[Bmc, Any]] = {}  # per depth, on its unrolling
         self._witnessed = False
@@ -598,6 +602,7 @@ class Prover:
                     witness_pass_calls=WITNESS_PASS_CALLS,
                     max_pass_calls=PASS_CALLS if self.engine == "auto" else None,
                 )
+                self._lower_bound(got)
                 if (
                     not got.complete
                     and self.engine == "auto"
@@ -605,8 +610,15 @@ class Prover:
                     and len(known) >= SHORTER_FROM
                 ):
                     got = self._shorter_than(len(known))
+                    self._lower_bound(got)
                 self._minimum = got if got.complete else None
         return self._minimum
+
+    def _lower_bound(self, got: Minimum) -> None:
+        """Keep what a search that gave up proved: no chain of up to
+        ``got.none_within`` calls reaches the goal."""
+        if got.none_within is not None and got.none_within > self._none_within:
+            self._none_within, self._none_nodes = got.none_within, got.nodes
 
     def _shorter_than(self, u: int) -> Minimum:
         """The explicit search again, for a chain shorter than the witness's ``u`` calls,
@@ -615,7 +627,8 @@ class Prover:
         answer. Each depth then has one call fewer left, which the forward bound cuts
         by; where the minimum is below the witness, this search can end where the
         other could not. It gets a budget of its own, and the calls it makes are those
-        the search's later questions are counted from."""
+        the search's later questions are counted from. When it finds none, it has
+        searched every depth below ``u`` (``none_within``): the witness is minimal."""
         space = self._search_space()
         space.calls_run = 0
         got = minimum(
@@ -626,7 +639,7 @@ class Prover:
             witness_pass_calls=WITNESS_PASS_CALLS,
             max_pass_calls=PASS_CALLS,
         )
-        return got if got.min_calls is not None else Minimum(None, None, False, got.nodes)
+        return got
 
     def witness(self) -> list[Call] | None:
         """A short chain that reaches the goal, run by the interpreter under the agent's
@@ -1044,6 +1057,13 @@ class Prover:
                 "min_calls",
                 True,
                 f"no chain below {m} calls; {m} calls suffice (explicit search, {nodes} states)",
+            )
+        if 0 < m <= self._none_within + 1 and (witness := self.witness()) and len(witness) == m:
+            return _res(
+                "min_calls",
+                True,
+                f"no chain below {m} calls (explicit search, {self._none_nodes} states); "
+                f"{m} calls suffice",
             )
         bmc = self.build()
         if bmc is None:
@@ -1502,8 +1522,9 @@ class Prover:
         if best is not None and len(best) <= hi:
             # Downward from a known chain: one unsat query below it proves the minimum
             # (the goal after j steps covers every chain of at most j calls); a sat one
-            # gives a shorter chain to go on from.
-            while best:
+            # gives a shorter chain to go on from. Lengths an explicit search that gave
+            # up has ruled out are not asked.
+            while best and len(best) - 1 > self._none_within:
                 status, model = self._check(self._reaches(len(best) - 1))
                 if status == "unknown":
                     return None, None, self._unknown_detail()
