@@ -5,6 +5,8 @@ breadth-first count; past its effort budget it may only say yes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -124,3 +126,92 @@ def test_past_its_effort_the_search_drops_nothing(monkeypatch: pytest.MonkeyPatc
     known = frozenset({ORDER})
     assert r.fits(known, needs, 3)
     assert not r.fits(known, needs, 1)
+
+
+def test_moves_on_different_rows_take_calls_of_their_own() -> None:
+    """Reading two orders is two calls, though one tool makes both: sets of moves on
+    different rows count apart; a row-free move of the tool counts with any of its
+    rows; a relaxed call of the tool (on no row in particular) does every one of its
+    moves."""
+    r = _shop()
+    known = frozenset({ORDER, ITEM})
+
+    def needing(*sets: frozenset[str]) -> tuple[Need, ...]:
+        return tuple((frozenset({"exchange"}), (("exchange", (m,)),)) for m in sets)
+
+    two_rows = needing(frozenset({"read_order@O1"}), frozenset({"read_order@O2"}))
+    assert r.quick(known, two_rows) == 3  # two reads, then the exchange
+    assert not r.fits(known, two_rows, 2)
+    one_row = needing(frozenset({"read_order@O1"}), frozenset({"read_order@O1", "search"}))
+    assert r.quick(known, one_row) == 2
+    any_row = needing(frozenset({"read_order@O1"}), frozenset({"read_order"}))
+    assert r.quick(known, any_row) == 2
+    assert r.after(known, two_rows, "read_order")[1] == ((frozenset({"exchange"}), ()),) * 2
+    assert r.tools_of(frozenset({"read_order@O1", "search"})) == {"read_order", "search"}
+
+
+def _move_optimum(
+    r: Relaxed, known: frozenset[Sort], todo: tuple[Need, ...], rows: list[str], most: int
+) -> int | None:
+    """The least number of calls meeting ``todo`` when each call is a tool on one row
+    (of ``rows``, or another): it does the moves of its tool on that row and the tool's
+    row-free ones. Breadth first, or None past ``most``."""
+
+    def hit(m: frozenset[str], tool: str, row: str | None) -> bool:
+        return tool in m or (row is not None and f"{tool}@{row}" in m)
+
+    def call(k: frozenset[Sort], t: tuple[Need, ...], tool: str, row: str | None) -> Any:
+        left: list[Need] = []
+        for meet, first in t:
+            if tool in meet and not any(w == tool and ms for w, ms in first):
+                continue
+            rest = []
+            for w, ms in first:
+                open_ = tuple(m for m in ms if not hit(m, tool, row))
+                if open_:
+                    rest.append((w, open_))
+            left.append((meet, tuple(rest)))
+        return k | r.shows[tool], tuple(left)
+
+    layer = {(known, todo)}
+    for depth in range(most + 1):
+        if any(not t for _, t in layer):
+            return depth
+        layer = {
+            call(k, t, tool, row)
+            for k, t in layer
+            for tool in r.tools
+            if r.takes[tool] <= k
+            for row in [None, *rows]
+        }
+    return None
+
+
+@st.composite
+def _row_problems(
+    draw: st.DrawFn,
+) -> tuple[Relaxed, frozenset[Sort], tuple[Need, ...]]:
+    """Like :func:`_problems`, with things to do first that only a call on one row
+    (of two) can do."""
+    r, known, todo = draw(_problems())
+    moves = [*r.tools, *(f"{t}@{row}" for t in r.tools for row in ("r0", "r1"))]
+    move_sets = st.frozensets(st.sampled_from(moves), min_size=1, max_size=3)
+    tagged: list[Need] = []
+    for meet, first in todo:
+        tagged.append((meet, tuple((w, tuple(draw(move_sets) for _ in ms)) for w, ms in first)))
+    return r, known, tuple(tagged)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_row_problems())
+def test_moves_on_rows_never_bound_above_the_calls_they_take(
+    problem: tuple[Relaxed, frozenset[Sort], tuple[Need, ...]],
+) -> None:
+    """With moves on rows: the quick bound is never above the least number of calls on
+    rows that meet the needs, and the search never says no plan of that many exists."""
+    r, known, todo = problem
+    best = _move_optimum(r, known, todo, ["r0", "r1"], 7)
+    if best is not None:
+        assert r.quick(known, todo) <= best
+        for j in range(best, 9):
+            assert r.fits(known, todo, j), (j, best)

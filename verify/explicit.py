@@ -65,7 +65,7 @@ from graphgen.knowledge import Reveal, Sort, param_sort, reveal
 from graphgen.state import State
 from graphgen.tasks.model import Call, Given, Goal, Task
 from graphgen.tasks.plan import Executor, Knowledge
-from graphgen.types import ListT, OptT, RefT, RowT, Ty, strip_opt
+from graphgen.types import EnumT, ListT, OptT, PrimT, RefT, RowT, Ty, strip_opt
 from graphgen.verify.bmc import (
     ChangesGoal,
     Recognition,
@@ -335,6 +335,11 @@ class Space:
             for t in tool_defs
         }
         self._shows = {t.name: revealed_sorts(domain, t) & self.sorts for t in tool_defs}
+        # Per tool that shows one row by an id parameter (``returns: "E[p]"``), the
+        # entity: a call of it shows that row's fields and nothing else, so which rows
+        # hold a value says which of its calls can show it (:meth:`_key_moves`).
+        self._row_of = {t.name: e for t in tool_defs if (e := _shows_row(t)) is not None}
+        self._moves_memo: dict[tuple[Any, ...], frozenset[str]] = {}
         written = frozenset(
             (c.entity, domain.entities[c.entity].key if c.field == COUNTER else c.field)
             for t in tool_defs
@@ -424,11 +429,130 @@ class Space:
         atoms = tuple(
             (
                 (f"{e}.{f}", _hashable(x)),
-                frozenset(u.name for u in tool_defs if FieldRef(e, f) in cells_read(domain, u)),
+                self._atom_moves(
+                    e,
+                    f,
+                    _hashable(x),
+                    frozenset(u.name for u in tool_defs if FieldRef(e, f) in cells_read(domain, u)),
+                    value if e == entity else None,
+                ),
             )
             for e, f, x in described
         )
-        return (tool.name, (sort, revealers), atoms)
+        return (tool.name, (sort, self._key_moves(sort, value, revealers)), atoms)
+
+    def _key_moves(self, sort: Sort, value: Any, tools: frozenset[str]) -> frozenset[str]:
+        """The moves (:func:`~graphgen.verify.relaxed.move_tool`) by which a call of
+        ``tools`` (those that can show ids of ``sort``) can make ``value`` known first.
+
+        A tool showing one row of entity ``E`` shows ``value`` only where that row holds
+        it: as its key (which the call passed, so never first), or in a field that holds
+        ids of the sort. A row the space holds may hold it there from the start. A value
+        a call put in a row since from an argument of that sort (or a literal other than
+        it) is never shown first: the agent passed it, so it knew it. So when every write
+        of such a field, by any tool of the space, takes its value from those, only calls
+        on the rows holding it at the start can show it first (none: the tool cannot);
+        else, or for a tool showing something else, a call on any row can."""
+        key = ("key", sort, value, tools)
+        got = self._moves_memo.get(key)
+        if got is not None:
+            return got
+        out: set[str] = set()
+        for u in sorted(tools):
+            ent = self._row_of.get(u)
+            if ent is None or sort.kind != "key":
+                out.add(u)
+                continue
+            fields = _fields_holding(self.domain, ent, sort.name)
+            if not all(self._only_given(ent, f, value, sort) for f in fields):
+                out.add(u)
+                continue
+            if _overwrites(self.domain.tools[u], ent, fields):
+                continue  # the row it shows holds, in those fields, what the call passed
+            # its own key it shows too, but the call passed it: never first
+            for k, row in self.initial.tables.get(ent, {}).items():
+                if any(_holds(row.get(f), value) for f in fields):
+                    out.add(f"{u}@{k}")
+        got = self._moves_memo[key] = frozenset(out)
+        return got
+
+    def _atom_moves(
+        self, ent: str, field: str, value: Any, tools: frozenset[str], target: Any
+    ) -> frozenset[str]:
+        """The moves by which a call of ``tools`` (those reading ``ent.field``) can show
+        ``value`` in that field first, as the description of row ``target`` of ``ent``
+        asks (None: a row of another entity).
+
+        A tool showing one row of another entity never shows the field; one showing an
+        ``ent`` row shows it where the row holds ``value``: a row holding it from the
+        start, or a row a call creates. A field some tool of the space writes may come
+        to hold it in any row; so may a field whose values do not compare as they are
+        shown (only text, ids, members, whole numbers and truth values are compared). A
+        write naming the target itself cannot show it first: the agent may name the
+        target in a write only once its description was shown (:func:`_recognised`)."""
+        key = ("atom", ent, field, value, tools, target)
+        got = self._moves_memo.get(key)
+        if got is not None:
+            return got
+        domain = self.domain
+        fd = domain.entities[ent].fields.get(field)
+        plain = fd is not None and isinstance(strip_opt(fd.ty), PrimT | RefT | EnumT)
+        written = any(
+            FieldRef(ent, field) in effect_writes(st.effect)
+            and not isinstance(st.effect, ir.Create)
+            for n in self.tools
+            for st in domain.tools[n].effects
+        )
+        created = any(
+            isinstance(st.effect, ir.Create) and st.effect.entity == ent
+            for n in self.tools
+            for st in domain.tools[n].effects
+        )
+        out: set[str] = set()
+        for u in sorted(tools):
+            shown = self._row_of.get(u)
+            if shown is None or not plain or written:
+                out.add(u)
+                continue
+            if shown != ent:
+                continue  # its output is a row of another entity
+            # a write naming the target waits for its description (None: names none)
+            skip = target if domain.tools[u].is_write and self.picky[u] else None
+            for k, row in self.initial.tables.get(ent, {}).items():
+                raw = row.get(field)
+                if _is_hashable(raw) and _hashable(raw) == value and (skip is None or k != skip):
+                    out.add(f"{u}@{k}")
+            if created:
+                out.add(f"{u}@+")  # a row made since
+        got = self._moves_memo[key] = frozenset(out)
+        return got
+
+    def _only_given(self, ent: str, field: str, value: Any, sort: Sort) -> bool:
+        """Does every write of ``ent.field`` by a tool of the space (an existing row's, or
+        a created row's) put there an argument the call passed (no default) and knew at
+        ``sort``, or a literal other than ``value``?"""
+        domain = self.domain
+        for n in self.tools:
+            tool = domain.tools[n]
+            for st in tool.effects:
+                e = st.effect
+                if isinstance(e, ir.Create):
+                    if e.entity != ent:
+                        continue
+                    expr = dict(e.values).get(field)
+                    if expr is not None and not _given_or_other(tool, expr, value, sort):
+                        return False
+                elif FieldRef(ent, field) in effect_writes(e):
+                    if isinstance(e, ir.ListEdit):
+                        if e.op != "remove" and not _given_or_other(tool, e.value, value, sort):
+                            return False
+                    elif not (
+                        isinstance(e, ir.Assign)
+                        and e.op == "="
+                        and _given_or_other(tool, e.value, value, sort)
+                    ):
+                        return False
+        return True
 
     def _placed(
         self,
@@ -1499,6 +1623,65 @@ def _puts(tool: ToolDef, entity: str, field: str, at: int | None) -> Any:
     param = tool.params.get(expr.name) if isinstance(expr, ir.Var) else None
     # a parameter left out takes its default, which the agent need not have known
     return param if param is not None and not param.has_default else None
+
+
+def _shows_row(tool: ToolDef) -> str | None:
+    """The entity of the one row ``tool`` returns, when its output is ``E[p]`` for an id
+    parameter ``p`` of ``E`` that every call passes; else None."""
+    e = tool.returns
+    if not (isinstance(e, ir.RowOf) and isinstance(e.key, ir.Var)):
+        return None
+    p = tool.params.get(e.key.name)
+    if p is None or p.has_default or isinstance(p.ty, OptT):
+        return None  # the row may be one the agent did not name
+    return e.entity if isinstance(p.ty, RefT) and p.ty.entity == e.entity else None
+
+
+def _overwrites(tool: ToolDef, ent: str, fields: list[str]) -> bool:
+    """Does ``tool``, whose output is the ``ent`` row it names (:func:`_shows_row`), set
+    every one of ``fields`` of that row to an argument the call passes? Its output then
+    shows there only values the agent passed."""
+    if not tool.is_write or not fields:
+        return False
+    e = tool.returns
+    shown = e.key.name if isinstance(e, ir.RowOf) and isinstance(e.key, ir.Var) else None
+    for f in fields:
+        param = _puts(tool, ent, f, None)
+        if param is None or shown is None or _names_row(tool, ent, f) != shown:
+            return False
+    return True
+
+
+def _fields_holding(domain: Domain, ent: str, target: str) -> list[str]:
+    """The fields of ``ent`` that hold ids of ``target``: a reference, or a list of them."""
+    out = []
+    for name, fd in domain.entities[ent].fields.items():
+        t = strip_opt(fd.ty)
+        if isinstance(t, ListT):
+            t = strip_opt(t.elem)
+        if isinstance(t, RefT) and t.entity == target:
+            out.append(name)
+    return out
+
+
+def _holds(held: Any, value: Any) -> bool:
+    """Does a field's value ``held`` (a list's members included) hold ``value``?"""
+    if isinstance(held, list):
+        return any(_holds(x, value) for x in held)
+    return _is_hashable(held) and _hashable(held) == value
+
+
+def _given_or_other(tool: ToolDef, expr: ir.Expr, value: Any, sort: Sort) -> bool:
+    """Is ``expr`` an argument of ``tool`` the call must pass (no default) and know at
+    ``sort``, a literal other than ``value``, or a list of those?"""
+    if isinstance(expr, ir.Var):
+        p = tool.params.get(expr.name)
+        return p is not None and not p.has_default and param_sort(p) == sort
+    if isinstance(expr, ir.Lit):
+        return not _holds(expr.value, value)
+    if isinstance(expr, ir.ListLit):
+        return all(_given_or_other(tool, x, value, sort) for x in expr.items)
+    return False
 
 
 def _names_row(tool: ToolDef, entity: str, field: str) -> str | None:

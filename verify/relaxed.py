@@ -34,14 +34,27 @@ every machine); past the budget it answers yes, which drops nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
 from graphgen.knowledge import Sort
 
 #: A need: the tools that can meet it, and per such tool with something to do first the
-#: tool sets each of which must have had a call before it (see the module docstring).
+#: sets of moves each of which must have had a call before it (see the module docstring).
+#: A move is a tool's name, or ``tool@row`` when only a call of the tool on that row
+#: can do it (see :func:`move_tool`).
 Need = tuple[frozenset[str], tuple[tuple[str, tuple[frozenset[str], ...]], ...]]
+
+
+def move_tool(move: str) -> str:
+    """The tool of a move: ``"get_order@O1"`` is a call of ``get_order`` on row ``O1``,
+    ``"get_order"`` one on any row.
+
+    >>> move_tool("get_order@O1"), move_tool("get_order")
+    ('get_order', 'get_order')
+    """
+    return move.partition("@")[0]
+
 
 _UNSEEN: Any = object()
 
@@ -90,6 +103,16 @@ class Relaxed:
         # and the forward bound ask the same few pairs at most of their nodes
         self._left: dict[tuple[tuple[Need, ...], str], tuple[Need, ...] | None] = {}
         self._rank: dict[frozenset[str], tuple[int, tuple[str, ...]]] = {}
+        # per set of moves: its tools, and (its tools on any row, its moves on one row)
+        self._tools_of: dict[frozenset[str], frozenset[str]] = {}
+        self._split: dict[frozenset[str], tuple[frozenset[str], frozenset[str]]] = {}
+
+    def tools_of(self, moves: frozenset[str]) -> frozenset[str]:
+        """The tools of a set of moves (:func:`move_tool`), kept per set."""
+        got = self._tools_of.get(moves)
+        if got is None:
+            got = self._tools_of[moves] = frozenset(map(move_tool, moves))
+        return got
 
     def after(
         self, known: frozenset[Sort], todo: Sequence[Need], tool: str
@@ -101,16 +124,19 @@ class Relaxed:
         key = (todo, tool)
         got = self._left.get(key, _UNSEEN)
         if got is _UNSEEN:
-            got = self._left[key] = self._left_after(todo, tool)
+            got = self._left[key] = self._left_after(todo, tool, self.tools_of)
         left = todo if got is None else got
         shows = self.shows[tool]
         return (known if shows <= known else known | shows), left
 
     @staticmethod
-    def _left_after(todo: tuple[Need, ...], tool: str) -> tuple[Need, ...] | None:
+    def _left_after(
+        todo: tuple[Need, ...], tool: str, tools_of: Callable[[frozenset[str]], frozenset[str]]
+    ) -> tuple[Need, ...] | None:
         """The needs left after a relaxed call of ``tool``, or None when it changes none
         (:meth:`after` then hands back the caller's own ``todo``, which callers test by
-        identity)."""
+        identity). A relaxed call is on no row in particular: it does every move of its
+        tool."""
         left: list[Need] = []
         changed = False
         for need in todo:
@@ -118,13 +144,13 @@ class Relaxed:
             if tool in tools and not any(w == tool and ms for w, ms in first):
                 changed = True
                 continue
-            if not any(tool in m for _, ms in first for m in ms):
+            if not any(tool in tools_of(m) for _, ms in first for m in ms):
                 left.append(need)
                 continue
             changed = True
             rest = []
             for w, ms in first:
-                open_ = tuple(m for m in ms if tool not in m)
+                open_ = tuple(m for m in ms if tool not in tools_of(m))
                 if open_:
                     rest.append((w, open_))
             left.append((tools, tuple(rest)))
@@ -158,23 +184,44 @@ class Relaxed:
             # in the next node's list, beside the one a call met
             one = per_need.get(need)
             if one is None:
-                one = per_need[need] = self._need_bound(need, ready, soonest_of)
+                one = per_need[need] = self._need_bound(need, ready, soonest_of, self.tools_of)
             soonest, sets = one
             if soonest is None:
                 return float("inf")
             most = max(most, soonest + 1)
             family += sets
-        taken: set[str] = set()
+        # Sets no one call can serve two of take a call each. A call of a tool on one
+        # row does that row's moves and the tool's row-free ones, never another row's.
+        any_row: set[str] = set()  # tools taken by a row-free move
+        on_rows: set[str] = set()  # moves taken on one row
+        tools_taken: set[str] = set()
         apart = 0
-        for tools in sorted(set(family), key=self._smallest_first):
-            if not tools & taken:
-                taken |= tools
-                apart += 1
+        for moves in sorted(set(family), key=self._smallest_first):
+            free, rowed = self._parts(moves)
+            if free & tools_taken or rowed & on_rows:
+                continue
+            if rowed and not any_row.isdisjoint(map(move_tool, rowed)):
+                continue
+            any_row |= free
+            on_rows |= rowed
+            tools_taken |= self.tools_of(moves)
+            apart += 1
         return max(most, apart)
+
+    def _parts(self, moves: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+        """A set of moves as (the tools of its row-free moves, its moves on one row)."""
+        got = self._split.get(moves)
+        if got is None:
+            free = frozenset(m for m in moves if "@" not in m)
+            got = self._split[moves] = (free, moves - free)
+        return got
 
     @staticmethod
     def _need_bound(
-        need: Need, ready: Mapping[str, int], soonest_of: dict[frozenset[str], int | None]
+        need: Need,
+        ready: Mapping[str, int],
+        soonest_of: dict[frozenset[str], int | None],
+        tools_of: Callable[[frozenset[str]], frozenset[str]],
     ) -> tuple[int | None, tuple[frozenset[str], ...]]:
         """One need's part of :meth:`_bound`, given the least calls before each tool can
         be called (``ready``): the least calls before a call can meet it (None: never),
@@ -189,7 +236,9 @@ class Relaxed:
             for m in before.get(t, ()):
                 given = soonest_of.get(m, _UNSEEN)
                 if given is _UNSEEN:
-                    given = soonest_of[m] = min((ready[u] for u in m if u in ready), default=None)
+                    given = soonest_of[m] = min(
+                        (ready[u] for u in tools_of(m) if u in ready), default=None
+                    )
                 at = float("inf") if given is None else max(at, given + 1)
             soonest = min(soonest, at)
         if soonest == float("inf"):
@@ -266,7 +315,7 @@ class Relaxed:
         if named is None:
             named = self._named[todo] = frozenset(
                 [t for tools, _ in todo for t in tools]
-                + [t for _, first in todo for _, ms in first for m in ms for t in m]
+                + [t for _, first in todo for _, ms in first for m in ms for t in self.tools_of(m)]
             )
         for t in self.tools:
             if not self.takes[t] <= known or (t not in named and self.shows[t] <= known):
