@@ -1547,10 +1547,11 @@ def output_sources(
 #: :func:`_names_row` of a tool that writes the field in some other way.
 _NOT_NAMED = ""
 
-#: A writer of a goal field: its tool, (the sort of the id it must pass, the tools that
-#: can show ids of that sort) when it takes one (None when the state picks the row, or
-#: the value may come otherwise), and per value of a target's description it must have
-#: seen, (the atom, the tools showing it).
+#: A writer of a goal field: its tool, (the sort of the id it must pass, the moves that
+#: can show that id first: :meth:`Space._key_moves`) when it takes one (None when the
+#: state picks the row, or the value may come otherwise), and per value of a target's
+#: description it must have seen, (the atom, the moves showing it first:
+#: :meth:`Space._atom_moves`).
 _WriterNeeds = tuple[
     str, tuple[Sort, frozenset[str]] | None, tuple[tuple[tuple[str, Any], frozenset[str]], ...]
 ]

@@ -4,21 +4,28 @@ needed to meet what a node has left to do.
 
 What is left is a list of *needs*. Each need names the tools that can meet it and, per
 such tool with something to do first (an id known, a value of a target's description
-shown), the tool sets each of which must have had a call before it. A call of a tool
-that meets a need with nothing left to do first meets it; a call of any tool does the
-"first" part of every need whose set holds it.
+shown), the sets of moves each of which must have had a call before it. A move is a
+tool (a call of it on any row) or a tool on one row, where only calls on that row can do
+it. A call of a tool that meets a need with nothing left to do first meets it; a call of
+any tool does the "first" part of every need whose set holds one of its moves.
 
 Relaxed, every call succeeds and shows every sort its tool ever can, so what is known is
 a set of sorts that only grows, and a tool can be called once its required arguments'
 sorts are known. A chain of real calls that meets every need is, tool by tool, a relaxed
 plan of the same length: the least length of a relaxed plan is a lower bound on the real
-number, and a call that cannot begin a chain within it can be dropped.
+number, and a call that cannot begin a chain within it can be dropped. Relaxed calls are
+calls of tools, on no row in particular; only the count of sets that need calls of their
+own (:meth:`Relaxed.quick`) tells the rows apart: calls on two rows are two calls.
 
 :meth:`Relaxed.quick` is a bound without search: the larger of a critical path and a
-count of needs only disjoint tool sets can meet. :meth:`Relaxed.fits` asks whether a
+count of needs only disjoint sets of moves can meet. :meth:`Relaxed.fits` asks whether a
 relaxed plan of a given length exists, depth first over relaxed plans pruned by the quick
 bound, within an effort budget (a count of expansions, so the answer is the same on
-every machine); past the budget it answers yes, which drops nothing.
+every machine); past the budget it answers yes, which drops nothing. The pruning keeps
+the answer a lower bound on real chains: after a relaxed plan's first calls (the tools
+of a real chain's first calls), what is left is at most what the real calls left, and
+the real chain's remaining calls meet it, so the quick bound there is at most their
+number.
 
 >>> from graphgen.knowledge import Sort
 >>> user, order = Sort("key", "User"), Sort("key", "Order")
@@ -225,7 +232,7 @@ class Relaxed:
     ) -> tuple[int | None, tuple[frozenset[str], ...]]:
         """One need's part of :meth:`_bound`, given the least calls before each tool can
         be called (``ready``): the least calls before a call can meet it (None: never),
-        and the tool sets that must each have a call of their own."""
+        and the sets of moves that must each have a call of their own."""
         tools, first = need
         before = dict(first)
         soonest: float = float("inf")
