@@ -403,6 +403,19 @@ class Space:
             if isinstance(st.effect, ir.Delete)
         }
         self._relaxed = Relaxed(self.tools, self._takes, self._shows)
+        # Per write tool, the goal's field changes it makes from an argument on a row an
+        # argument names: (the change's index, the row's parameter, the value's). A call
+        # passing that row and another value leaves the change to be made (:meth:`wasted`).
+        self._sets: dict[str, list[tuple[int, str, str]]] = {}
+        for i, f in enumerate(self._field_changes):
+            fd = domain.entities[f.entity].fields.get(f.field)
+            if fd is None or not isinstance(strip_opt(fd.ty), PrimT | RefT | EnumT):
+                continue  # a value that may be written in another form than it is stored
+            for t in tool_defs:
+                row = _names_row(t, f.entity, f.field) if t.is_write else None
+                val = _puts(t, f.entity, f.field, None) if row else None
+                if row and val is not None:
+                    self._sets.setdefault(t.name, []).append((i, row, val.name))
         # per state: do the goal's changes hold, which of its fields are unwritten, and
         # which values of rows it creates may still be to place
         self._pending: dict[str, tuple[bool, tuple[int, ...], tuple[int, ...]]] = {}
@@ -681,6 +694,40 @@ class Space:
             if ok:
                 out.append(t)
         return out
+
+    def wasted(self, node: _Node, call: Call, left: int) -> bool:
+        """Is ``call``, at ``node``, a write that cannot begin a chain of at most ``left``
+        calls (itself included) reaching the goal? Asked before it is made, of a write
+        putting in a goal row's field a value other than the goal's, where that change is
+        still to be made: after it the change still is, so the needs left are at most
+        those of a relaxed call of its tool that leaves that need (and the need for a
+        goal write) in place (:meth:`~graphgen.verify.relaxed.Relaxed.after_keeping`).
+        When no relaxed plan of ``left - 1`` calls meets those, no real chain does."""
+        sets = self._sets.get(call.tool)
+        if not sets:
+            return False
+        pending = self._pending_at(node)
+        held, unwritten, _ = self._pending[node.tables]
+        args = call.args
+        keep = [
+            1 + unwritten.index(i)
+            for i, row, val in sets
+            if i in unwritten
+            and args.get(row) == self._field_changes[i].key
+            and val in args
+            and not same_value(args[val], self._field_changes[i].after)
+        ]
+        if not keep or held:
+            return False
+        known = self._sorts_known.get(node.facts)
+        if known is None:
+            known = self._sorts_known[node.facts] = frozenset(s for s, _ in node.facts)
+        relaxed = self._relaxed
+        if relaxed.fits(known, pending, left - 1):
+            return False  # slack enough for a call that changes nothing
+        # position 0 is the need for some goal write: the changes still do not hold
+        after = relaxed.after_keeping(known, pending, call.tool, frozenset([0, *keep]))
+        return not relaxed.fits(*after, left - 1)
 
     def _pending_at(self, node: _Node) -> tuple[Need, ...]:
         """What is still to happen at ``node``, each as the tools that can make it happen
@@ -1181,7 +1228,13 @@ def minimum(
         With ``later``, only the goal nodes are made; the other calls' outcomes are put
         there, in order, to be made only if the layer holds no goal (when it does, the
         search ends with it)."""
-        for out in space.outcomes(node, tools=tools):
+        # calls left to a chain through this depth's call, that call included
+        left = longest - depth + 1
+
+        def allow(tool: ToolDef, call: Call, node: _Node) -> bool:
+            return not (tool.is_write and space.wasted(node, call, left))
+
+        for out in space.outcomes(node, allow if forward else None, tools):
             if cap is not None and space.calls_run > cap:
                 return False
             if later is not None and not space.reaches(out):

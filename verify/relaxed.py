@@ -109,6 +109,7 @@ class Relaxed:
         # per (needs, tool): the needs a relaxed call of the tool leaves; the searches
         # and the forward bound ask the same few pairs at most of their nodes
         self._left: dict[tuple[tuple[Need, ...], str], tuple[Need, ...] | None] = {}
+        self._kept: dict[tuple[tuple[Need, ...], str, frozenset[int]], tuple[Need, ...] | None] = {}
         self._rank: dict[frozenset[str], tuple[int, tuple[str, ...]]] = {}
         # per set of moves: its tools, and (its tools on any row, its moves on one row)
         self._tools_of: dict[frozenset[str], frozenset[str]] = {}
@@ -136,19 +137,37 @@ class Relaxed:
         shows = self.shows[tool]
         return (known if shows <= known else known | shows), left
 
+    def after_keeping(
+        self, known: frozenset[Sort], todo: Sequence[Need], tool: str, keep: frozenset[int]
+    ) -> tuple[frozenset[Sort], tuple[Need, ...]]:
+        """:meth:`after`, for a call known not to meet the needs at positions ``keep`` of
+        ``todo`` (a write putting another value in a field a need waits for): those stay,
+        with what the call does first for them done."""
+        todo = tuple(todo)
+        key = (todo, tool, keep)
+        got = self._kept.get(key, _UNSEEN)
+        if got is _UNSEEN:
+            got = self._kept[key] = self._left_after(todo, tool, self.tools_of, keep)
+        left = todo if got is None else got
+        shows = self.shows[tool]
+        return (known if shows <= known else known | shows), left
+
     @staticmethod
     def _left_after(
-        todo: tuple[Need, ...], tool: str, tools_of: Callable[[frozenset[str]], frozenset[str]]
+        todo: tuple[Need, ...],
+        tool: str,
+        tools_of: Callable[[frozenset[str]], frozenset[str]],
+        keep: frozenset[int] = frozenset(),
     ) -> tuple[Need, ...] | None:
         """The needs left after a relaxed call of ``tool``, or None when it changes none
         (:meth:`after` then hands back the caller's own ``todo``, which callers test by
         identity). A relaxed call is on no row in particular: it does every move of its
-        tool."""
+        tool. It meets no need at a position in ``keep``."""
         left: list[Need] = []
         changed = False
-        for need in todo:
+        for at, need in enumerate(todo):
             tools, first = need
-            if tool in tools and not any(w == tool and ms for w, ms in first):
+            if tool in tools and at not in keep and not any(w == tool and ms for w, ms in first):
                 changed = True
                 continue
             if not any(tool in tools_of(m) for _, ms in first for m in ms):
