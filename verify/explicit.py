@@ -701,7 +701,7 @@ class Space:
         putting in a goal row's field a value other than the goal's, where that change is
         still to be made: after it the change still is, so the needs left are at most
         those of a relaxed call of its tool that leaves that need (and the need for a
-        goal write) in place (:meth:`~graphgen.verify.relaxed.Relaxed.after_keeping`).
+        goal write) in place (:meth:`~graphgen.verify.relaxed.Relaxed.after`, ``keep``).
         When no relaxed plan of ``left - 1`` calls meets those, no real chain does."""
         sets = self._sets.get(call.tool)
         if not sets:
@@ -726,7 +726,7 @@ class Space:
         if relaxed.fits(known, pending, left - 1):
             return False  # slack enough for a call that changes nothing
         # position 0 is the need for some goal write: the changes still do not hold
-        after = relaxed.after_keeping(known, pending, call.tool, frozenset([0, *keep]))
+        after = relaxed.after(known, pending, call.tool, frozenset([0, *keep]))
         return not relaxed.fits(*after, left - 1)
 
     def _pending_at(self, node: _Node) -> tuple[Need, ...]:

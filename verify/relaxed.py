@@ -108,8 +108,8 @@ class Relaxed:
         self._effort = 0
         # per (needs, tool): the needs a relaxed call of the tool leaves; the searches
         # and the forward bound ask the same few pairs at most of their nodes
-        self._left: dict[tuple[tuple[Need, ...], str], tuple[Need, ...] | None] = {}
-        self._kept: dict[tuple[tuple[Need, ...], str, frozenset[int]], tuple[Need, ...] | None] = {}
+        # (and per positions of needs it leaves in place: see :meth:`after`)
+        self._left: dict[tuple[Any, ...], tuple[Need, ...] | None] = {}
         self._rank: dict[frozenset[str], tuple[int, tuple[str, ...]]] = {}
         # per set of moves: its tools, and (its tools on any row, its moves on one row)
         self._tools_of: dict[frozenset[str], frozenset[str]] = {}
@@ -123,31 +123,23 @@ class Relaxed:
         return got
 
     def after(
-        self, known: frozenset[Sort], todo: Sequence[Need], tool: str
+        self,
+        known: frozenset[Sort],
+        todo: Sequence[Need],
+        tool: str,
+        keep: frozenset[int] = frozenset(),
     ) -> tuple[frozenset[Sort], tuple[Need, ...]]:
         """What is known and left after a relaxed call of ``tool``: its sorts shown, each
         need it meets gone (those it has nothing left to do first for), and it no longer
-        to do first wherever a set holds it."""
+        to do first wherever a set holds one of its moves. ``keep``: the positions in
+        ``todo`` of needs the call is known not to meet (a write putting another value in
+        a field a need waits for); those stay, with what the call does first for them
+        done."""
         todo = tuple(todo)
-        key = (todo, tool)
+        key = (todo, tool, keep) if keep else (todo, tool)
         got = self._left.get(key, _UNSEEN)
         if got is _UNSEEN:
-            got = self._left[key] = self._left_after(todo, tool, self.tools_of)
-        left = todo if got is None else got
-        shows = self.shows[tool]
-        return (known if shows <= known else known | shows), left
-
-    def after_keeping(
-        self, known: frozenset[Sort], todo: Sequence[Need], tool: str, keep: frozenset[int]
-    ) -> tuple[frozenset[Sort], tuple[Need, ...]]:
-        """:meth:`after`, for a call known not to meet the needs at positions ``keep`` of
-        ``todo`` (a write putting another value in a field a need waits for): those stay,
-        with what the call does first for them done."""
-        todo = tuple(todo)
-        key = (todo, tool, keep)
-        got = self._kept.get(key, _UNSEEN)
-        if got is _UNSEEN:
-            got = self._kept[key] = self._left_after(todo, tool, self.tools_of, keep)
+            got = self._left[key] = self._left_after(todo, tool, self.tools_of, keep)
         left = todo if got is None else got
         shows = self.shows[tool]
         return (known if shows <= known else known | shows), left
