@@ -340,6 +340,20 @@ class Space:
         # hold a value says which of its calls can show it (:meth:`_key_moves`).
         self._row_of = {t.name: e for t in tool_defs if (e := _shows_row(t)) is not None}
         self._moves_memo: dict[tuple[Any, ...], frozenset[str]] = {}
+        # the fields of existing rows the space's tools edit, and the entities they create
+        # rows of (:meth:`_atom_moves`)
+        self._edited = {
+            (st.effect.entity, st.effect.field)
+            for t in tool_defs
+            for st in t.effects
+            if isinstance(st.effect, ir.Assign | ir.ListEdit)
+        }
+        self._created = {
+            st.effect.entity
+            for t in tool_defs
+            for st in t.effects
+            if isinstance(st.effect, ir.Create)
+        }
         written = frozenset(
             (c.entity, domain.entities[c.entity].key if c.field == COUNTER else c.field)
             for t in tool_defs
@@ -510,17 +524,8 @@ class Space:
         domain = self.domain
         fd = domain.entities[ent].fields.get(field)
         plain = fd is not None and isinstance(strip_opt(fd.ty), PrimT | RefT | EnumT)
-        written = any(
-            FieldRef(ent, field) in effect_writes(st.effect)
-            and not isinstance(st.effect, ir.Create)
-            for n in self.tools
-            for st in domain.tools[n].effects
-        )
-        created = any(
-            isinstance(st.effect, ir.Create) and st.effect.entity == ent
-            for n in self.tools
-            for st in domain.tools[n].effects
-        )
+        written = (ent, field) in self._edited
+        created = ent in self._created
         out: set[str] = set()
         for u in sorted(tools):
             shown = self._row_of.get(u)
