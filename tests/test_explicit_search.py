@@ -1224,7 +1224,11 @@ def test_a_value_shown_by_one_row_is_shown_first_only_by_calls_on_that_row() -> 
     assert passes[1] is not None
     key_moves = passes[1][1]
     assert {f"get_order_details@{k}" for k in paid_by} <= key_moves
-    assert "list_payment_methods" in key_moves
+    # listing the cards is a search filtered on their owner: a call on the user's row
+    user = space.initial.tables["Order"][order]["user_id"]
+    assert {m for m in key_moves if move_tool(m) == "list_payment_methods"} == {
+        f"list_payment_methods@{user}"
+    }
     assert not any(m.startswith(f"get_order_details@{order}") for m in key_moves)
     assert not any(m.startswith("modify_pending_order_payment@") for m in key_moves)
     assert f"get_payment_method_details@{card}" not in key_moves  # its own id: passed
@@ -1373,3 +1377,51 @@ def test_a_write_naming_a_target_needs_its_id_and_its_description_shown_first() 
     assert all(len(ms) == 1 for _, ms in status_needs(listed))  # the date only
     read = space.follow([*task.chain[:2], Call(tool="get_order_details", args={"order_id": order})])
     assert read is not None and status_needs(read) == []
+
+
+def test_a_call_on_a_row_no_need_waits_on_is_not_made_where_no_call_is_to_spare(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An item change in an order the user describes (the new variant found by a search
+    of the product's items): only a write on that order can make the change, and only a
+    search of that product's items, or a listing of the item's variants, can show the
+    new variant's id first, so each of those is a move on one row. Where the calls left
+    leave none to spare, a search of another product's items is not made: it does
+    nothing the goal waits for. Searched to one call below the minimum, the search
+    finds no chain either way, with under half the calls."""
+    d = load_builtin("retail")
+    task = next(t for t in generate(d, 20, 0).tasks if t.id == "retail-0-00014")
+    space = Prover(d, task)._search_space()
+    (change,) = [f for f in space._field_changes if f.field == "items"]
+    assert change.writers == {
+        f"modify_pending_order_item@{change.key}",
+        f"exchange_delivered_order_item@{change.key}",
+    }
+    (find,) = [c for c in task.chain if c.tool == "find_item_by_option"]
+    product = find.args["product_id"]
+    (new_item,) = [v for v in space._values if v.field == "items"]
+    firsts = {m for _, key_need, _ in new_item.needs if key_need for m in key_need[1]}
+    searches = {m for m in firsts if m.startswith("find_item_by_option")}
+    assert searches == {f"find_item_by_option@{product}"}
+    assert space._filter["find_item_by_option"] == ("Item", "product_id", "product_id")
+    # the reference up to the search, one of its order reads left out: 8 calls
+    upto = task.chain.index(find)
+    chain = [c for i, c in enumerate(task.chain[:upto]) if i != 3]
+    node = space.follow(chain)
+    assert node is not None
+    other = next(p for p in space.initial.tables["Product"] if p != product)
+    elsewhere = Call(tool=find.tool, args={**find.args, "product_id": other})
+    # two calls left of a 10-call chain (the minimum): the search and the item change
+    assert space.useful(node, ["find_item_by_option"], 2) == ["find_item_by_option"]
+    assert not space.idle_on(node, find, 2)
+    assert space.idle_on(node, elsewhere, 2)
+    space.useful(node, ["find_item_by_option"], 3)
+    assert not space.idle_on(node, elsewhere, 3)  # a call to spare
+    vetoed = minimum(space, 9, within=9)
+    made = space.calls_run
+    plain = Prover(d, task)._search_space()
+    monkeypatch.setattr(Space, "idle_on", lambda self, node, call, left: False)
+    every = minimum(plain, 9, within=9)
+    assert vetoed.complete and every.complete
+    assert vetoed.min_calls is None and every.min_calls is None
+    assert 2 * made < plain.calls_run

@@ -339,6 +339,15 @@ class Space:
         # entity: a call of it shows that row's fields and nothing else, so which rows
         # hold a value says which of its calls can show it (:meth:`_key_moves`).
         self._row_of = {t.name: e for t in tool_defs if (e := _shows_row(t)) is not None}
+        # Per tool whose output is rows of one entity filtered on a field equal to an id
+        # argument: (entity, field, parameter). Its calls are on rows too: one passing a
+        # value shows only the rows holding it there (:meth:`_filtered_moves`).
+        self._filter = {t.name: by for t in tool_defs if (by := _filter_of(t)) is not None}
+        # per tool with calls on rows, the parameter naming its call's row
+        self._row_param = {
+            **{n: by[2] for n, by in self._filter.items()},
+            **{n: p for n in self._row_of if (p := _shown_param(domain.tools[n])) is not None},
+        }
         self._moves_memo: dict[tuple[Any, ...], frozenset[str]] = {}
         # the fields of existing rows the space's tools edit, and the entities they create
         # rows of (:meth:`_atom_moves`)
@@ -378,15 +387,17 @@ class Space:
             if c.key not in initial.tables.get(c.entity, {}):
                 continue
             needs: list[_WriterNeeds] = []
+            meets: list[str] = []
             for t in tool_defs:
                 how = _names_row(t, c.entity, c.field)
                 if how is None:
                     continue
+                meets.append(self._writes_on(t, c.entity, c.field, c.key))
                 if how == _NOT_NAMED:  # which row it writes is the state's to say
                     needs.append((t.name, None, ()))
                     continue
                 needs.append(self._writer_needs(t, t.params[how], c.entity, c.key))
-            writers = frozenset(n for n, _, _ in needs)
+            writers = frozenset(meets)
             self._field_changes.append(
                 _FieldNeed(c.entity, c.key, c.field, c.after, writers, tuple(needs))
             )
@@ -443,6 +454,14 @@ class Space:
             tuple[frozenset[Sort], tuple[Need, ...], int], bool | dict[str, bool]
         ] = {}
 
+    def _writes_on(self, tool: ToolDef, entity: str, field: str, key: Any) -> str:
+        """The move by which a call of ``tool`` writes ``field`` of row ``key`` of
+        ``entity``: a call on that row when the tool's output is the row it writes there
+        (the row its other moves on rows are counted by), else a call on any row."""
+        how = _names_row(tool, entity, field)
+        on_row = how is not None and self._row_of.get(tool.name) == entity
+        return f"{tool.name}@{key}" if on_row and _shown_param(tool) == how else tool.name
+
     def _writer_needs(self, tool: ToolDef, param: Any, entity: str, value: Any) -> _WriterNeeds:
         """What a call of ``tool`` passing ``value`` as ``param`` (an id of ``entity``)
         needs first: the value known (the tools that can show ids of its sort) and, when
@@ -487,6 +506,19 @@ class Space:
         out: set[str] = set()
         for u in sorted(tools):
             ent = self._row_of.get(u)
+            if ent is None and sort.kind == "key" and u in self._filter:
+                ent = self._filter[u][0]
+                fields = _fields_holding(self.domain, ent, sort.name)
+
+                def holds(k: Any, row: dict[str, Any], own: bool = sort.name == ent) -> bool:
+                    return (own and _hashable(k) == value) or any(
+                        _holds(row.get(f), value)
+                        for f in fields  # noqa: B023 (called now)
+                    )
+
+                by = self._filtered_moves(u, fields, holds)
+                out.update([u] if by is None else by)
+                continue
             if ent is None or sort.kind != "key":
                 out.add(u)
                 continue
@@ -529,6 +561,14 @@ class Space:
         out: set[str] = set()
         for u in sorted(tools):
             shown = self._row_of.get(u)
+            if shown is None and plain and self._filter.get(u, ("",))[0] == ent:
+                by = self._filtered_moves(
+                    u,
+                    [field],
+                    lambda _k, row: _is_hashable(raw := row.get(field)) and _hashable(raw) == value,
+                )
+                out.update([u] if by is None else by)
+                continue
             if shown is None or not plain or written:
                 out.add(u)
                 continue
@@ -544,6 +584,21 @@ class Space:
                 out.add(f"{u}@+")  # a row made since
         got = self._moves_memo[key] = frozenset(out)
         return got
+
+    def _filtered_moves(
+        self, tool: str, fields: Sequence[str], shows: Callable[[Any, dict[str, Any]], bool]
+    ) -> set[str] | None:
+        """The moves by which a call of ``tool``, a search of one entity's rows filtered
+        on a field equal to an id argument (:func:`_filter_of`), can show something held
+        only by the rows ``shows`` is true of (given key and row): a call passing the
+        filter value of one of them (``tool@value``). None when any call may: the rows
+        the filter picks, or what ``fields`` hold, can change (a tool of the space
+        writes the filter field or one of ``fields``, or creates rows of the entity)."""
+        ent, on, _ = self._filter[tool]
+        if ent in self._created or any((ent, f) in self._edited for f in (on, *fields)):
+            return None
+        rows = self.initial.tables.get(ent, {})
+        return {f"{tool}@{row.get(on)}" for k, row in rows.items() if shows(k, row)}
 
     def _only_given(self, ent: str, field: str, value: Any, sort: Sort) -> bool:
         """Does every write of ``ent.field`` by a tool of the space (an existing row's, or
@@ -607,13 +662,17 @@ class Space:
                         continue
                     needs.append(self._writer_needs(t, param, ty.entity, value))
                 if any(n[1] is not None for n in needs):
+                    meets = frozenset(
+                        t.name if change is None else self._writes_on(t, entity, name, key)
+                        for t in writers
+                    )
                     out.append(
                         _ValueNeed(
                             entity,
                             key,
                             name,
                             value,
-                            frozenset(n for n, _, _ in needs),
+                            meets,
                             tuple(needs),
                             change,
                         )
@@ -699,6 +758,26 @@ class Space:
             if ok:
                 out.append(t)
         return out
+
+    def idle_on(self, node: _Node, call: Call, left: int) -> bool:
+        """Is ``call``, at ``node``, a call on one row (its tool's row parameter: see
+        :meth:`_key_moves` and :meth:`_filtered_moves`) that cannot begin a chain of at
+        most ``left`` calls, itself included, reaching the goal? :meth:`useful` asks of
+        a tool, relaxed as a call on any row, which makes every move of it; a call on
+        one row makes that row's moves only
+        (:meth:`~graphgen.verify.relaxed.Relaxed.after`), so a tool useful on some row
+        may be useless on this one. Asked only where :meth:`useful` found no call to
+        spare at the node (with one, every call is kept)."""
+        param = self._row_param.get(call.tool)
+        if param is None or param not in call.args:
+            return False
+        pending = self._pending_at(node)
+        known = self._sorts_known.get(node.facts)
+        if known is None or not isinstance(self._useful.get((known, pending, left)), dict):
+            return False
+        relaxed = self._relaxed
+        move = f"{call.tool}@{call.args[param]}"
+        return not relaxed.fits(*relaxed.after(known, pending, move), left - 1)
 
     def wasted(self, node: _Node, call: Call, left: int) -> bool:
         """Is ``call``, at ``node``, a write that cannot begin a chain of at most ``left``
@@ -1174,7 +1253,8 @@ def minimum(
     listing shows thousands of ids, that pass is wide but its work stays linear.
 
     ``forward``: make only the calls that can begin a chain of the calls left (to
-    ``within``, else ``upto``) reaching the goal (:meth:`Space.useful`). A catalogue
+    ``within``, else ``upto``) reaching the goal (:meth:`Space.useful` per tool, then
+    :meth:`Space.idle_on` per call on a row and :meth:`Space.wasted` per write). A catalogue
     listing early in a search then adds its ids to the nodes after it, but no call
     branches on them unless one can still lead to the goal in time. The minimum and the
     writes found are the same; with ``within``, a search that meets no goal by then
@@ -1237,6 +1317,8 @@ def minimum(
         left = longest - depth + 1
 
         def allow(tool: ToolDef, call: Call, node: _Node) -> bool:
+            if space.idle_on(node, call, left):
+                return False
             return not (tool.is_write and space.wasted(node, call, left))
 
         for out in space.outcomes(node, allow if forward else None, tools):
@@ -1618,12 +1700,13 @@ _WriterNeeds = tuple[
 @dataclass(frozen=True)
 class _FieldNeed:
     """A field of an existing row the goal changes (see :meth:`Space._pending_at`): its
-    after value, the tools that can write it, and per such tool what its call needs
-    first. A tool that names the row by an id parameter needs that id known (the tools
-    that can show ids of its sort) and, for a target the agent must recognise, each
-    value of the target's description shown (the tools that read that field: an output
-    showing it, or a search filtered on it). A tool that writes the field of a row the
-    state names needs neither."""
+    after value, the moves that can write it (a tool whose output is the row it writes
+    writes this one only by a call on it: :meth:`Space._writes_on`), and per such tool
+    what its call needs first. A tool that names the row by an id parameter needs that
+    id known (the tools that can show ids of its sort) and, for a target the agent must
+    recognise, each value of the target's description shown (the tools that read that
+    field: an output showing it, or a search filtered on it). A tool that writes the
+    field of a row the state names needs neither."""
 
     entity: str
     key: Any
@@ -1637,8 +1720,9 @@ class _FieldNeed:
 class _ValueNeed:
     """An id the goal puts in field ``field`` of row ``key`` (of ``entity``; one per
     member of a created row's list), a row it creates or an existing one whose field it
-    changes: the tools that can write that field, and per such tool what its call needs
-    first. A tool whose only write of the field sets it to a parameter (a create, or a
+    changes: the moves that can write that field (on an existing row as for
+    :class:`_FieldNeed`), and per such tool what its call needs first. A tool whose only
+    write of the field sets it to a parameter (a create, or a
     plain assignment) needs the id known (and a target's description shown) before it
     can put it there; any other writer needs nothing (see :func:`_puts`)."""
 
@@ -1696,14 +1780,56 @@ def _shows_row(tool: ToolDef) -> str | None:
     return e.entity if isinstance(p.ty, RefT) and p.ty.entity == e.entity else None
 
 
+def _filter_of(tool: ToolDef) -> tuple[str, str, str] | None:
+    """(entity, field, parameter) when ``tool`` returns ``[proj for x in E if cond]``,
+    ``proj`` showing ``x``'s own row only (``x``, ``E[x]`` or ``x.g``) and ``cond``
+    requiring ``x.field == p`` for an id parameter ``p`` every call passes; else None.
+
+    >>> from graphgen.domains import load_builtin
+    >>> tools = load_builtin("retail").tools
+    >>> _filter_of(tools["find_item_by_option"]), _filter_of(tools["get_item_details"])
+    (('Item', 'product_id', 'product_id'), None)
+    """
+    e = tool.returns
+    if not isinstance(e, ir.Comp) or e.cond is None:
+        return None
+    proj: ir.Expr | None = e.proj
+    if isinstance(proj, ir.RowOf | ir.FieldOf):
+        proj = proj.key if proj.entity == e.entity else None
+    if not (isinstance(proj, ir.Var) and proj.name == e.var):
+        return None
+    terms = e.cond.values if isinstance(e.cond, ir.BoolOp) and e.cond.op == "and" else (e.cond,)
+    for c in terms:
+        if not (isinstance(c, ir.Compare) and c.op == "=="):
+            continue
+        for a, b in ((c.left, c.right), (c.right, c.left)):
+            if (
+                isinstance(a, ir.FieldOf)
+                and a.entity == e.entity
+                and isinstance(a.key, ir.Var)
+                and a.key.name == e.var
+                and isinstance(b, ir.Var)
+                and (p := tool.params.get(b.name)) is not None
+                and isinstance(p.ty, RefT)
+                and not p.has_default
+            ):
+                return e.entity, a.field, p.name
+    return None
+
+
+def _shown_param(tool: ToolDef) -> str | None:
+    """The parameter naming the row ``tool`` returns, when it returns one (``E[p]``)."""
+    e = tool.returns
+    return e.key.name if isinstance(e, ir.RowOf) and isinstance(e.key, ir.Var) else None
+
+
 def _overwrites(tool: ToolDef, ent: str, fields: list[str]) -> bool:
     """Does ``tool``, whose output is the ``ent`` row it names (:func:`_shows_row`), set
     every one of ``fields`` of that row to an argument the call passes? Its output then
     shows there only values the agent passed."""
     if not tool.is_write or not fields:
         return False
-    e = tool.returns
-    shown = e.key.name if isinstance(e, ir.RowOf) and isinstance(e.key, ir.Var) else None
+    shown = _shown_param(tool)
     for f in fields:
         param = _puts(tool, ent, f, None)
         if param is None or shown is None or _names_row(tool, ent, f) != shown:

@@ -2,20 +2,23 @@
 (:meth:`~graphgen.verify.explicit.Space.useful`): how many calls, at least, are still
 needed to meet what a node has left to do.
 
-What is left is a list of *needs*. Each need names the tools that can meet it and, per
-such tool with something to do first (an id known, a value of a target's description
-shown), the sets of moves each of which must have had a call before it. A move is a
-tool (a call of it on any row) or a tool on one row, where only calls on that row can do
-it. A call of a tool that meets a need with nothing left to do first meets it; a call of
-any tool does the "first" part of every need whose set holds one of its moves.
+What is left is a list of *needs*. Each need names the moves that can meet it and, per
+tool of those with something to do first (an id known, a value of a target's
+description shown), the sets of moves each of which must have had a call before it. A
+move is a tool (a call of it on any row) or a tool on one row, where only calls on that
+row can do it (a write of that row; a read of it, or a search of the rows filtered on
+it). A call making a move that meets a need with nothing left to do first meets it; a
+call does the "first" part of every need whose set holds one of its moves.
 
 Relaxed, every call succeeds and shows every sort its tool ever can, so what is known is
 a set of sorts that only grows, and a tool can be called once its required arguments'
 sorts are known. A chain of real calls that meets every need is, tool by tool, a relaxed
 plan of the same length: the least length of a relaxed plan is a lower bound on the real
-number, and a call that cannot begin a chain within it can be dropped. Relaxed calls are
-calls of tools, on no row in particular; only the count of sets that need calls of their
-own (:meth:`Relaxed.quick`) tells the rows apart: calls on two rows are two calls.
+number, and a call that cannot begin a chain within it can be dropped. The plans
+:meth:`Relaxed.fits` searches are of calls of tools, on no row in particular; the count
+of sets that need calls of their own (:meth:`Relaxed.quick`) tells the rows apart (calls
+on two rows are two calls), and :meth:`Relaxed.after` takes a call on one row, which
+makes that row's moves only.
 
 :meth:`Relaxed.quick` is a bound without search: the larger of a critical path and a
 count of needs only disjoint sets of moves can meet. :meth:`Relaxed.fits` asks whether a
@@ -46,8 +49,9 @@ from typing import Any
 
 from graphgen.knowledge import Sort
 
-#: A need: the tools that can meet it, and per such tool with something to do first the
-#: sets of moves each of which must have had a call before it (see the module docstring).
+#: A need: the moves that can meet it, and per tool of those with something to do first
+#: the sets of moves each of which must have had a call before it (see the module
+#: docstring).
 #: A move is a tool's name, or ``tool@row`` when only a call of the tool on that row
 #: can do it (see :func:`move_tool`).
 Need = tuple[frozenset[str], tuple[tuple[str, tuple[frozenset[str], ...]], ...]]
@@ -110,7 +114,7 @@ class Relaxed:
         # and the forward bound ask the same few pairs at most of their nodes
         # (and per positions of needs it leaves in place: see :meth:`after`)
         self._left: dict[tuple[Any, ...], tuple[Need, ...] | None] = {}
-        self._rank: dict[frozenset[str], tuple[int, tuple[str, ...]]] = {}
+        self._rank: dict[frozenset[str], tuple[int, int, tuple[str, ...]]] = {}
         # per set of moves: its tools, and (its tools on any row, its moves on one row)
         self._tools_of: dict[frozenset[str], frozenset[str]] = {}
         self._split: dict[frozenset[str], tuple[frozenset[str], frozenset[str]]] = {}
@@ -126,52 +130,60 @@ class Relaxed:
         self,
         known: frozenset[Sort],
         todo: Sequence[Need],
-        tool: str,
+        move: str,
         keep: frozenset[int] = frozenset(),
     ) -> tuple[frozenset[Sort], tuple[Need, ...]]:
-        """What is known and left after a relaxed call of ``tool``: its sorts shown, each
-        need it meets gone (those it has nothing left to do first for), and it no longer
-        to do first wherever a set holds one of its moves. ``keep``: the positions in
-        ``todo`` of needs the call is known not to meet (a write putting another value in
-        a field a need waits for); those stay, with what the call does first for them
-        done."""
+        """What is known and left after a relaxed call making ``move``: its tool's sorts
+        shown, each need it meets gone (those it has nothing left to do first for), and
+        it no longer to do first wherever a set holds a move it makes. A move that is a
+        tool is a call on no row in particular, which makes every move of its tool; a
+        move on a row (``tool@row``) makes that one and its tool's row-free move.
+        ``keep``: the positions in ``todo`` of needs the call is known not to meet (a
+        write putting another value in a field a need waits for); those stay, with what
+        the call does first for them done."""
         todo = tuple(todo)
-        key = (todo, tool, keep) if keep else (todo, tool)
+        key = (todo, move, keep) if keep else (todo, move)
         got = self._left.get(key, _UNSEEN)
         if got is _UNSEEN:
-            got = self._left[key] = self._left_after(todo, tool, self.tools_of, keep)
+            got = self._left[key] = self._left_after(todo, move, keep)
         left = todo if got is None else got
-        shows = self.shows[tool]
+        shows = self.shows[move_tool(move)]
         return (known if shows <= known else known | shows), left
 
-    @staticmethod
+    def makes(self, move: str, moves: frozenset[str]) -> bool:
+        """Does a call making ``move`` make one of ``moves`` (see :meth:`after`)?"""
+        if "@" not in move:
+            return move in self.tools_of(moves)
+        return move in moves or move_tool(move) in moves
+
     def _left_after(
-        todo: tuple[Need, ...],
-        tool: str,
-        tools_of: Callable[[frozenset[str]], frozenset[str]],
-        keep: frozenset[int] = frozenset(),
+        self, todo: tuple[Need, ...], move: str, keep: frozenset[int] = frozenset()
     ) -> tuple[Need, ...] | None:
-        """The needs left after a relaxed call of ``tool``, or None when it changes none
-        (:meth:`after` then hands back the caller's own ``todo``, which callers test by
-        identity). A relaxed call is on no row in particular: it does every move of its
-        tool. It meets no need at a position in ``keep``."""
+        """The needs left after a relaxed call making ``move``, or None when it changes
+        none (:meth:`after` then hands back the caller's own ``todo``, which callers test
+        by identity). It meets no need at a position in ``keep``."""
+        tool, makes = move_tool(move), self.makes
         left: list[Need] = []
         changed = False
         for at, need in enumerate(todo):
-            tools, first = need
-            if tool in tools and at not in keep and not any(w == tool and ms for w, ms in first):
+            meets, first = need
+            if (
+                at not in keep
+                and makes(move, meets)
+                and not any(w == tool and ms for w, ms in first)
+            ):
                 changed = True
                 continue
-            if not any(tool in tools_of(m) for _, ms in first for m in ms):
+            if not any(makes(move, m) for _, ms in first for m in ms):
                 left.append(need)
                 continue
             changed = True
             rest = []
             for w, ms in first:
-                open_ = tuple(m for m in ms if tool not in tools_of(m))
+                open_ = tuple(m for m in ms if not makes(move, m))
                 if open_:
                     rest.append((w, open_))
-            left.append((tools, tuple(rest)))
+            left.append((meets, tuple(rest)))
         return tuple(left) if changed else None
 
     def quick(self, known: frozenset[Sort], todo: Sequence[Need]) -> float:
@@ -244,7 +256,8 @@ class Relaxed:
         """One need's part of :meth:`_bound`, given the least calls before each tool can
         be called (``ready``): the least calls before a call can meet it (None: never),
         and the sets of moves that must each have a call of their own."""
-        tools, first = need
+        meets, first = need
+        tools = tools_of(meets)
         before = dict(first)
         soonest: float = float("inf")
         for t in tools:
@@ -261,19 +274,20 @@ class Relaxed:
             soonest = min(soonest, at)
         if soonest == float("inf"):
             return None, ()
-        sets = [tools]
+        sets = [meets]
         # what every one of its tools needs first is needed, whichever makes it
         if all(before.get(t) for t in tools):
             common = set.intersection(*(set(before[t]) for t in tools))
             sets.extend(common or [frozenset().union(*(m for _, ms in first for m in ms))])
         return int(soonest), tuple(sets)
 
-    def _smallest_first(self, tools: frozenset[str]) -> tuple[int, tuple[str, ...]]:
+    def _smallest_first(self, tools: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
         """The order :meth:`_bound` picks tool sets in: smallest first, then by name
         (kept per set: the same few sets come up at most of a search's nodes)."""
         got = self._rank.get(tools)
         if got is None:
-            got = self._rank[tools] = (len(tools), tuple(sorted(tools)))
+            free = sum("@" not in m for m in tools)
+            got = self._rank[tools] = (free, len(tools), tuple(sorted(tools)))
         return got
 
     def _ready_after(self, known: frozenset[Sort]) -> dict[str, int]:
@@ -332,7 +346,7 @@ class Relaxed:
         named = self._named.get(todo)
         if named is None:
             named = self._named[todo] = frozenset(
-                [t for tools, _ in todo for t in tools]
+                [t for meets, _ in todo for t in self.tools_of(meets)]
                 + [t for _, first in todo for _, ms in first for m in ms for t in self.tools_of(m)]
             )
         for t in self.tools:
