@@ -226,6 +226,17 @@ def _compile(e: ir.Expr) -> Evaluator:
         case ir.StrOp(op=op, args=args):
             parts = [compiled(a) for a in args]
             types = [a.ty for a in args]
+            if op == "contains":
+                # held as (haystack, needle), written ``needle in haystack``: the needle
+                # is evaluated first, as in the compiled code, so that where both read
+                # a missing row the error names the same one
+                haystack, needle = parts
+
+                def contains(st: State, env: Env, domain: Domain | None) -> Any:
+                    t = needle(st, env, domain)
+                    return strings.apply(op, [haystack(st, env, domain), t], types)
+
+                return contains
             return lambda st, env, domain: strings.apply(
                 op, [p(st, env, domain) for p in parts], types
             )

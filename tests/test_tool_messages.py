@@ -384,3 +384,43 @@ def test_message_format_specs_fit_every_value_a_parameter_takes(
             tools.call_tool(db, "t", args)
         assert got.value.message == want.value.message
     assert want.value.message.startswith("t: ")
+
+
+NEEDLE_FIRST = """
+name: needle
+entities:
+  Member:
+    key: {name: code, type: str}
+    size: 2
+    fields:
+      nick: str
+tools:
+  t:
+    params:
+      code: Member
+    requires:
+      - check: "Member['gone-1'].nick in Member['gone-2'].nick"
+        message: "not a part"
+    returns: "1"
+"""
+
+
+def test_a_substring_test_reads_the_needle_first_in_every_backend(tmp_path: Path) -> None:
+    """``a in b`` on text is held as (haystack, needle); evaluated in that order, the
+    interpreter named the haystack's missing row where the compiled code, evaluating
+    Python's ``a in b``, named the needle's. Both name the needle's now."""
+    from graphgen.load import loads_domain
+
+    dom = loads_domain(NEEDLE_FIRST)
+    state = generate_state(dom, 0)
+    args = {"code": next(iter(state.tables["Member"]))}
+    with pytest.raises(ToolError) as want:
+        precheck(dom, state, "t", args)
+    assert "gone-1" in want.value.message and "gone-2" not in want.value.message
+    write_package(dom, tmp_path / "needle_env")
+    pkg = _import_package(tmp_path / "needle_env")
+    tools = __import__(pkg.__name__ + ".tools", fromlist=["call_tool"])
+    db = pkg.models.Db.from_state(state.to_dict())
+    with pytest.raises(pkg.ToolError) as got:
+        tools.call_tool(db, "t", args)
+    assert got.value.message == want.value.message
