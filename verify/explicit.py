@@ -339,14 +339,15 @@ class Space:
         # entity: a call of it shows that row's fields and nothing else, so which rows
         # hold a value says which of its calls can show it (:meth:`_key_moves`).
         self._row_of = {t.name: e for t in tool_defs if (e := _shows_row(t)) is not None}
-        # Per tool whose output is rows of one entity filtered on a field equal to an id
-        # argument: (entity, field, parameter). Its calls are on rows too: one passing a
-        # value shows only the rows holding it there (:meth:`_filtered_moves`).
+        # Per tool whose output is rows of one entity filtered on fields equal to
+        # arguments: (entity, its (field, parameter) pairs). Its calls are on rows too:
+        # one passing some values shows only the rows holding them there
+        # (:meth:`_filtered_moves`).
         self._filter = {t.name: by for t in tool_defs if (by := _filter_of(t)) is not None}
-        # per tool with calls on rows, the parameter naming its call's row
-        self._row_param = {
-            **{n: by[2] for n, by in self._filter.items()},
-            **{n: p for n in self._row_of if (p := _shown_param(domain.tools[n])) is not None},
+        # per tool with calls on rows, the parameters whose values name its call's row
+        self._row_params = {
+            **{n: tuple(p for _, p in by[1]) for n, by in self._filter.items()},
+            **{n: (p,) for n in self._row_of if (p := _shown_param(domain.tools[n])) is not None},
         }
         self._moves_memo: dict[tuple[Any, ...], frozenset[str]] = {}
         # the fields of existing rows the space's tools edit, and the entities they create
@@ -561,7 +562,7 @@ class Space:
         out: set[str] = set()
         for u in sorted(tools):
             shown = self._row_of.get(u)
-            if shown is None and plain and self._filter.get(u, ("",))[0] == ent:
+            if shown is None and plain and u in self._filter and self._filter[u][0] == ent:
                 by = self._filtered_moves(
                     u,
                     [field],
@@ -589,16 +590,22 @@ class Space:
         self, tool: str, fields: Sequence[str], shows: Callable[[Any, dict[str, Any]], bool]
     ) -> set[str] | None:
         """The moves by which a call of ``tool``, a search of one entity's rows filtered
-        on a field equal to an id argument (:func:`_filter_of`), can show something held
-        only by the rows ``shows`` is true of (given key and row): a call passing the
-        filter value of one of them (``tool@value``). None when any call may: the rows
-        the filter picks, or what ``fields`` hold, can change (a tool of the space
-        writes the filter field or one of ``fields``, or creates rows of the entity)."""
-        ent, on, _ = self._filter[tool]
-        if ent in self._created or any((ent, f) in self._edited for f in (on, *fields)):
+        on fields equal to arguments (:func:`_filter_of`), can show something held only
+        by the rows ``shows`` is true of (given key and row): a call passing the filter
+        values of one of them (``tool@v1|v2``, in the filter's order). None when any call
+        may: the rows the filter picks, or what ``fields`` hold, can change (a tool of
+        the space writes a filter field or one of ``fields``, or creates rows of the
+        entity)."""
+        ent, by = self._filter[tool]
+        on = [f for f, _ in by]
+        if ent in self._created or any((ent, f) in self._edited for f in (*on, *fields)):
             return None
         rows = self.initial.tables.get(ent, {})
-        return {f"{tool}@{row.get(on)}" for k, row in rows.items() if shows(k, row)}
+        return {
+            f"{tool}@{'|'.join(str(row.get(f)) for f in on)}"
+            for k, row in rows.items()
+            if shows(k, row)
+        }
 
     def _only_given(self, ent: str, field: str, value: Any, sort: Sort) -> bool:
         """Does every write of ``ent.field`` by a tool of the space (an existing row's, or
@@ -768,15 +775,15 @@ class Space:
         (:meth:`~graphgen.verify.relaxed.Relaxed.after`), so a tool useful on some row
         may be useless on this one. Asked only where :meth:`useful` found no call to
         spare at the node (with one, every call is kept)."""
-        param = self._row_param.get(call.tool)
-        if param is None or param not in call.args:
+        params = self._row_params.get(call.tool)
+        if params is None or any(p not in call.args for p in params):
             return False
         pending = self._pending_at(node)
         known = self._sorts_known.get(node.facts)
         if known is None or not isinstance(self._useful.get((known, pending, left)), dict):
             return False
         relaxed = self._relaxed
-        move = f"{call.tool}@{call.args[param]}"
+        move = f"{call.tool}@{'|'.join(str(call.args[p]) for p in params)}"
         return not relaxed.fits(*relaxed.after(known, pending, move), left - 1)
 
     def wasted(self, node: _Node, call: Call, left: int) -> bool:
@@ -1780,15 +1787,19 @@ def _shows_row(tool: ToolDef) -> str | None:
     return e.entity if isinstance(p.ty, RefT) and p.ty.entity == e.entity else None
 
 
-def _filter_of(tool: ToolDef) -> tuple[str, str, str] | None:
-    """(entity, field, parameter) when ``tool`` returns ``[proj for x in E if cond]``,
+def _filter_of(tool: ToolDef) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """``(E, ((field, p), ...))`` when ``tool`` returns ``[proj for x in E if cond]``,
     ``proj`` showing ``x``'s own row only (``x``, ``E[x]`` or ``x.g``) and ``cond``
-    requiring ``x.field == p`` for an id parameter ``p`` every call passes; else None.
+    requiring ``x.field == p`` for each pair, ``p`` a parameter every call passes whose
+    value is an id, a member or text (shown and compared as stored); else None (no such
+    pair). A call then shows only rows holding its values of those parameters there.
 
     >>> from graphgen.domains import load_builtin
     >>> tools = load_builtin("retail").tools
-    >>> _filter_of(tools["find_item_by_option"]), _filter_of(tools["get_item_details"])
-    (('Item', 'product_id', 'product_id'), None)
+    >>> _filter_of(tools["find_product_items_by_color"])
+    ('Item', (('product_id', 'product_id'), ('color', 'color')))
+    >>> _filter_of(tools["get_item_details"]) is None
+    True
     """
     e = tool.returns
     if not isinstance(e, ir.Comp) or e.cond is None:
@@ -1799,6 +1810,7 @@ def _filter_of(tool: ToolDef) -> tuple[str, str, str] | None:
     if not (isinstance(proj, ir.Var) and proj.name == e.var):
         return None
     terms = e.cond.values if isinstance(e.cond, ir.BoolOp) and e.cond.op == "and" else (e.cond,)
+    pairs: list[tuple[str, str]] = []
     for c in terms:
         if not (isinstance(c, ir.Compare) and c.op == "=="):
             continue
@@ -1810,11 +1822,14 @@ def _filter_of(tool: ToolDef) -> tuple[str, str, str] | None:
                 and a.key.name == e.var
                 and isinstance(b, ir.Var)
                 and (p := tool.params.get(b.name)) is not None
-                and isinstance(p.ty, RefT)
+                and isinstance(p.ty, RefT | EnumT | PrimT)
+                and (not isinstance(p.ty, PrimT) or p.ty.name == "str")
                 and not p.has_default
+                and (a.field, p.name) not in pairs
             ):
-                return e.entity, a.field, p.name
-    return None
+                pairs.append((a.field, p.name))
+                break
+    return (e.entity, tuple(pairs)) if pairs else None
 
 
 def _shown_param(tool: ToolDef) -> str | None:
