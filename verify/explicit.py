@@ -1425,7 +1425,7 @@ def minimum(
         for node, tools in rest:
             if grow(node, tools, depth, nxt, max_calls) is False:
                 return gave_up(depth)
-        layer = list(nxt.values())
+        layer = undominated(list(nxt.values()))
         if not layer:
             break
     if longest < upto:
@@ -1433,6 +1433,61 @@ def minimum(
         # at most that many calls reaches the goal, and no longer one was looked for
         return gave_up(longest)
     return Minimum(None, None, True, expanded)
+
+
+def undominated(layer: list[_Node]) -> list[_Node]:
+    """The nodes of a layer (of one depth) no other node of it dominates, in their order.
+
+    Node ``a`` dominates ``b`` when both have the same state, goal answers shown and
+    write counts, and ``a`` knows every fact ``b`` does, has seen every described value
+    ``b`` has, and ends every write ``b``'s chains made (:attr:`_Node.writes`). A call
+    ``b`` can make, ``a`` can (its arguments are known, its targets recognised), with
+    the same result on the same state, and after it ``a``'s child dominates ``b``'s: a
+    chain from ``b`` reaching the goal is one from ``a``, as long and making the same
+    writes, so dropping ``b`` changes neither the minimum nor the writes of shortest
+    chains. The forward bound keeps every such chain from ``a`` too: it drops only
+    calls no real chain in time follows. Knowledge only grows along a chain and the
+    goal reads the state and the answers shown, never what is known, so more knowledge
+    never hurts.
+
+    Checked against the nodes kept so far, largest first, through the nodes holding
+    each fact: a node is compared only with those holding its rarest one."""
+    if len(layer) < 2:
+        return layer
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, node in enumerate(layer):
+        groups.setdefault((node.tables, node.answered, node.made), []).append(i)
+    dropped: set[int] = set()
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        info = {
+            i: frozenset(layer[i].facts)
+            | {("seen", x) for x in layer[i].seen}
+            | {("write", w) for w in layer[i].writes}
+            for i in members
+        }
+        holding: dict[Any, list[int]] = {}
+        kept: list[int] = []
+        for i in sorted(members, key=lambda i: (-len(info[i]), i)):
+            mine = info[i]
+            rarest: list[int] | None = None
+            for item in mine:
+                got = holding.get(item)
+                if got is None:
+                    rarest = []
+                    break
+                if rarest is None or len(got) < len(rarest):
+                    rarest = got
+            if rarest is None:  # knows nothing: any node kept dominates it
+                rarest = kept
+            if any(mine <= info[j] for j in rarest):
+                dropped.add(i)
+                continue
+            kept.append(i)
+            for item in mine:
+                holding.setdefault(item, []).append(i)
+    return [n for i, n in enumerate(layer) if i not in dropped] if dropped else layer
 
 
 def other_final_state(
@@ -1498,7 +1553,8 @@ def other_final_state(
                     continue
                 seen.add(fp)
                 nxt.append(child)
-        layer = nxt
+        # a dominated node reaches no final state its dominator cannot (:func:`undominated`)
+        layer = undominated(nxt)
         if not layer:
             break
     return FinalStates(None, True, expanded)
