@@ -69,6 +69,7 @@ from graphgen.types import EnumT, ListT, OptT, PrimT, RefT, RowT, Ty, strip_opt
 from graphgen.verify.bmc import (
     ChangesGoal,
     Recognition,
+    filter_params,
     relevance_levels,
     revealed_sorts,
     same_value,
@@ -1858,33 +1859,23 @@ def _filter_of(tool: ToolDef) -> tuple[str, tuple[tuple[str, str], ...]] | None:
     True
     """
     e = tool.returns
-    if not isinstance(e, ir.Comp) or e.cond is None:
+    if not isinstance(e, ir.Comp):
         return None
     proj: ir.Expr | None = e.proj
     if isinstance(proj, ir.RowOf | ir.FieldOf):
         proj = proj.key if proj.entity == e.entity else None
     if not (isinstance(proj, ir.Var) and proj.name == e.var):
         return None
-    terms = e.cond.values if isinstance(e.cond, ir.BoolOp) and e.cond.op == "and" else (e.cond,)
     pairs: list[tuple[str, str]] = []
-    for c in terms:
-        if not (isinstance(c, ir.Compare) and c.op == "=="):
+    for ref, name in filter_params(tool):
+        p = tool.params.get(name)
+        if p is None or p.has_default or not isinstance(p.ty, RefT | EnumT | PrimT):
             continue
-        for a, b in ((c.left, c.right), (c.right, c.left)):
-            if (
-                isinstance(a, ir.FieldOf)
-                and a.entity == e.entity
-                and isinstance(a.key, ir.Var)
-                and a.key.name == e.var
-                and isinstance(b, ir.Var)
-                and (p := tool.params.get(b.name)) is not None
-                and isinstance(p.ty, RefT | EnumT | PrimT)
-                and (not isinstance(p.ty, PrimT) or p.ty.name == "str")
-                and not p.has_default
-                and (a.field, p.name) not in pairs
-            ):
-                pairs.append((a.field, p.name))
-                break
+        if isinstance(p.ty, PrimT) and p.ty.name != "str":
+            continue
+        pair = (ref.partition(".")[2], name)
+        if pair not in pairs:
+            pairs.append(pair)
     return (e.entity, tuple(pairs)) if pairs else None
 
 
