@@ -214,8 +214,11 @@ def _row_problems(
 def test_moves_on_rows_never_bound_above_the_calls_they_take(
     problem: tuple[Relaxed, frozenset[Sort], tuple[Need, ...]],
 ) -> None:
-    """With moves on rows: the quick bound is never above the least number of calls on
-    rows that meet the needs, and the search never says no plan of that many exists."""
+    """With moves on rows (in what a need waits for and in the moves that meet it): the
+    quick bound is never above the least number of calls on rows that meet the needs,
+    and the search never says no plan of that many exists; after a call on one row,
+    relaxed as that move, it never says no plan exists of as many calls as finish from
+    what the real call left."""
     r, known, todo = problem
     best = _move_optimum(r, known, todo, ["r0", "r1"], 7)
     if best is not None:

@@ -768,7 +768,7 @@ class Space:
         return out
 
     def idle_on(self, node: _Node, call: Call, left: int) -> bool:
-        """Is ``call``, at ``node``, a call on one row (its tool's row parameter: see
+        """Is ``call``, at ``node``, a call on one row (its tool's row parameters: see
         :meth:`_key_moves` and :meth:`_filtered_moves`) that cannot begin a chain of at
         most ``left`` calls, itself included, reaching the goal? :meth:`useful` asks of
         a tool, relaxed as a call on any row, which makes every move of it; a call on

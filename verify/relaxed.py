@@ -281,13 +281,15 @@ class Relaxed:
             sets.extend(common or [frozenset().union(*(m for _, ms in first for m in ms))])
         return int(soonest), tuple(sets)
 
-    def _smallest_first(self, tools: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
-        """The order :meth:`_bound` picks tool sets in: smallest first, then by name
-        (kept per set: the same few sets come up at most of a search's nodes)."""
-        got = self._rank.get(tools)
+    def _smallest_first(self, moves: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
+        """The order :meth:`_bound` picks sets of moves in: fewest row-free moves first
+        (a tool's row-free move clashes with every set holding a move of that tool, a
+        move on a row only with that row's), then smallest, then by name (kept per set:
+        the same few sets come up at most of a search's nodes)."""
+        got = self._rank.get(moves)
         if got is None:
-            free = sum("@" not in m for m in tools)
-            got = self._rank[tools] = (free, len(tools), tuple(sorted(tools)))
+            free = sum("@" not in m for m in moves)
+            got = self._rank[moves] = (free, len(moves), tuple(sorted(moves)))
         return got
 
     def _ready_after(self, known: frozenset[Sort]) -> dict[str, int]:
