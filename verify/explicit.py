@@ -733,10 +733,7 @@ class Space:
         pending = self._pending_at(node)
         if not pending:
             return list(tools)
-        facts = node.facts
-        known = self._sorts_known.get(facts)
-        if known is None:
-            known = self._sorts_known[facts] = frozenset(s for s, _ in facts)
+        known = self._sorts_at(node)
         # With ``j`` calls enough from here, they are enough after any first call (it
         # only adds to what is known and done): every tool is kept. With ``left`` too
         # few, no tool is. Only with exactly ``left`` does each tool's call count.
@@ -767,6 +764,14 @@ class Space:
                 out.append(t)
         return out
 
+    def _sorts_at(self, node: _Node) -> frozenset[Sort]:
+        """The sorts of the values known at ``node``, kept per set of facts (the relaxed
+        problem's view of what is known)."""
+        known = self._sorts_known.get(node.facts)
+        if known is None:
+            known = self._sorts_known[node.facts] = frozenset(s for s, _ in node.facts)
+        return known
+
     def idle_on(self, node: _Node, call: Call, left: int) -> bool:
         """Is ``call``, at ``node``, a call on one row (its tool's row parameters: see
         :meth:`_key_moves` and :meth:`_filtered_moves`) that cannot begin a chain of at
@@ -780,8 +785,8 @@ class Space:
         if params is None or any(p not in call.args for p in params):
             return False
         pending = self._pending_at(node)
-        known = self._sorts_known.get(node.facts)
-        if known is None or not isinstance(self._useful.get((known, pending, left)), dict):
+        known = self._sorts_at(node)
+        if not isinstance(self._useful.get((known, pending, left)), dict):
             return False
         relaxed = self._relaxed
         move = f"{call.tool}@{'|'.join(str(call.args[p]) for p in params)}"
@@ -811,9 +816,7 @@ class Space:
         ]
         if not keep or held:
             return False
-        known = self._sorts_known.get(node.facts)
-        if known is None:
-            known = self._sorts_known[node.facts] = frozenset(s for s, _ in node.facts)
+        known = self._sorts_at(node)
         relaxed = self._relaxed
         if relaxed.fits(known, pending, left - 1):
             return False  # slack enough for a call that changes nothing
