@@ -39,6 +39,7 @@ from graphgen.verify.explicit import (
     moves,
     other_final_state,
     output_sources,
+    shortened,
     shortest_chain,
     task_shortest,
     to_recognise,
@@ -310,6 +311,48 @@ def test_calls_are_counted_as_they_would_be_made() -> None:
         layer = nxt
     assert checked > 300
     assert unrecognised > 0  # some write was not counted: its target not recognised yet
+
+
+def _shortened_from_the_root(space: Space, chain: list[Call]) -> list[Call] | None:
+    """The greedy shortening, each trial followed from the root."""
+    node = space.follow(chain)
+    if node is None or not space.goal(node):
+        return None
+    out = list(chain)
+    for i in reversed(range(len(out))):
+        trial = out[:i] + out[i + 1 :]
+        node = space.follow(trial)
+        if node is not None and space.goal(node):
+            out = trial
+    return out
+
+
+def test_a_chain_followed_on_from_a_node_ends_where_it_does_from_the_root() -> None:
+    """``Space.follow`` from a node the chain's first calls led to ends in the node the
+    whole chain leads to (same fingerprint, same calls), so the witness, which follows
+    each trial on from the chain's own prefix, is the chain shortened with every trial
+    followed from the root. Over the action tasks of 12 retail and 12 airline
+    candidates; some witnesses are shorter than their chain."""
+    shorter = 0
+    for name in ("retail", "airline"):
+        d = load_builtin(name)
+        for task in generate(d, 12, 0).tasks:
+            if task.kind == "refusal":
+                continue
+            space = Prover(d, task)._search_space()
+            chain = list(task.chain)
+            whole = space.follow(chain)
+            assert whole is not None
+            for j in range(len(chain) + 1):
+                mid = space.follow(chain[:j])
+                assert mid is not None
+                end = space.follow(chain[j:], mid)
+                assert end is not None and end.chain == chain
+                assert space.fingerprint(end) == space.fingerprint(whole), (task.id, j)
+            got = shortened(space, chain)
+            assert got == _shortened_from_the_root(space, chain), task.id
+            shorter += got is not None and len(got) < len(chain)
+    assert shorter > 5
 
 
 def test_a_value_a_precondition_rules_out_alone_is_never_passed() -> None:

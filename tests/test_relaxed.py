@@ -149,8 +149,10 @@ def test_moves_on_different_rows_take_calls_of_their_own() -> None:
 
 
 def _hit(m: frozenset[str], tool: str, row: str | None) -> bool:
-    """Does a call of ``tool`` on ``row`` (None: a row no move names) make a move of
-    ``m``?"""
+    """Does a call of ``tool`` on ``row`` (None: a row no move names; ``"*"``: every
+    row at once, the relaxed call of a tool) make a move of ``m``?"""
+    if row == "*":
+        return any(x.partition("@")[0] == tool for x in m)
     return tool in m or (row is not None and f"{tool}@{row}" in m)
 
 
@@ -216,7 +218,8 @@ def test_moves_on_rows_never_bound_above_the_calls_they_take(
 ) -> None:
     """With moves on rows (in what a need waits for and in the moves that meet it): the
     quick bound is never above the least number of calls on rows that meet the needs,
-    and the search never says no plan of that many exists; after a call on one row,
+    and the search never says no plan of that many exists; a move leaves the needs the
+    rules leave (a tool's move: its calls on every row at once); after a call on one row,
     relaxed as that move, it never says no plan exists of as many calls as finish from
     what the real call left."""
     r, known, todo = problem
@@ -229,7 +232,11 @@ def test_moves_on_rows_never_bound_above_the_calls_they_take(
     for tool in r.tools:
         if not r.takes[tool] <= known:
             continue
+        # what is left after a move is what the rules leave, need by need
+        assert r.after(known, todo, tool) == _call_on_row(r, known, todo, tool, "*")
         for row in ("r0", "r1"):
+            move = f"{tool}@{row}"
+            assert r.after(known, todo, move) == _call_on_row(r, known, todo, tool, row)
             then = _move_optimum(r, *_call_on_row(r, known, todo, tool, row), ["r0", "r1"], 6)
             if then is not None:
                 assert r.fits(*r.after(known, todo, f"{tool}@{row}"), then), (tool, row, then)

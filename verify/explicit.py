@@ -1075,14 +1075,15 @@ class Space:
         new = list(scalars(result))  # each answer looks through all of them
         return frozenset(i for i in among if any(same_value(x, answers[i]) for x in new))
 
-    def follow(self, chain: Sequence[Call]) -> _Node | None:
-        """The node ``chain`` leads to from the root, or None when the agent cannot make
-        it: a call of a tool outside the space, an argument not known by then (an
-        optional one may be left out), a write naming a target not recognised yet, or a
-        call that fails. The same rules :meth:`children` makes its calls by; the calls
-        are not counted in :attr:`calls_run`, which is a search's budget."""
-        node = self.root()
-        for depth, call in enumerate(chain, 1):
+    def follow(self, chain: Sequence[Call], start: _Node | None = None) -> _Node | None:
+        """The node ``chain`` leads to from the root (or from ``start``, a node of this
+        space), or None when the agent cannot make it: a call of a tool outside the
+        space, an argument not known by then (an optional one may be left out), a write
+        naming a target not recognised yet, or a call that fails. The same rules
+        :meth:`children` makes its calls by; the calls are not counted in
+        :attr:`calls_run`, which is a search's budget."""
+        node = self.root() if start is None else start
+        for depth, call in enumerate(chain, len(node.chain) + 1):
             tool = self.domain.tools.get(call.tool)
             if tool is None or call.tool not in self.tools:
                 return None
@@ -1625,15 +1626,22 @@ def shortened(space: Space, chain: Sequence[Call]) -> list[Call] | None:
     Deleting calls greedily finds no shorter chain that needs other calls, so the result
     is not always a shortest one; on the first 86 retail action and information
     candidates of seed 0 it was on 79."""
-    node = space.follow(chain)
-    if node is None or not space.goal(node):
+    # the node after each prefix of the chain: calls are left out from the last, so
+    # the calls before the one tried are still the chain's own, and each trial follows
+    # on from there
+    after = [space.root()]
+    for call in chain:
+        node = space.follow([call], after[-1])
+        if node is None:
+            return None
+        after.append(node)
+    if not space.goal(after[-1]):
         return None
     out = list(chain)
     for i in reversed(range(len(out))):
-        trial = out[:i] + out[i + 1 :]
-        node = space.follow(trial)
+        node = space.follow(out[i + 1 :], after[i])
         if node is not None and space.goal(node):
-            out = trial
+            out = out[:i] + out[i + 1 :]
     return out
 
 

@@ -118,6 +118,9 @@ class Relaxed:
         # per set of moves: its tools, and (its tools on any row, its moves on one row)
         self._tools_of: dict[frozenset[str], frozenset[str]] = {}
         self._split: dict[frozenset[str], tuple[frozenset[str], frozenset[str]]] = {}
+        # per need's list of things to do first: every move its sets hold, and their
+        # tools (:meth:`_first_touched`)
+        self._touched: dict[Any, tuple[frozenset[str], frozenset[str]]] = {}
 
     def tools_of(self, moves: frozenset[str]) -> frozenset[str]:
         """The tools of a set of moves (:func:`move_tool`), kept per set."""
@@ -163,6 +166,7 @@ class Relaxed:
         none (:meth:`after` then hands back the caller's own ``todo``, which callers test
         by identity). It meets no need at a position in ``keep``."""
         tool, makes = move_tool(move), self.makes
+        rowed = "@" in move
         left: list[Need] = []
         changed = False
         for at, need in enumerate(todo):
@@ -174,7 +178,9 @@ class Relaxed:
             ):
                 changed = True
                 continue
-            if not any(makes(move, m) for _, ms in first for m in ms):
+            # does the call make a move of one of the sets? (``makes`` over their union)
+            moves, tools = self._first_touched(first)
+            if not (move in moves or tool in moves if rowed else tool in tools):
                 left.append(need)
                 continue
             changed = True
@@ -185,6 +191,16 @@ class Relaxed:
                     rest.append((w, open_))
             left.append((meets, tuple(rest)))
         return tuple(left) if changed else None
+
+    def _first_touched(self, first: Any) -> tuple[frozenset[str], frozenset[str]]:
+        """Every move the sets of a need's things to do first hold, and their tools: a
+        call makes a move of one of the sets exactly when it makes one of that union
+        (see :meth:`makes`), asked of every need a call leaves."""
+        got = self._touched.get(first)
+        if got is None:
+            moves = frozenset().union(*(m for _, ms in first for m in ms))
+            got = self._touched[first] = (moves, self.tools_of(moves))
+        return got
 
     def quick(self, known: frozenset[Sort], todo: Sequence[Need]) -> float:
         """A lower bound on the calls that meet every one of ``todo``, without search:
