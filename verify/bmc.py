@@ -249,8 +249,13 @@ def filter_params(tool: ToolDef) -> list[tuple[str, str]]:
     e = tool.returns
     if isinstance(e, ir.DictComp):
         e = e.comp
-    if not isinstance(e, ir.Comp) or e.cond is None:
-        return []
+    return comp_filter_params(e) if isinstance(e, ir.Comp) else []
+
+
+def comp_filter_params(e: ir.Comp) -> list[tuple[str, str]]:
+    """The ``(E.f, p)`` pairs of a comprehension's filter (see :func:`filter_params`):
+    each ``x.f == p`` conjunct, ``p`` a variable (a parameter, or a name bound around
+    the comprehension), in the filter's order."""
     out: list[tuple[str, str]] = []
     for atom in ir.conjuncts(e.cond):
         if not (isinstance(atom, ir.Compare) and atom.op == "=="):

@@ -49,7 +49,7 @@ from graphgen.knowledge import Sort, param_sort, parse_sort
 from graphgen.state import State
 from graphgen.tasks.model import Task
 from graphgen.types import PRIMS, EnumT, ListT, RecordT, RefT, RowT, Ty
-from graphgen.verify.bmc import shown_sorts, sort_type
+from graphgen.verify.bmc import comp_filter_params, shown_sorts, sort_type
 from graphgen.verify.proofs import agent_givens, recognitions
 
 __all__ = ["Outside", "PddlExport", "encode_name", "export_pddl", "pddl_domain", "pddl_problem"]
@@ -505,37 +505,18 @@ class _Tool:
     ) -> None:
         """The mirror of :func:`graphgen.verify.bmc.search_sites`: a non-empty search
         filtered on ``x.f == p`` shows ``p`` at ``field:E.f`` (recognition only)."""
-        if e.cond is None:
-            return
-        atoms = [e.cond]
-        while any(isinstance(a, ir.BoolOp) and a.op == "and" for a in atoms):
-            atoms = [
-                y
-                for a in atoms
-                for y in (a.values if isinstance(a, ir.BoolOp) and a.op == "and" else (a,))
-            ]
-        for atom in atoms:
-            if not (isinstance(atom, ir.Compare) and atom.op == "=="):
-                continue
-            for a, b in ((atom.left, atom.right), (atom.right, atom.left)):
-                if (
-                    isinstance(a, ir.FieldOf)
-                    and isinstance(a.key, ir.Var)
-                    and a.key.name == e.var
-                    and a.entity == e.entity
-                    and isinstance(b, ir.Var)
-                    and b.name in self.tool.params
-                ):
-                    s = Sort("field", f"{e.entity}.{a.field}")
-                    if s in self.ex.atom_sorts:
-                        c = self.cond_post(e.cond, env)
-                        self.effects.append(
-                            _wrap(
-                                [*vars_, x, ("?a", "t_atom")],
-                                [*conds, c, f"({self.ex.atom_pred(s)} ?a {self.env[b.name]})"],
-                                "(seen ?a)",
-                            )
-                        )
+        for ef, p in comp_filter_params(e):
+            s = Sort("field", ef)
+            if p in self.tool.params and s in self.ex.atom_sorts:
+                assert e.cond is not None  # it has the pair's conjunct
+                c = self.cond_post(e.cond, env)
+                self.effects.append(
+                    _wrap(
+                        [*vars_, x, ("?a", "t_atom")],
+                        [*conds, c, f"({self.ex.atom_pred(s)} ?a {self.env[p]})"],
+                        "(seen ?a)",
+                    )
+                )
 
     def action(self) -> str:
         params = " ".join(f"{v} - {t}" for v, t in self.params)
