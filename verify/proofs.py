@@ -1260,8 +1260,9 @@ class Prover:
         calls that makes no more writes than the reference chain, whichever they are, and
         reaches the goal ends in the reference's state (up to renaming created ids). It
         covers every chain proof 5 speaks of, so where it holds proof 5 does. Asked where
-        ``W`` is out of reach, or before it is listed when the reference is minimal
-        (``why``, see :meth:`unique_final_state`): proven, or None. It gets the whole time
+        ``W`` is out of reach, or before it is listed where the reference is minimal or a
+        long minimum is not far below it (``why``, see :meth:`unique_final_state`):
+        proven, or None. It gets the whole time
         limit, after z3 gave up on another query of proof 5 too: on 300 retail candidates
         of seed 0 it held after two of the three give-ups of listing ``W`` (retail-0-00092 and
         -00293), which a quarter of the limit had left as ``timeout``."""

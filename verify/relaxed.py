@@ -49,12 +49,15 @@ from typing import Any
 
 from graphgen.knowledge import Sort
 
+#: A need's things to do first: per tool, the sets of moves each of which must have had
+#: a call before it.
+First = tuple[tuple[str, tuple[frozenset[str], ...]], ...]
 #: A need: the moves that can meet it, and per tool of those with something to do first
 #: the sets of moves each of which must have had a call before it (see the module
 #: docstring).
 #: A move is a tool's name, or ``tool@row`` when only a call of the tool on that row
 #: can do it (see :func:`move_tool`).
-Need = tuple[frozenset[str], tuple[tuple[str, tuple[frozenset[str], ...]], ...]]
+Need = tuple[frozenset[str], First]
 
 
 def move_tool(move: str) -> str:
@@ -118,9 +121,8 @@ class Relaxed:
         # per set of moves: its tools, and (its tools on any row, its moves on one row)
         self._tools_of: dict[frozenset[str], frozenset[str]] = {}
         self._split: dict[frozenset[str], tuple[frozenset[str], frozenset[str]]] = {}
-        # per need's list of things to do first: every move its sets hold, and their
-        # tools (:meth:`_first_touched`)
-        self._touched: dict[Any, tuple[frozenset[str], frozenset[str]]] = {}
+        # per need's things to do first: every move their sets hold (:meth:`_first_moves`)
+        self._first_moves_of: dict[First, frozenset[str]] = {}
 
     def tools_of(self, moves: frozenset[str]) -> frozenset[str]:
         """The tools of a set of moves (:func:`move_tool`), kept per set."""
@@ -166,7 +168,6 @@ class Relaxed:
         none (:meth:`after` then hands back the caller's own ``todo``, which callers test
         by identity). It meets no need at a position in ``keep``."""
         tool, makes = move_tool(move), self.makes
-        rowed = "@" in move
         left: list[Need] = []
         changed = False
         for at, need in enumerate(todo):
@@ -178,9 +179,9 @@ class Relaxed:
             ):
                 changed = True
                 continue
-            # does the call make a move of one of the sets? (``makes`` over their union)
-            moves, tools = self._first_touched(first)
-            if not (move in moves or tool in moves if rowed else tool in tools):
+            # a call makes a move of one of the sets exactly when it makes one of their
+            # union
+            if not makes(move, self._first_moves(first)):
                 left.append(need)
                 continue
             changed = True
@@ -192,14 +193,14 @@ class Relaxed:
             left.append((meets, tuple(rest)))
         return tuple(left) if changed else None
 
-    def _first_touched(self, first: Any) -> tuple[frozenset[str], frozenset[str]]:
-        """Every move the sets of a need's things to do first hold, and their tools: a
-        call makes a move of one of the sets exactly when it makes one of that union
-        (see :meth:`makes`), asked of every need a call leaves."""
-        got = self._touched.get(first)
+    def _first_moves(self, first: First) -> frozenset[str]:
+        """Every move the sets of a need's things to do first hold (kept per ``first``:
+        asked of every need a call leaves)."""
+        got = self._first_moves_of.get(first)
         if got is None:
-            moves = frozenset().union(*(m for _, ms in first for m in ms))
-            got = self._touched[first] = (moves, self.tools_of(moves))
+            got = self._first_moves_of[first] = frozenset().union(
+                *(m for _, ms in first for m in ms)
+            )
         return got
 
     def quick(self, known: frozenset[Sort], todo: Sequence[Need]) -> float:
