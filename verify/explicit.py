@@ -69,7 +69,7 @@ from graphgen.types import EnumT, ListT, OptT, PrimT, RefT, RowT, Ty, strip_opt
 from graphgen.verify.bmc import (
     ChangesGoal,
     Recognition,
-    filter_params,
+    comp_filter_params,
     relevance_levels,
     revealed_sorts,
     same_value,
@@ -1878,7 +1878,7 @@ def _filter_of(tool: ToolDef) -> tuple[str, tuple[tuple[str, str], ...]] | None:
     if not (isinstance(proj, ir.Var) and proj.name == e.var):
         return None
     pairs: list[tuple[str, str]] = []
-    for ref, name in filter_params(tool):
+    for ref, name in comp_filter_params(e):
         p = tool.params.get(name)
         if p is None or p.has_default or not isinstance(p.ty, RefT | EnumT | PrimT):
             continue

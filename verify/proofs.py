@@ -1190,20 +1190,20 @@ class Prover:
         if bmc is None:
             return _res("unique_final_state", False, self.build_error)
         m = self.task.min_calls
-        if h == m:
+        first_why: str | None = None  # why the claim without W is asked first, if it is
+        if self.engine != "auto":
+            pass  # engine "z3" lists W, which the cross-checks compare with the claim
+        elif h == m:
             # No chain of at most h calls is shorter than the minimum: every one that
             # reaches the goal is a minimal solution, whose writes are W's by definition.
             # The claim without W then differs from proof 5 only in how often each
-            # write may be made, and is one query where listing W is several (engine
-            # "z3" keeps the query over W, which the cross-checks compare with this).
-            why = "every chain of that length is minimal"
+            # write may be made, and is one query where listing W is several.
+            first_why = "every chain of that length is minimal"
         elif m >= CLAIM_FIRST_FROM and h - m <= CLAIM_FIRST_WITHIN:
-            why = f"one query at {h} steps costs less than listing them at a minimum of {m}"
-        else:
-            why = ""
-        asked = self.engine == "auto" and bool(why)
-        if asked:
-            first = self._any_writes_end_alike(h, why)
+            first_why = f"one query at {h} steps costs less than listing them at a minimum of {m}"
+        asked = first_why is not None
+        if first_why is not None:
+            first = self._any_writes_end_alike(h, first_why)
             if first is not None:
                 return first
         writes = self.minimal_writes()

@@ -44,7 +44,7 @@ number.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from graphgen.knowledge import Sort
@@ -231,7 +231,7 @@ class Relaxed:
             # in the next node's list, beside the one a call met
             one = per_need.get(need)
             if one is None:
-                one = per_need[need] = self._need_bound(need, ready, soonest_of, self.tools_of)
+                one = per_need[need] = self._need_bound(need, ready, soonest_of)
             soonest, sets = one
             if soonest is None:
                 return float("inf")
@@ -263,17 +263,17 @@ class Relaxed:
             got = self._split[moves] = (free, moves - free)
         return got
 
-    @staticmethod
     def _need_bound(
+        self,
         need: Need,
         ready: Mapping[str, int],
         soonest_of: dict[frozenset[str], int | None],
-        tools_of: Callable[[frozenset[str]], frozenset[str]],
     ) -> tuple[int | None, tuple[frozenset[str], ...]]:
         """One need's part of :meth:`_bound`, given the least calls before each tool can
         be called (``ready``): the least calls before a call can meet it (None: never),
         and the sets of moves that must each have a call of their own."""
         meets, first = need
+        tools_of = self.tools_of
         tools = tools_of(meets)
         before = dict(first)
         soonest: float = float("inf")
@@ -295,7 +295,7 @@ class Relaxed:
         # what every one of its tools needs first is needed, whichever makes it
         if all(before.get(t) for t in tools):
             common = set.intersection(*(set(before[t]) for t in tools))
-            sets.extend(common or [frozenset().union(*(m for _, ms in first for m in ms))])
+            sets.extend(common or [self._first_moves(first)])
         return int(soonest), tuple(sets)
 
     def _smallest_first(self, moves: frozenset[str]) -> tuple[int, int, tuple[str, ...]]:
