@@ -331,20 +331,26 @@ def test_a_deposit_first_makes_the_refused_payment() -> None:
     assert st.tables["Payment"][pid] == {"account_id": args["account_id"], "amount": args["amount"]}
 
 
-@pytest.mark.parametrize("one_by_one", [4, 0], ids=["ladder-then-one", "one-query"])
+@pytest.mark.parametrize(
+    ("one_by_one", "engine"),
+    [(4, "z3"), (0, "z3"), (4, "auto")],
+    ids=["ladder-then-one", "one-query", "explicit-search"],
+)
 def test_refusal_possible_after_a_deposit_is_rejected(
-    one_by_one: int, monkeypatch: pytest.MonkeyPatch
+    one_by_one: int, engine: proofs.Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Proof 6 asks whether the refused call itself can succeed after other calls: by
-    lengths one at a time, or (none asked alone) in the single query for the rest."""
+    """Proof 6 asks whether the refused call itself can succeed after other calls: z3
+    by lengths one at a time, or (none asked alone) in the single query for the rest;
+    under ``auto`` the explicit search first."""
     monkeypatch.setattr(proofs, "REFUSED_ONE_BY_ONE", one_by_one)
     t = _refused_payment()
-    why, cert = recheck(_mock3(), t)
+    why, cert = recheck(_mock3(), t, engine=engine)
     assert why == "proof_refusal_impossible"
     assert cert is not None
     detail = next(p.detail for p in cert.proofs if p.name == "refusal_impossible")
     assert "deposit" in detail and "pay" in detail
-    assert certify(_mock3(), t) == "proof_refusal_impossible"
+    assert ("(explicit search)" in detail) == (engine == "auto"), detail
+    assert certify(_mock3(), t, engine=engine) == "proof_refusal_impossible"
 
 
 # ------------------------------------------------------------------ inconclusive proofs

@@ -730,8 +730,8 @@ def _task(
     )
 
 
-def _proofs(domain: Domain, task: Task) -> dict[str, Any]:
-    cert = prove_task(domain, task)
+def _proofs(domain: Domain, task: Task, engine: proofs_module.Engine = "auto") -> dict[str, Any]:
+    cert = prove_task(domain, task, engine=engine)
     assert cert.z3_version and cert.k >= task.min_calls
     return {p.name: p for p in cert.proofs}
 
@@ -949,10 +949,17 @@ def test_a_task_the_search_decides_makes_no_z3_context(deposit_case: Any) -> Non
     assert all(r.ok for r in other.all()) and other.z3._ctx is not None
 
 
-@pytest.mark.parametrize("one_by_one", [4, 0], ids=["ladder-then-one", "one-query"])
-def test_refusal_impossible_and_possible(one_by_one: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Proof 6 asks the first lengths one by one and the rest in one query; with no
-    length asked alone, the one query must find the same chains (and name the tool)."""
+@pytest.mark.parametrize(
+    ("one_by_one", "engine"),
+    [(4, "z3"), (0, "z3"), (4, "auto")],
+    ids=["ladder-then-one", "one-query", "explicit-search"],
+)
+def test_refusal_impossible_and_possible(
+    one_by_one: int, engine: proofs_module.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """z3 asks the first lengths one by one and the rest in one query; with no length
+    asked alone, the one query must find the same chains (and name the tool). Under
+    ``auto`` the explicit search answers first, the same way."""
     monkeypatch.setattr(proofs_module, "REFUSED_ONE_BY_ONE", one_by_one)
     state = mock_state(0)
     locked = _acct(state, status="locked")
@@ -964,13 +971,14 @@ def test_refusal_impossible_and_possible(one_by_one: int, monkeypatch: pytest.Mo
     chain = [Call(tool="find_account", args={"email": lrow["email"]})]
     refused = Call(tool="deposit", args={"account_id": locked, "amount": 100})
     task = _task(state, chain, Goal(answer=["locked"]), givens, kind="refusal", refused=refused)
-    proofs = _proofs(MOCK, task)
+    proofs = _proofs(MOCK, task, engine)
     assert all(p.ok for p in proofs.values()), proofs
     assert proofs["goal_not_initial"].detail.startswith("n/a")
     # with an unlock tool, the deposit the user asked for is reachable after all
     unlock = loads_domain(UNLOCK_YAML, source="<mock+unlock>")
-    p2 = _proofs(unlock, task)["refusal_impossible"]
+    p2 = _proofs(unlock, task, engine)["refusal_impossible"]
     assert not p2.ok and "unlock_account" in p2.detail
+    assert ("(explicit search)" in p2.detail) == (engine == "auto"), p2.detail
     # a "refusal" whose call would simply succeed is caught too
     active = _acct(state)
     arow = state.tables["Account"][active]
@@ -982,7 +990,7 @@ def test_refusal_impossible_and_possible(one_by_one: int, monkeypatch: pytest.Mo
         kind="refusal",
         refused=Call(tool="deposit", args={"account_id": active, "amount": 100}),
     )
-    assert not _proofs(MOCK, easy)["refusal_impossible"].ok
+    assert not _proofs(MOCK, easy, engine)["refusal_impossible"].ok
 
 
 def test_timeouts_never_hang(deposit_case: Any) -> None:

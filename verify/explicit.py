@@ -26,7 +26,9 @@ write call some shortest solution makes (:func:`minimum` keeps, per node, the wr
 every shortest chain reaching it), and :func:`other_final_state` looks for a chain of up
 to the reference's length whose writes are among those that reaches the goal in another
 final state: first over the sequences of those writes alone (a read changes no cell),
-then, only if one of them ends elsewhere, over every chain.
+then, only if one of them ends elsewhere, over every chain. For a refusal,
+:func:`enabling` asks whether the refused call itself can succeed after other calls,
+and :func:`minimum` on the requested change whether any chain makes it (proof 6).
 :class:`~graphgen.verify.proofs.Prover` asks these when the search is small (a call
 budget, so the choice is deterministic) and z3 otherwise.
 
@@ -1292,26 +1294,6 @@ def minimum(
     # calls left to it reaching the goal (:meth:`Space.useful`) is not made
     longest = upto if within is None else min(upto, within)
 
-    def unaffordable(
-        work: Iterable[tuple[_Node, list[str]]], cap: int | None, wide: int | None
-    ) -> bool:
-        """Would a pass making each node's calls of its tools (``work``) make more
-        calls than the budget leaves, or than ``wide``? The search would then give up
-        inside it after spending all that is left, or spend it on layers that grow too
-        fast to end in time: it gives up before it. The calls are counted, not made
-        (:meth:`Space.calls_at`), and the count is the same on every machine."""
-        limits = [
-            n for n in (None if cap is None else cap - space.calls_run, wide) if n is not None
-        ]
-        if not limits:
-            return False
-        left = min(limits)
-        for node, tools in work:
-            left -= space.calls_at(node, tools)
-            if left < 0:
-                return True
-        return False
-
     def grow(
         node: _Node,
         tools: list[str],
@@ -1392,7 +1374,7 @@ def minimum(
         # the witness's depth: the search ends with this pass (see the docstring)
         last = depth == within
         cap = max_calls + witness_pass_calls if last and max_calls is not None else max_calls
-        if unaffordable(first, cap, None if last else max_pass_calls):
+        if unaffordable(space, first, cap, None if last else max_pass_calls):
             return gave_up(depth - 1)
         later: list[Outcome] = []
         for node, tools in first:
@@ -1425,7 +1407,7 @@ def minimum(
             for node, whole in zip(layer, ready, strict=True)
             if not whole
         ]
-        if unaffordable(rest, max_calls, max_pass_calls):
+        if unaffordable(space, rest, max_calls, max_pass_calls):
             return gave_up(depth)
         for node, tools in rest:
             if grow(node, tools, depth, nxt, max_calls) is False:
@@ -1438,6 +1420,29 @@ def minimum(
         # at most that many calls reaches the goal, and no longer one was looked for
         return gave_up(longest)
     return Minimum(None, None, True, expanded)
+
+
+def unaffordable(
+    space: Space,
+    work: Iterable[tuple[_Node, Sequence[str]]],
+    cap: int | None,
+    wide: int | None = None,
+) -> bool:
+    """Would a pass making each node's calls of its tools (``work``) make more calls than
+    the budget ``cap`` leaves (counted from the space's :attr:`~Space.calls_run`), or
+    than ``wide``? A search would then give up inside it after spending all that is
+    left, or spend it on layers that grow too fast to end in time: it gives up before
+    it. The calls are counted, not made (:meth:`Space.calls_at`), and the count is the
+    same on every machine."""
+    limits = [n for n in (None if cap is None else cap - space.calls_run, wide) if n is not None]
+    if not limits:
+        return False
+    left = min(limits)
+    for node, tools in work:
+        left -= space.calls_at(node, tools)
+        if left < 0:
+            return True
+    return False
 
 
 def undominated(layer: list[_Node]) -> list[_Node]:
@@ -1643,6 +1648,68 @@ def shortened(space: Space, chain: Sequence[Call]) -> list[Call] | None:
         if node is not None and space.goal(node):
             out = out[:i] + out[i + 1 :]
     return out
+
+
+def enabling(
+    space: Space,
+    call: Call,
+    before: int,
+    *,
+    max_nodes: int = MAX_NODES,
+    max_calls: int | None = None,
+) -> SearchResult:
+    """The shortest chain of at most ``before`` calls after which the agent can make
+    ``call`` itself (the same tool and arguments, :meth:`Space.follow`'s rules) and it
+    succeeds: proof 6's question whether a refused call is refused only for the order
+    of calls ("insufficient funds" where a deposit first would let the payment go
+    through). ``chain`` None: no such chain (``complete``), or the search gave up first
+    (past ``max_nodes`` expanded nodes or ``max_calls`` calls made).
+
+    Breadth first, as :func:`minimum`, with the same merging of alike nodes and of
+    dominated ones (a node knowing more can make every call one knowing less can, with
+    the same outcome). The space's goal plays no part: at each depth only the tools
+    :func:`~graphgen.verify.bmc.relevance_levels` puts within the calls left of the
+    refused call's reads (its checks, effects and output) and its arguments' sorts are
+    called. A call of a shortest such chain outside its level could be deleted: no
+    later call, nor the refused one, would read a cell it wrote or pass a value only it
+    showed, so a shorter chain would do."""
+    domain = space.domain
+    tool = domain.tools[call.tool]
+    sorts = {param_sort(p) for p in tool.params.values()}
+    sorts |= {Sort("field", f"{e}.{f}") for r in space.recognize for e, f, _ in r.atoms}
+    levels = list(relevance_levels(domain, space.tools, cells_read(domain, tool), sorts))
+    root = space.root()
+    seen = {space.fingerprint(root)}
+    layer = [root]
+    expanded = 0
+    for depth in range(before + 1):
+        for node in layer:
+            if space.follow([call], node) is not None:
+                return SearchResult(depth, node.chain, True, expanded)
+        if depth == before or not levels:
+            break
+        # the calls a shortest chain still makes, this one included
+        fit = levels[min(before - depth, len(levels)) - 1]
+        tools = [n for n in space.tools if n in fit]
+        if unaffordable(space, ((node, tools) for node in layer), max_calls):
+            return SearchResult(None, None, False, expanded)  # before it spends the rest
+        nxt: dict[tuple[Any, ...], _Node] = {}
+        for node in layer:
+            expanded += 1
+            if expanded > max_nodes:
+                return SearchResult(None, None, False, expanded)
+            for out in space.outcomes(node, None, tools):
+                if max_calls is not None and space.calls_run > max_calls:
+                    return SearchResult(None, None, False, expanded)
+                child = space.make(out, depth + 1)
+                fp = space.fingerprint(child)
+                if fp not in seen:
+                    seen.add(fp)
+                    nxt[fp] = child
+        layer = undominated(list(nxt.values()))
+        if not layer:
+            break
+    return SearchResult(None, None, True, expanded)
 
 
 def shortest_chain(

@@ -99,6 +99,7 @@ from graphgen.verify.explicit import (
     Minimum,
     Space,
     call_key,
+    enabling,
     minimum,
     other_final_state,
     shortened,
@@ -158,10 +159,18 @@ PINNED_TRY_MS = 40
 #: Proof 6 asks whether the refused call can succeed after 0, 1, … calls one length at a
 #: time up to this many, then for every longer chain in one query.
 REFUSED_ONE_BY_ONE = 4
-#: Which engine answers proofs 3 and 5 (and the minimum search): the explicit search
-#: when it finishes within its budget, else z3 ("auto"); z3 alone; or the explicit
-#: search with the large budget of :data:`graphgen.verify.explicit.MAX_NODES`, z3
-#: only where it gives up ("explicit", for cross-checks).
+#: Calls each of proof 6's explicit searches may make (engine "auto") before z3 answers
+#: its question instead: whether the refused call can succeed after other calls, and
+#: whether any chain makes the requested change. The searches that end do so within a
+#: hundred calls on airline's refusals; the long ones (a full flight, where cancelling
+#: one's own bookings would free seats) grow past thousands of calls a layer, and a
+#: larger budget only spends more before z3 answers them anyway.
+REFUSAL_CALLS = 100
+#: Which engine answers proofs 3 and 5 (and the minimum search) and proof 6's two
+#: questions: the explicit search when it finishes within its budget, else z3
+#: ("auto"); z3 alone; or the explicit search with the large budget of
+#: :data:`graphgen.verify.explicit.MAX_NODES`, z3 only where it gives up ("explicit",
+#: for cross-checks).
 Engine = Literal["auto", "z3", "explicit"]
 
 
@@ -520,8 +529,8 @@ class Prover:
         self._witness_chain: list[Call] | None = None
         self._elsewhere: dict[int, tuple[Bmc, Any]] = {}  # per depth, on its unrolling
         self._witnessed = False
-        # proof 6 settled by the values calls can give a row, with no encoding
-        self._refusal_by_values = False
+        # who settled proof 6 with no encoding ("": z3, or not yet asked)
+        self._refusal_by = ""
 
     @property
     def task(self) -> Task:
@@ -540,16 +549,21 @@ class Prover:
         whole state, :mod:`graphgen.verify.slicing`), so a node costs what the slice
         costs, not what the tables do."""
         if self._space is None:
-            recognize = to_recognise(self.recognize, self.givens)
-            tools = self.tool_set()
-            state = self.initial
-            if self.slice_rows:
-                flow = self._flow(self.horizon)
-                if not flow.whole:
-                    state = flow.state
-                    tools = [n for n in tools if n in flow.callable]
-            self._space = Space(self.domain, state, self.givens, self.goal, tools, recognize)
+            self._space = self._space_for(self.goal, self.horizon)
         return self._space
+
+    def _space_for(self, goal: ChangesGoal, steps: int) -> Space:
+        """A search space of ``goal`` for chains of up to ``steps`` calls of the task's
+        relevant tools, on their value-flow slice (:meth:`_search_space`)."""
+        recognize = to_recognise(self.recognize, self.givens)
+        tools = self.tool_set()
+        state = self.initial
+        if self.slice_rows:
+            flow = self._flow(steps)
+            if not flow.whole:
+                state = flow.state
+                tools = [n for n in tools if n in flow.callable]
+        return Space(self.domain, state, self.givens, goal, tools, recognize)
 
     def _flow(self, steps: int) -> Flow:
         """The value-flow slice for chains of up to ``steps`` calls of :meth:`tool_set`,
@@ -917,12 +931,11 @@ class Prover:
                 f"{len(self.task.chain)} calls valid, goal reached (proofs 3 and 5 by "
                 f"explicit search)",
             )
-        if self._refusal_by_values and self.bmc is None:
+        if self._refusal_by and self.bmc is None:
             return _res(
                 "reference_chain",
                 True,
-                f"{len(self.task.chain)} calls valid, goal reached (proof 6 by the values "
-                f"calls can give a row)",
+                f"{len(self.task.chain)} calls valid, goal reached (proof 6 by {self._refusal_by})",
             )
         bmc = self.build()
         if bmc is None:
@@ -1342,7 +1355,7 @@ class Prover:
             never = reach.never(self.domain.tools[call.tool], call.args)
             unreachable = self._unreachable(reach, req)
             if never is not None and unreachable is not None:
-                self._refusal_by_values = True
+                self._refusal_by = "the values calls can give a row"
                 return _res(
                     "refusal_impossible",
                     True,
@@ -1350,17 +1363,32 @@ class Prover:
                     f"or makes the requested change ({unreachable}); by the values "
                     f"calls can give a row",
                 )
+        if unreachable is not None:
+            unreachable += "; by the values calls can give a row"
+        # what the argument behind ``never`` covers: the values' holds for chains of any
+        # length, the explicit search's and the lemmas' for those of up to k calls
+        scope = "any length" if never is not None else f"<= {self.k} calls"
+        if self.engine != "z3" and call.tool in self.domain.tools:
+            by_values = never is not None or unreachable is not None
+            searched = self._refusal_searched(call, req, never is None, unreachable is None)
+            if isinstance(searched, ProofResult):
+                return searched
+            never = never or searched[0]
+            unreachable = unreachable or searched[1]
+            if never is not None and (unreachable is not None or isinstance(req, str)):
+                # settled without an encoding (proof 1 then builds none either)
+                self._refusal_by = (
+                    "the values calls can give a row and explicit search"
+                    if by_values
+                    else "explicit search"
+                )
+                return self._refusal_rest(None, call, req, never, unreachable, scope)
         bmc = self.build()
         if bmc is None:
             return _res("refusal_impossible", False, self.build_error)
         # The domain's lemmas, proven by induction on this unrolling, may show what the
-        # values did not, for every chain of up to k calls.
-        if unreachable is not None:
-            unreachable += "; by the values calls can give a row"
+        # values and the search did not, for every chain of up to k calls.
         unused = ""
-        # the values' argument holds for chains of any length, the lemmas' for those of
-        # up to k calls (see :mod:`graphgen.verify.lemmas`)
-        any_length = never is not None
         if (never is None or unreachable is None) and self.engine != "z3":
             argued = refusal_by_lemmas(
                 bmc, call, req if isinstance(req, list) else [], self.timeout_ms
@@ -1375,26 +1403,68 @@ class Prover:
                     # said in the certificate, so that a domain's author sees a lemma
                     # that does not hold (or is not enough) where it was meant to help
                     unused = f" (the domain's lemmas were not used: {argued.detail})"
-        result = self._refusal_rest(bmc, call, req, never, unreachable, any_length)
+        result = self._refusal_rest(bmc, call, req, never, unreachable, scope)
         if unused:
             return result.model_copy(update={"detail": result.detail + unused})
         return result
 
+    def _refusal_searched(
+        self, call: Call, req: list[Change] | str, ask_valid: bool, ask_change: bool
+    ) -> ProofResult | tuple[str | None, str | None]:
+        """Proof 6's two questions the explicit search answers within its budget
+        (:data:`REFUSAL_CALLS` each under engine "auto"): with ``ask_valid``, can the
+        refused call succeed after other calls (:func:`~graphgen.verify.explicit.enabling`
+        over chains of < k calls), and with ``ask_change``, does a chain of <= k calls make
+        the requested change (not once the first search gave up). A failed proof when a
+        chain does (the interpreter ran it); else, per question, why not (None: not
+        asked, or the search gave up)."""
+        budget = REFUSAL_CALLS if self.engine == "auto" else None
+        goal = ChangesGoal(req if isinstance(req, list) else [])
+        space = self._space_for(goal, self.k)
+        never: str | None = None
+        if ask_valid:
+            got = enabling(space, call, self.k - 1, max_calls=budget)
+            if got.chain is not None:
+                text = " → ".join(c.tool for c in [*got.chain, call])
+                return _res(
+                    "refusal_impossible",
+                    False,
+                    f"the refused call succeeds after other calls: {text} (explicit search)",
+                )
+            if not got.complete:
+                # z3 will unroll k steps for this question, and the change's query on
+                # them costs it less than a search that rarely ends where this one did not
+                return None, None
+            never = f"explicit search, {got.nodes} states"
+        unreachable: str | None = None
+        if ask_change and isinstance(req, list):
+            space.calls_run = 0
+            found = minimum(space, self.k, max_calls=budget, whole_layer=False)
+            if found.chain is not None:
+                return _res(
+                    "refusal_impossible",
+                    False,
+                    f"the requested change is reachable: {_chain_text(found.chain)} "
+                    f"(explicit search)",
+                )
+            if found.complete:
+                unreachable = f"explicit search, {found.nodes} states"
+        return never, unreachable
+
     def _refusal_rest(
         self,
-        bmc: Bmc,
+        bmc: Bmc | None,
         call: Call,
         req: list[Change] | str,
         never: str | None,
         unreachable: str | None,
-        any_length: bool = True,
+        scope: str,
     ) -> ProofResult:
-        """Proof 6 once the values and the lemmas have said what they can: ``never``
-        why the refused call never succeeds (after chains of any length, or with
-        ``any_length`` false of up to k calls), ``unreachable`` why no chain makes the
-        requested change (each None when they could not say)."""
-        # what the argument behind ``never`` covers
-        scope = "any length" if any_length else f"<= {self.k} calls"
+        """Proof 6 once the values, the search and the lemmas have said what they can:
+        ``never`` why the refused call never succeeds (after chains of ``scope``),
+        ``unreachable`` why no chain makes the requested change (each None when they
+        could not say: z3 is then asked on ``bmc``, which may be None only when neither
+        is)."""
         # First: could the agent make the refused call itself succeed, with the very
         # arguments the user gave, after some other calls (deposit, then pay)? Then the
         # request is not forbidden by the state, only by the order of calls: no refusal.
@@ -1418,11 +1488,12 @@ class Prover:
                 if never is None
                 else f"no chain of {scope} lets the refused call succeed ({never})"
             )
-            # Both arguments by the values returned earlier, so a change shown unreachable
-            # next to a never of any length is the lemmas': its chains are up to k calls.
+            # A change shown unreachable next to a never of any length is the search's
+            # or the lemmas' (both arguments by the values returned earlier): its
+            # chains are up to k calls.
             none = (
                 f"no chain of <= {self.k} calls makes"
-                if never is not None and any_length
+                if never is not None and scope == "any length"
                 else "none makes"
             )
             return _res(
@@ -1430,6 +1501,7 @@ class Prover:
                 True,
                 f"{how}, and {none} the requested change ({unreachable})",
             )
+        assert bmc is not None
         goal = ChangesGoal(req)
         lit = bmc.lit(f"requested@{self.k}", bmc.goal_term(goal, self.k))
         status, model = self._check([lit])
