@@ -49,6 +49,7 @@ from graphgen.verify.proofs import Engine, Prover, prove_task
 from graphgen.verify.relaxed import move_tool
 from tests.test_fair_proofs import EMAIL_GIVEN, FIND, WALLET_YAML
 from tests.test_fair_proofs import _task as fair_task
+from tests.test_refusal_search import questions_agree
 
 
 def _z3_min(domain: Domain, task: Task, upto: int) -> int | None:
@@ -124,9 +125,10 @@ def _verdicts_agree(domain: Domain, t: Task) -> tuple[Task | str, bool]:
 
 
 def _cross_check(domain: Domain, n: int, seed: int, *, verdicts: bool = True) -> Counter[str]:
-    """Both comparisons on the tasks of one generated set (made once): ``tasks``,
-    ``queries`` (minimum queries compared) and ``decided`` (tasks whose verdict the
-    search gave) counted."""
+    """Both comparisons on the tasks of one generated set (made once), and proof 6's
+    questions on its refusals: ``tasks``, ``queries`` (minimum queries compared),
+    ``decided`` (tasks whose verdict the search gave) and ``refusal_questions``
+    counted."""
     out: Counter[str] = Counter()
     for t in generate(domain, n, seed).tasks:
         out["tasks"] += 1
@@ -136,6 +138,9 @@ def _cross_check(domain: Domain, n: int, seed: int, *, verdicts: bool = True) ->
             out["decided"] += decided
         if t.kind != "refusal":
             out["queries"] += _min_agrees(domain, t, by_z3)
+        else:
+            answered, _ = questions_agree(domain, t)
+            out["refusal_questions"] += answered
     return out
 
 
@@ -151,13 +156,14 @@ def test_engines_agree_on_mock_and_synthesized_domains() -> None:
         got += _cross_check(domain, n, 0)
     assert got["queries"] >= 150
     assert got["decided"] >= 40  # the comparison is about the explicit answers, not z3's
+    assert got["refusal_questions"] >= 15
 
 
 @pytest.mark.slow
 def test_engines_agree_on_a_thousand_small_tasks() -> None:
     """>= 1,000 random small tasks (mock states of many seeds, and synthesized domains),
-    refusals included (z3 answers their proof 6 either way): every minimum, every "none
-    within the bound" and every proof's verdict the same."""
+    refusals included: every minimum, every "none within the bound", each of proof 6's
+    questions the search answers, and every proof's verdict the same."""
     got: Counter[str] = Counter()
     for seed in range(1, 9):
         got += _cross_check(load_builtin("mock"), 100, seed)
@@ -166,6 +172,7 @@ def test_engines_agree_on_a_thousand_small_tasks() -> None:
     assert got["tasks"] >= 1000
     assert got["queries"] >= 1500
     assert got["decided"] >= 600
+    assert got["refusal_questions"] >= 50
 
 
 def test_unreachable_goal_and_node_budget() -> None:

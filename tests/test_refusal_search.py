@@ -81,27 +81,36 @@ def _z3_answers(d: Domain, t: Task) -> tuple[bool | None, bool | None]:
     return valid, change
 
 
+def questions_agree(d: Domain, t: Task) -> tuple[int, int]:
+    """Asserts that, on refusal ``t``, each of proof 6's questions the search answers
+    within :data:`CALLS` gets z3's answer (z3 asked only that question, on its own
+    unrolling); how many questions were compared, and how many chains found."""
+    got = _searched(d, t)
+    if got is None:
+        return 0, 0
+    valid_at, valid_done, change_at, change_done = got
+    z3_valid, z3_change = _z3_answers(d, t)
+    answered = found = 0
+    if valid_done and z3_valid is not None:
+        answered += 1
+        assert (valid_at is not None) == z3_valid, (t.id, valid_at)
+        found += valid_at is not None
+    if change_done and z3_change is not None:
+        answered += 1
+        assert (change_at is not None) == z3_change, (t.id, change_at)
+        found += change_at is not None
+    return answered, found
+
+
 def _agree(sets: tuple[tuple[str, int], ...]) -> tuple[int, int, int]:
-    """Asserts that, on every refusal of the first candidates of each built-in in
-    ``sets``, where the search ends within its budget its answer to each question is
-    z3's (asked only that question, on its own unrolling); how many refusals were
-    asked, questions compared, and chains found."""
+    """:func:`questions_agree` on every refusal of the first candidates of each built-in
+    in ``sets``: how many refusals were asked, questions compared, and chains found."""
     asked = answered = found = 0
     for d, t in _refusals(sets):
-        got = _searched(d, t)
-        if got is None:
-            continue
-        valid_at, valid_done, change_at, change_done = got
-        z3_valid, z3_change = _z3_answers(d, t)
-        asked += 1
-        if valid_done and z3_valid is not None:
-            answered += 1
-            assert (valid_at is not None) == z3_valid, (t.id, valid_at)
-            found += valid_at is not None
-        if change_done and z3_change is not None:
-            answered += 1
-            assert (change_at is not None) == z3_change, (t.id, change_at)
-            found += change_at is not None
+        a, f = questions_agree(d, t)
+        asked += a > 0
+        answered += a
+        found += f
     return asked, answered, found
 
 
