@@ -1350,7 +1350,9 @@ class Prover:
         # cross-checks compare this against): the refused call needs a value no call
         # can give its row, and so does the requested change.
         never = unreachable = None
-        if self.engine != "z3" and call.tool in self.domain.tools:
+        # the values and the search answer (not under engine "z3") for a tool of the domain
+        ours = self.engine != "z3" and call.tool in self.domain.tools
+        if ours:
             reach = Reach(self.domain, self.initial)
             never = reach.never(self.domain.tools[call.tool], call.args)
             unreachable = self._unreachable(reach, req)
@@ -1368,7 +1370,7 @@ class Prover:
         # what the argument behind ``never`` covers: the values' holds for chains of any
         # length, the explicit search's and the lemmas' for those of up to k calls
         scope = "any length" if never is not None else f"<= {self.k} calls"
-        if self.engine != "z3" and call.tool in self.domain.tools:
+        if ours:
             by_values = never is not None or unreachable is not None
             searched = self._refusal_searched(call, req, never is None, unreachable is None)
             if isinstance(searched, ProofResult):
