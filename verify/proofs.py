@@ -607,7 +607,8 @@ class Prover:
     def explicit_minimum(self) -> Minimum | None:
         """The explicit search's shortest solutions within :attr:`horizon` (their length
         and every write call they make), or None when this task's proofs go to z3: a
-        refusal (proof 6 is z3's), a failing reference chain, or a search that gave up."""
+        refusal (it has no minimum to search; proof 6 asks its own questions, see
+        :meth:`_refusal_searched`), a failing reference chain, or a search that gave up."""
         if not self._searched:
             self._searched = True
             if self.engine != "z3" and not self.refusal and not self.run_failed:
