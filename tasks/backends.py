@@ -20,12 +20,13 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from graphgen.domain import Domain
 from graphgen.extras import require
-from graphgen.processes import worker_pool
+from graphgen.processes import WorkerPool, worker_pool
 from graphgen.tasks.model import Task
 from graphgen.tasks.parcels import Parcel, StatePost, files, opened, read_file, returned
 from graphgen.tasks.utilisation import Span, Utilisation, timed
@@ -111,21 +112,23 @@ class _Pool:
     """Worker processes; each initial state's tables go to them once, in a file of the
     run (:mod:`graphgen.tasks.parcels`)."""
 
-    def __init__(self, pool: Any, folder: Path, use: Utilisation) -> None:
+    def __init__(self, pool: WorkerPool, folder: Path, use: Utilisation) -> None:
         self.pool, self.use = pool, use
         self.post = StatePost(files(folder))
-        self.unread: dict[int, Any] = {}  # handed out, outcome not read: by hand-out number
+        self.unread: dict[
+            int, Future[_Timed]
+        ] = {}  # handed out, outcome not read: by hand-out number
         self.handed = 0
 
     def submit(self, task: Task) -> Pending:
-        handle = self.pool.apply_async(_check_in_worker, (self.post.pack(task),))
+        handle = self.pool.submit(_check_in_worker, self.post.pack(task))
         owner, index = self, self.handed
         self.handed += 1
         self.unread[index] = handle
 
         class _Result:
             def get(self) -> Task | str:
-                got, span = handle.get()
+                got, span = handle.result()
                 del owner.unread[index]
                 owner.use.record(span)
                 return owner.post.unpack(task, got)
@@ -138,8 +141,8 @@ class _Pool:
         if not self.unread:
             return
         for handle in self.unread.values():
-            if handle.ready() and handle.successful():
-                self.use.record(handle.get()[1], taken=False)
+            if handle.done() and not handle.cancelled() and handle.exception() is None:
+                self.use.record(handle.result()[1], taken=False)
         self.pool.terminate()
 
 

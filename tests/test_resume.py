@@ -411,7 +411,7 @@ def test_no_worker_outlives_a_killed_parent(tmp_path: Path, method: str) -> None
         "if __name__ == '__main__':\n"
         "    multiprocessing.set_start_method(sys.argv[1])\n"
         "    with worker_pool(2) as pool:\n"
-        "        pool.map_async(time.sleep, [60, 60])\n"
+        "        pool.submit(time.sleep, 60), pool.submit(time.sleep, 60)\n"
         "        print('ready', flush=True)\n"
         "        time.sleep(60)\n"
     )
