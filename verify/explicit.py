@@ -77,6 +77,7 @@ from graphgen.verify.bmc import (
     same_value,
     scalars,
 )
+from graphgen.verify.reachable import Reach
 from graphgen.verify.relaxed import Need, Relaxed
 
 #: Distinct nodes a search may expand before it gives up (``complete`` false).
@@ -383,6 +384,7 @@ class Space:
         self._targets = {(r.entity, _hashable(r.key)): r for r in self.recognize}
         self._field_changes: list[_FieldNeed] = []
         self._values: list[_ValueNeed] = []
+        reach: Reach | None = None  # made when a goal field's writer names its row
         for c in self.want.changes:
             if c.field == ROWS:
                 if c.before is None and isinstance(c.after, dict):
@@ -394,8 +396,14 @@ class Space:
             meets: list[str] = []
             for t in tool_defs:
                 how = _names_row(t, c.entity, c.field)
-                if how is None:
+                if how is None or not _may_put(t, c.entity, c.field, c.after):
                     continue
+                if how != _NOT_NAMED:
+                    # a write of that row whose checks on it never pass, after any chain
+                    # (an exchange of an order that is pending and never becomes delivered)
+                    reach = reach or Reach(domain, initial)
+                    if reach.never(t, {how: c.key}) is not None:
+                        continue
                 meets.append(self._writes_on(t, c.entity, c.field, c.key))
                 if how == _NOT_NAMED:  # which row it writes is the state's to say
                     needs.append((t.name, None, ()))
@@ -783,16 +791,29 @@ class Space:
         (:meth:`~graphgen.verify.relaxed.Relaxed.after`), so a tool useful on some row
         may be useless on this one. Asked only where :meth:`useful` found no call to
         spare at the node (with one, every call is kept)."""
-        params = self._row_params.get(call.tool)
-        if params is None or any(p not in call.args for p in params):
+        move = self.move_of(call)
+        if move is None:
             return False
         pending = self._pending_at(node)
         known = self._sorts_at(node)
         if not isinstance(self._useful.get((known, pending, left)), dict):
             return False
         relaxed = self._relaxed
-        move = f"{call.tool}@{'|'.join(str(call.args[p]) for p in params)}"
         return not relaxed.fits(*relaxed.after(known, pending, move), left - 1)
+
+    def move_of(self, call: Call) -> str | None:
+        """The move on a row ``call`` makes (see :meth:`idle_on`), or None when it is not
+        a call on one row: ``tool@key`` for a tool showing the row ``key`` names,
+        ``tool@+`` when that row was made since (the needs name such rows so,
+        :meth:`_atom_moves`), ``tool@v1|v2`` for a search filtered on the values
+        passed."""
+        params = self._row_params.get(call.tool)
+        if params is None or any(p not in call.args for p in params):
+            return None
+        ent = self._row_of.get(call.tool)
+        if ent is not None and call.args[params[0]] not in self.initial.tables.get(ent, {}):
+            return f"{call.tool}@+"
+        return f"{call.tool}@{'|'.join(str(call.args[p]) for p in params)}"
 
     def wasted(self, node: _Node, call: Call, left: int) -> bool:
         """Is ``call``, at ``node``, a write that cannot begin a chain of at most ``left``
@@ -2023,6 +2044,20 @@ def _names_row(tool: ToolDef, entity: str, field: str) -> str | None:
     if not named:
         return None
     return named.pop() if len(named) == 1 else _NOT_NAMED
+
+
+def _may_put(tool: ToolDef, entity: str, field: str, value: Any) -> bool:
+    """Can a call of ``tool`` leave ``value`` in ``entity.field``? Not when each of its
+    writes there sets a literal other than it: a cancel that sets an order's status to
+    "cancelled" never makes it "returned", so it meets no need for that."""
+    for stmt in tool.effects:
+        e = stmt.effect
+        if isinstance(e, ir.Assign | ir.ListEdit) and (e.entity, e.field) == (entity, field):
+            if not (isinstance(e, ir.Assign) and e.op == "=" and isinstance(e.value, ir.Lit)):
+                return True
+            if same_value(e.value.value, value):
+                return True
+    return False
 
 
 #: A field's values in a space's rows: the hashable ones, every one as text, the others.
