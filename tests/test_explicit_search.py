@@ -34,6 +34,7 @@ from graphgen.verify.explicit import (
     Space,
     _names_row,
     _puts,
+    _takes_out,
     call_key,
     minimum,
     moves,
@@ -280,6 +281,55 @@ def test_a_call_on_a_row_made_since_is_the_move_the_needs_name_it_by() -> None:
     assert space.move_of(Call(tool="find_flight", args={param: number})) == f"find_flight@{number}"
     rowless = next(n for n in sorted(space.tools) if n not in space._row_params)
     assert space.move_of(Call(tool=rowless, args={})) is None
+
+
+def test_an_id_the_goal_takes_out_of_a_list_is_passed_by_the_call_that_does() -> None:
+    """Retail's item change takes the old item out of the order (``remove`` of the
+    ``item_id`` passed) and puts the new one in. The old item is a target the user
+    describes, so the call that takes it out must wait until its description was
+    shown, whichever writer makes it: a need of its own, pending while the order holds
+    the item, gone once the reference chain's change made it. It is one more set of
+    moves needing a call of its own at the root, and the search finds the same minimum
+    from fewer states."""
+    d = load_builtin("retail")
+    task = next(
+        t
+        for t in generate(d, 40, 0).tasks
+        if [c.tool for c in t.chain].count("modify_pending_order_item") == 1 and t.kind == "action"
+    )
+    (mod,) = [c for c in task.chain if c.tool == "modify_pending_order_item"]
+    old_item = mod.args["item_id"]
+    assert _takes_out(d.tools["modify_pending_order_item"], "Order", "items").name == "item_id"
+    assert _takes_out(d.tools["get_order_details"], "Order", "items") is False
+    space = Prover(d, task)._search_space()
+    (taken,) = space._taken
+    assert (taken.entity, taken.key, taken.value) == ("Order", mod.args["order_id"], old_item)
+    assert taken.writers == {f"modify_pending_order_item@{mod.args['order_id']}"}
+    ((tool, key_need, atoms),) = taken.needs
+    assert tool == "modify_pending_order_item" and key_need is not None and atoms
+
+    def quick(sp: Space) -> float:
+        root = sp.root()
+        return sp._relaxed.quick(sp._sorts_at(root), sp._pending_at(root))
+
+    without = Prover(d, task)._search_space()
+    without._taken = []
+    assert len(space._pending_at(space.root())) == len(without._pending_at(without.root())) + 1
+    assert quick(space) == quick(without) + 1
+    # the same minimum, from fewer states (searched as the prover does: below its
+    # witness, the reference chain shortened)
+    prover = Prover(d, task)
+    witness = prover.witness()
+    assert witness is not None
+    ours, theirs = (minimum(sp, prover.horizon, within=len(witness)) for sp in (space, without))
+    assert ours.min_calls == theirs.min_calls is not None
+    assert ours.nodes < theirs.nodes
+    upto = task.chain.index(mod)
+    before, after = space.follow(task.chain[:upto]), space.follow(task.chain[: upto + 1])
+    assert before is not None and after is not None
+    for node, kept in ((before, (0,)), (after, ())):
+        space._pending_at(node)
+        assert space._pending[node.tables][3] == kept
 
 
 @pytest.mark.usefixtures("searching")
@@ -1442,7 +1492,7 @@ def test_an_order_placed_needs_its_item_and_payment_known_until_one_is_made() ->
             pending = space._pending_at(wrong)
             # left: the goal's writes, and a field the goal changes that the wrong order
             # changed otherwise (a gift card's balance); no value of the new row
-            _, unwritten, unmade = space._pending[wrong.tables]
+            _, unwritten, unmade, _ = space._pending[wrong.tables]
             assert unmade == () and len(pending) == 1 + len(unwritten), pending
             assert pending[0] == (frozenset(space.goal_writes), ())
             checked += 1

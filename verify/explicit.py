@@ -384,7 +384,8 @@ class Space:
         self._targets = {(r.entity, _hashable(r.key)): r for r in self.recognize}
         self._field_changes: list[_FieldNeed] = []
         self._values: list[_ValueNeed] = []
-        reach: Reach | None = None  # made when a goal field's writer names its row
+        self._taken: list[_ValueNeed] = []
+        self._reach: Reach | None = None  # made when a goal field's writer names its row
         for c in self.want.changes:
             if c.field == ROWS:
                 if c.before is None and isinstance(c.after, dict):
@@ -398,12 +399,8 @@ class Space:
                 how = _names_row(t, c.entity, c.field)
                 if how is None or not _may_put(t, c.entity, c.field, c.after):
                     continue
-                if how != _NOT_NAMED:
-                    # a write of that row whose checks on it never pass, after any chain
-                    # (an exchange of an order that is pending and never becomes delivered)
-                    reach = reach or Reach(domain, initial)
-                    if reach.never(t, {how: c.key}) is not None:
-                        continue
+                if self._never_on(t, c.entity, c.field, c.key):
+                    continue
                 meets.append(self._writes_on(t, c.entity, c.field, c.key))
                 if how == _NOT_NAMED:  # which row it writes is the state's to say
                     needs.append((t.name, None, ()))
@@ -417,6 +414,8 @@ class Space:
             self._values += self._placed(
                 c.entity, c.key, {c.field: c.after}, tool_defs, len(self._field_changes) - 1
             )
+            # the ids it takes out of a list there, when a writer takes them by argument
+            self._taken += self._taken_out(c.entity, c.key, c.field, c.after, tool_defs)
         # per tool and id parameter, the preconditions that read that parameter alone:
         # a value one of them is false for fails every call passing it
         self._unary: dict[str, dict[str, tuple[ir.Expr, ...]]] = {}
@@ -455,7 +454,9 @@ class Space:
                     self._sets.setdefault(t.name, []).append((i, row, val.name))
         # per state: do the goal's changes hold, which of its fields are unwritten, and
         # which values of rows it creates may still be to place
-        self._pending: dict[str, tuple[bool, tuple[int, ...], tuple[int, ...]]] = {}
+        self._pending: dict[
+            str, tuple[bool, tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+        ] = {}
         self._sorts_known: dict[frozenset[tuple[Any, Any]], frozenset[Sort]] = {}
         # per (the goal's part at a state, known values, seen values, answers shown):
         # what is still to happen (:meth:`_pending_at`)
@@ -662,7 +663,10 @@ class Space:
         for name, held in sorted(after.items()):
             values = held if isinstance(held, list) else [held]
             writers = [
-                t for t in tool_defs if FieldRef(entity, name) in cells_written(self.domain, t)
+                t
+                for t in tool_defs
+                if FieldRef(entity, name) in cells_written(self.domain, t)
+                and not (change is not None and self._never_on(t, entity, name, key))
             ]
             # a member an existing row's list holds already need not be put there
             had = row.get(name) if row is not None and isinstance(held, list) else None
@@ -695,6 +699,60 @@ class Space:
                             change,
                         )
                     )
+        return out
+
+    def _never_on(self, tool: ToolDef, entity: str, field: str, key: Any) -> bool:
+        """Does every call of ``tool`` that writes ``field`` of row ``key`` fail? Yes when
+        it names the row by a parameter and has a check on that row that no value the
+        row's fields can hold satisfies, after any chain (:meth:`Reach.never`, the
+        argument proof 6 uses for a refused call): the exchange of a delivered order's
+        item never changes a pending order, which no tool makes delivered."""
+        how = _names_row(tool, entity, field)
+        if how is None or how == _NOT_NAMED:
+            return False
+        if self._reach is None:
+            self._reach = Reach(self.domain, self.initial)
+        return self._reach.never(tool, {how: key}) is not None
+
+    def _taken_out(
+        self, entity: str, key: Any, field: str, after: Any, tool_defs: list[ToolDef]
+    ) -> list[_ValueNeed]:
+        """The ids the goal takes out of list field ``field`` of existing row ``key``
+        (held there at the start, not in ``after``), each with the tools that can take
+        a member out of that field and what each call needs first (:class:`_ValueNeed`,
+        its value the id taken out). While the row holds the id, some call is still to
+        take it out: a tool whose only way to do so is a ``remove`` of a parameter
+        passes the id, so needs it known (and a target's description shown) first, as a
+        writer putting a value there does; a tool assigning the field may take it out
+        by any value."""
+        had = self.initial.tables[entity][key].get(field)
+        fd = self.domain.entities[entity].fields.get(field)
+        ty = None if fd is None else strip_opt(fd.ty)
+        if not (isinstance(had, list) and isinstance(after, list) and isinstance(ty, ListT)):
+            return []
+        elem = strip_opt(ty.elem)
+        if not isinstance(elem, RefT):
+            return []
+        ids = self.initial.tables.get(elem.entity, {})
+        gone = [v for v in dict.fromkeys(had) if _is_hashable(v) and v not in after and v in ids]
+        takers = [
+            t
+            for t in tool_defs
+            if _takes_out(t, entity, field) is not False
+            and not self._never_on(t, entity, field, key)
+        ]
+        out: list[_ValueNeed] = []
+        for value in gone:
+            needs: list[_WriterNeeds] = []
+            for t in takers:
+                param = _takes_out(t, entity, field)
+                if param is None or param is False:
+                    needs.append((t.name, None, ()))
+                else:
+                    needs.append(self._writer_needs(t, param, elem.entity, value))
+            if any(n[1] is not None for n in needs):
+                meets = frozenset(self._writes_on(t, entity, field, key) for t in takers)
+                out.append(_ValueNeed(entity, key, field, value, meets, tuple(needs)))
         return out
 
     def within(self, left: int) -> frozenset[str]:
@@ -827,7 +885,7 @@ class Space:
         if not sets:
             return False
         pending = self._pending_at(node)
-        held, unwritten, _ = self._pending[node.tables]
+        held, unwritten, _, _ = self._pending[node.tables]
         args = call.args
         keep = [
             1 + unwritten.index(i)
@@ -879,19 +937,30 @@ class Space:
                 if not held
                 and (v.entity not in made if v.change is None else v.change in unwritten)
             )
-            got = self._pending[node.tables] = (held, unwritten, unmade)
+            # ids still in the list the goal takes them out of
+            kept = tuple(
+                i
+                for i, v in enumerate(self._taken)
+                if not held
+                and (row := tables.get(v.entity, {}).get(v.key)) is not None
+                and v.value in (row.get(v.field) or ())
+            )
+            got = self._pending[node.tables] = (held, unwritten, unmade, kept)
         # Nodes alike in these share their needs, as the same tuple: the forward
         # bound's answers are keyed by it, and a key met again then compares by identity.
         key = (got, node.facts, node.seen, node.answered)
         done = self._todos.get(key)
         if done is None:
-            held, unwritten, unmade = got
+            held, unwritten, unmade, kept = got
             todo: list[Need] = [] if held else [(frozenset(self.goal_writes), ())]
             for i in unwritten:
                 f = self._field_changes[i]
                 todo.append((f.writers, self._first(node, f.key, f.needs)))
             for i in unmade:
                 v = self._values[i]
+                todo.append((v.writers, self._first(node, v.value, v.needs)))
+            for i in kept:
+                v = self._taken[i]
                 todo.append((v.writers, self._first(node, v.value, v.needs)))
             todo += [(self._showing[i], ()) for i in self._missing(node.answered)]
             done = self._todos[key] = tuple(todo)
@@ -1898,6 +1967,28 @@ class _ValueNeed:
     # the field change (by index) of an existing row that sets the value, None for a
     # created row's
     change: int | None = None
+
+
+def _takes_out(tool: ToolDef, entity: str, field: str) -> Any:
+    """How a call of ``tool`` can take a member out of list field ``field`` of an
+    ``entity`` row: False when it cannot (it never writes the field, or only appends);
+    the parameter it takes out, when its only such write is a ``remove`` of that
+    parameter (without a default); else None, it may take out any member."""
+    taking = [
+        st.effect
+        for st in tool.effects
+        if FieldRef(entity, field) in effect_writes(st.effect)
+        and not (isinstance(st.effect, ir.ListEdit) and st.effect.op == "append")
+    ]
+    if not taking:
+        return False
+    if len(taking) != 1:
+        return None
+    match taking[0]:
+        case ir.ListEdit(op="remove", value=ir.Var(name=name)):
+            param = tool.params.get(name)
+            return param if param is not None and not param.has_default else None
+    return None
 
 
 def _puts(tool: ToolDef, entity: str, field: str, at: int | None) -> Any:
