@@ -126,11 +126,14 @@ def test_a_claim_asked_first_is_not_asked_again_after_a_give_up(
 def test_a_long_minimum_just_below_the_reference_asks_the_claim_without_w_first(
     first_from: int, within: int, claim_first: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """retail-0-00014 (minimum 10, reference 11 calls) reaches z3's proof 5: the search
-    for another final state gives up. Its minimum is long and the reference is one call
-    longer, so z3 is asked the claim without ``W`` first, and ``W`` is never listed
-    (1.3 s of proof 5 became 0.4 s). With the rule's minimum above 10, or no room above
-    the minimum, ``W`` is listed as before. Proof 5 holds either way."""
+    """retail-0-00014 (minimum 10, reference 11 calls), with the explicit search given
+    no budget, reaches z3's proof 5 (with the budget, the search answers it). Its
+    minimum is long and the reference is one call longer, so z3 is asked the claim
+    without ``W`` first, and ``W`` is never listed (1.3 s of proof 5 became 0.4 s). With
+    the rule's minimum above 10, or no room above the minimum, ``W`` is listed as
+    before. Proof 5 holds either way."""
+    monkeypatch.setattr(proofs_module, "EXPLICIT_CALLS", 0)
+    monkeypatch.setattr(proofs_module, "LONG_EXPLICIT_CALLS", 0)
     monkeypatch.setattr(proofs_module, "CLAIM_FIRST_FROM", first_from)
     monkeypatch.setattr(proofs_module, "CLAIM_FIRST_WITHIN", within)
     p = _prover(_candidate("retail-0-00014", 15))

@@ -214,7 +214,7 @@ def test_verify_asks_what_certify_asked(work: list[int], engine: Engine) -> None
     retail = load_builtin("retail")
     # most of retail's first candidates are the explicit search's: enough are drawn that
     # two of them reach z3
-    tasks = [t for t in generate(retail, 24, 0, GenOptions()).tasks if t.kind != "refusal"]
+    tasks = [t for t in generate(retail, 60, 0, GenOptions()).tasks if t.kind != "refusal"]
     compared = 0
     for t in tasks:
         if compared == 2:
