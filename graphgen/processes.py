@@ -291,10 +291,12 @@ class WorkerPool:
         if self._stopping or self._broken is not None:
             return False
         for w in self._workers:
-            if w.job is None:
+            # an idle worker takes jobs until one goes out: a cancelled job, or one that
+            # does not pickle, leaves it idle, and no wake-up would come for the next
+            while w.job is None:
                 with self._lock:
                     if not self._queue:
-                        break
+                        return True
                     fut, fn, args = self._queue.popleft()
                 if not fut.set_running_or_notify_cancel():
                     continue

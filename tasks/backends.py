@@ -115,9 +115,8 @@ class _Pool:
     def __init__(self, pool: WorkerPool, folder: Path, use: Utilisation) -> None:
         self.pool, self.use = pool, use
         self.post = StatePost(files(folder))
-        self.unread: dict[
-            int, Future[_Timed]
-        ] = {}  # handed out, outcome not read: by hand-out number
+        # handed out, outcome not read: by hand-out number
+        self.unread: dict[int, Future[_Timed]] = {}
         self.handed = 0
 
     def submit(self, task: Task) -> Pending:

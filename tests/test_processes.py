@@ -68,6 +68,21 @@ def test_an_error_comes_back_with_its_type_and_the_workers_traceback() -> None:
         assert pool.submit(abs, -3).result(WAIT) == 3  # the pool still works
 
 
+def test_a_job_that_never_goes_out_leaves_no_worker_idle() -> None:
+    """One worker: a job whose argument does not pickle fails, a cancelled one is
+    skipped, and the jobs queued behind them still run."""
+    with worker_pool(1) as pool:
+        slow = pool.submit(time.sleep, 0.5)
+        bad = pool.submit(abs, threading.Lock())
+        dropped = pool.submit(abs, -1)
+        assert dropped.cancel()
+        after = [pool.submit(abs, -n) for n in range(3)]
+        assert slow.result(WAIT) is None
+        with pytest.raises(TypeError):
+            bad.result(WAIT)
+        assert [f.result(WAIT) for f in after] == [0, 1, 2]
+
+
 def test_a_slow_job_holds_up_no_other(tmp_path: Path) -> None:
     """Jobs go to whichever worker is idle: twenty quick jobs all finish while one
     worker is held by a job that waits for them."""

@@ -452,8 +452,9 @@ class Space:
                 val = _puts(t, f.entity, f.field, None) if row else None
                 if row and val is not None:
                     self._sets.setdefault(t.name, []).append((i, row, val.name))
-        # per state: do the goal's changes hold, which of its fields are unwritten, and
-        # which values of rows it creates may still be to place
+        # per state: do the goal's changes hold, which of its fields are unwritten, which
+        # values of rows it creates may still be to place, and which ids it takes out of
+        # a list are still there
         self._pending: dict[
             str, tuple[bool, tuple[int, ...], tuple[int, ...], tuple[int, ...]]
         ] = {}
