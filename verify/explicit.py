@@ -737,22 +737,21 @@ class Space:
         ids = self.initial.tables.get(elem.entity, {})
         gone = [v for v in dict.fromkeys(had) if _is_hashable(v) and v not in after and v in ids]
         takers = [
-            t
+            (t, param)
             for t in tool_defs
-            if _takes_out(t, entity, field) is not False
+            if (param := _takes_out(t, entity, field)) is not False
             and not self._never_on(t, entity, field, key)
         ]
         out: list[_ValueNeed] = []
         for value in gone:
-            needs: list[_WriterNeeds] = []
-            for t in takers:
-                param = _takes_out(t, entity, field)
-                if param is None or param is False:
-                    needs.append((t.name, None, ()))
-                else:
-                    needs.append(self._writer_needs(t, param, elem.entity, value))
+            needs: list[_WriterNeeds] = [
+                (t.name, None, ())
+                if param is None
+                else self._writer_needs(t, param, elem.entity, value)
+                for t, param in takers
+            ]
             if any(n[1] is not None for n in needs):
-                meets = frozenset(self._writes_on(t, entity, field, key) for t in takers)
+                meets = frozenset(self._writes_on(t, entity, field, key) for t, _ in takers)
                 out.append(_ValueNeed(entity, key, field, value, meets, tuple(needs)))
         return out
 
